@@ -1,0 +1,229 @@
+// Accounts and keys in the store. Every change that a running gateway caches bumps the
+// revision row in the same transaction, so every instance drops its caches within a poll.
+import type { Kysely, Transaction } from "kysely";
+import { generateKey, newId } from "../auth/key-format.ts";
+import type { Database } from "../store/schema.ts";
+
+type Db = Kysely<Database>;
+
+export interface Account {
+  id: string;
+  name: string;
+  plan_id: string;
+  quota_tokens: number | null;
+  used_tokens: number;
+  disabled: number;
+  created_at: number;
+}
+
+export interface ApiKey {
+  id: string;
+  account_id: string;
+  name: string | null;
+  prefix: string;
+  limit_tokens: number | null;
+  used_tokens: number;
+  disabled: number;
+  created_at: number;
+}
+
+const keyColumns = [
+  "id",
+  "account_id",
+  "name",
+  "prefix",
+  "limit_tokens",
+  "used_tokens",
+  "disabled",
+  "created_at",
+] as const;
+
+export class LookupError extends Error {
+  override name = "LookupError";
+}
+
+async function bumpRevision(trx: Transaction<Database>): Promise<void> {
+  await trx
+    .updateTable("revision")
+    .set((eb) => ({ value: eb("value", "+", 1) }))
+    .where("id", "=", 1)
+    .execute();
+}
+
+export async function readRevision(db: Db): Promise<number> {
+  const row = await db.selectFrom("revision").select("value").where("id", "=", 1).executeTakeFirst();
+  return row ? Number(row.value) : 0;
+}
+
+export async function countAccounts(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom("accounts")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function createAccount(
+  db: Db,
+  input: { name: string; plan_id: string; quota_tokens?: number | null },
+): Promise<Account> {
+  const account = {
+    id: newId("acc"),
+    name: input.name,
+    plan_id: input.plan_id,
+    quota_tokens: input.quota_tokens ?? null,
+    created_at: Date.now(),
+  };
+  await db.transaction().execute(async (trx) => {
+    const clash = await trx
+      .selectFrom("accounts")
+      .select("id")
+      .where("name", "=", input.name)
+      .executeTakeFirst();
+    if (clash) throw new LookupError(`an account named "${input.name}" exists already (${clash.id})`);
+    await trx.insertInto("accounts").values(account).execute();
+    await bumpRevision(trx);
+  });
+  return { ...account, used_tokens: 0, disabled: 0 };
+}
+
+export async function listAccounts(db: Db): Promise<Account[]> {
+  return db.selectFrom("accounts").selectAll().orderBy("created_at").orderBy("id").execute();
+}
+
+/** An account by id or by name. */
+export async function findAccount(db: Db, ref: string): Promise<Account> {
+  const row = await db
+    .selectFrom("accounts")
+    .selectAll()
+    .where((eb) => eb.or([eb("id", "=", ref), eb("name", "=", ref)]))
+    .executeTakeFirst();
+  if (!row) throw new LookupError(`no account with id or name "${ref}"`);
+  return row;
+}
+
+export async function updateAccount(
+  db: Db,
+  id: string,
+  changes: { plan_id?: string; quota_tokens?: number | null; disabled?: boolean },
+): Promise<void> {
+  const set: Partial<Record<"plan_id" | "quota_tokens" | "disabled", any>> = {};
+  if (changes.plan_id !== undefined) set.plan_id = changes.plan_id;
+  if (changes.quota_tokens !== undefined) set.quota_tokens = changes.quota_tokens;
+  if (changes.disabled !== undefined) set.disabled = changes.disabled ? 1 : 0;
+  if (!Object.keys(set).length) return;
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable("accounts").set(set).where("id", "=", id).execute();
+    await bumpRevision(trx);
+  });
+}
+
+export async function createKey(
+  db: Db,
+  input: { account_id: string; name?: string | null; limit_tokens?: number | null },
+): Promise<{ key: ApiKey; secret: string }> {
+  const { secret, hash, prefix } = generateKey();
+  const key = {
+    id: newId("key"),
+    account_id: input.account_id,
+    name: input.name ?? null,
+    prefix,
+    limit_tokens: input.limit_tokens ?? null,
+    created_at: Date.now(),
+  };
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto("api_keys")
+      .values({ ...key, secret_hash: hash })
+      .execute();
+    await bumpRevision(trx);
+  });
+  return { key: { ...key, used_tokens: 0, disabled: 0 }, secret };
+}
+
+export async function listKeys(db: Db, accountId: string): Promise<ApiKey[]> {
+  return db
+    .selectFrom("api_keys")
+    .select(keyColumns)
+    .where("account_id", "=", accountId)
+    .orderBy("created_at")
+    .orderBy("id")
+    .execute();
+}
+
+/** A key by id, or by name when exactly one key has that name. */
+export async function findKey(db: Db, ref: string): Promise<ApiKey> {
+  const rows = await db
+    .selectFrom("api_keys")
+    .select(keyColumns)
+    .where((eb) => eb.or([eb("id", "=", ref), eb("name", "=", ref)]))
+    .limit(3)
+    .execute();
+  const byId = rows.find((r) => r.id === ref);
+  if (byId) return byId;
+  if (rows.length > 1) throw new LookupError(`several keys are named "${ref}"; name the key by its id`);
+  if (!rows[0]) throw new LookupError(`no key with id or name "${ref}"`);
+  return rows[0];
+}
+
+export async function updateKey(
+  db: Db,
+  id: string,
+  changes: { disabled?: boolean; limit_tokens?: number | null },
+): Promise<void> {
+  const set: Partial<Record<"disabled" | "limit_tokens", any>> = {};
+  if (changes.disabled !== undefined) set.disabled = changes.disabled ? 1 : 0;
+  if (changes.limit_tokens !== undefined) set.limit_tokens = changes.limit_tokens;
+  if (!Object.keys(set).length) return;
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable("api_keys").set(set).where("id", "=", id).execute();
+    await bumpRevision(trx);
+  });
+}
+
+/** What authentication needs: the key and its account, by the key's hash. */
+export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey; account: Account } | null> {
+  const row = await db
+    .selectFrom("api_keys as k")
+    .innerJoin("accounts as a", "a.id", "k.account_id")
+    .select([
+      "k.id as k_id",
+      "k.name as k_name",
+      "k.prefix as k_prefix",
+      "k.limit_tokens as k_limit",
+      "k.used_tokens as k_used",
+      "k.disabled as k_disabled",
+      "k.created_at as k_created",
+      "a.id as a_id",
+      "a.name as a_name",
+      "a.plan_id as a_plan",
+      "a.quota_tokens as a_quota",
+      "a.used_tokens as a_used",
+      "a.disabled as a_disabled",
+      "a.created_at as a_created",
+    ])
+    .where("k.secret_hash", "=", hash)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    key: {
+      id: row.k_id,
+      account_id: row.a_id,
+      name: row.k_name,
+      prefix: row.k_prefix,
+      limit_tokens: row.k_limit,
+      used_tokens: row.k_used,
+      disabled: row.k_disabled,
+      created_at: row.k_created,
+    },
+    account: {
+      id: row.a_id,
+      name: row.a_name,
+      plan_id: row.a_plan,
+      quota_tokens: row.a_quota,
+      used_tokens: row.a_used,
+      disabled: row.a_disabled,
+      created_at: row.a_created,
+    },
+  };
+}

@@ -1,0 +1,58 @@
+// Resolves a bearer token to its key and account. Hits are served from memory; the cache
+// is dropped whenever the store's revision changes (see RevisionWatcher), so a key disabled
+// or a limit changed by the CLI or another instance takes effect within one poll interval.
+import type { Kysely } from "kysely";
+import { type Account, type ApiKey, findKeyByHash } from "../accounts/repository.ts";
+import type { Database } from "../store/schema.ts";
+import { hashKey } from "./key-format.ts";
+
+export interface AuthContext {
+  key: ApiKey;
+  account: Account;
+}
+
+/** Unknown tokens are cached too (as null) so a flood of bad keys cannot reach the store. */
+const MAX_ENTRIES = 50_000;
+
+export class KeyCache {
+  readonly #db: Kysely<Database>;
+  #entries = new Map<string, AuthContext | null>();
+  #pending = new Map<string, Promise<AuthContext | null>>();
+  #generation = 0;
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  resolve(token: string): Promise<AuthContext | null> | AuthContext | null {
+    const hash = hashKey(token);
+    const hit = this.#entries.get(hash);
+    if (hit !== undefined) return hit;
+    let pending = this.#pending.get(hash);
+    if (!pending) {
+      pending = this.#load(hash);
+      this.#pending.set(hash, pending);
+    }
+    return pending;
+  }
+
+  async #load(hash: string): Promise<AuthContext | null> {
+    const generation = this.#generation;
+    try {
+      const found = await findKeyByHash(this.#db, hash);
+      // A load that raced with a clear() may carry stale data: use it once, don't keep it.
+      if (generation === this.#generation) {
+        if (this.#entries.size >= MAX_ENTRIES) this.#entries.delete(this.#entries.keys().next().value!);
+        this.#entries.set(hash, found);
+      }
+      return found;
+    } finally {
+      this.#pending.delete(hash);
+    }
+  }
+
+  clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+  }
+}

@@ -1,0 +1,62 @@
+// API key format: "sk-" + 32 random bytes written in base62 (43 characters). Only the key's
+// SHA-256 and a short display prefix are ever stored.
+import { createHash, randomBytes } from "node:crypto";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const SECRET_BYTES = 32;
+/** 62^43 > 2^256: 43 digits hold any 32 bytes */
+const SECRET_CHARS = 43;
+/** characters of the secret kept for display: enough to tell keys apart, too few to matter */
+const PREFIX_CHARS = 6;
+/** longest bearer token we hash; anything longer is not one of our keys */
+const MAX_TOKEN_LENGTH = 200;
+
+export function base62(bytes: Uint8Array, width: number): string {
+  let n = BigInt(`0x${Buffer.from(bytes).toString("hex") || "0"}`);
+  let out = "";
+  while (n > 0n) {
+    out = BASE62[Number(n % 62n)] + out;
+    n /= 62n;
+  }
+  return out.padStart(width, "0");
+}
+
+export function hashKey(secret: string): string {
+  return createHash("sha256").update(secret).digest("hex");
+}
+
+export interface NewKey {
+  secret: string;
+  hash: string;
+  prefix: string;
+}
+
+export function generateKey(): NewKey {
+  const secret = `sk-${base62(randomBytes(SECRET_BYTES), SECRET_CHARS)}`;
+  return { secret, hash: hashKey(secret), prefix: secret.slice(0, 3 + PREFIX_CHARS) };
+}
+
+/** A short random id with a readable type prefix, e.g. acc_3fK9x2LmQa7P. */
+export function newId(kind: "acc" | "key" | "req"): string {
+  return `${kind}_${base62(randomBytes(10), 14)}`;
+}
+
+export type BearerResult = { kind: "missing" } | { kind: "token"; token: string };
+
+/**
+ * Reads the Authorization header. Anything that is not "Bearer <token>" counts as no key;
+ * a token that cannot be one of our keys is still returned, so it is answered as unknown.
+ */
+export function parseBearer(header: string | string[] | undefined): BearerResult {
+  if (typeof header !== "string") return { kind: "missing" };
+  const space = header.indexOf(" ");
+  if (space <= 0 || header.slice(0, space).toLowerCase() !== "bearer") return { kind: "missing" };
+  const token = header.slice(space + 1).trim();
+  if (!token) return { kind: "missing" };
+  return { kind: "token", token };
+}
+
+/** Cheap shape check before hashing: refuses absurd tokens without touching the store. */
+export function looksLikeKey(token: string): boolean {
+  return token.length <= MAX_TOKEN_LENGTH && /^sk-[A-Za-z0-9_-]+$/.test(token);
+}

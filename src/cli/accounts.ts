@@ -1,0 +1,98 @@
+import { parseArgs } from "node:util";
+import {
+  type Account,
+  createAccount,
+  findAccount,
+  listAccounts,
+  listKeys,
+  updateAccount,
+} from "../accounts/repository.ts";
+import type { Config } from "../config/schema.ts";
+import { type CliContext, parseBool, parseTokens, print, UsageError } from "./context.ts";
+
+export function accountView(config: Config, a: Account) {
+  const plan = config.plans.find((p) => p.id === a.plan_id);
+  const quota = a.quota_tokens ?? plan?.quota_tokens ?? 0;
+  return {
+    id: a.id,
+    name: a.name,
+    plan: a.plan_id,
+    quota_tokens: quota,
+    quota_source: a.quota_tokens === null ? "plan" : "account",
+    used_tokens: a.used_tokens,
+    remaining_tokens: Math.max(0, quota - a.used_tokens),
+    disabled: a.disabled === 1,
+    created_at: new Date(a.created_at).toISOString(),
+  };
+}
+
+function checkPlan(config: Config, plan: string | undefined): void {
+  if (plan !== undefined && !config.plans.some((p) => p.id === plan))
+    throw new UsageError(
+      `no plan "${plan}" in the configuration (plans: ${config.plans.map((p) => p.id).join(", ")})`,
+    );
+}
+
+function human(v: ReturnType<typeof accountView>): string {
+  return `${v.id}  ${v.name}  plan=${v.plan}  quota=${v.quota_tokens} (${v.quota_source})  used=${v.used_tokens}  remaining=${v.remaining_tokens}${v.disabled ? "  DISABLED" : ""}`;
+}
+
+export async function accountsCommand(ctx: CliContext, args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const db = (await ctx.store()).db;
+  switch (sub) {
+    case "create": {
+      const { values } = parseArgs({
+        args: rest,
+        options: { name: { type: "string" }, plan: { type: "string" }, quota: { type: "string" } },
+        strict: true,
+      });
+      if (!values.name) throw new UsageError("accounts create needs --name NAME");
+      checkPlan(ctx.config, values.plan);
+      const account = await createAccount(db, {
+        name: values.name,
+        plan_id: values.plan ?? ctx.config.default_plan,
+        quota_tokens: parseTokens(values.quota, "--quota") ?? null,
+      });
+      const v = accountView(ctx.config, account);
+      return print(ctx, v, () => `created account ${human(v)}`);
+    }
+    case "list": {
+      parseArgs({ args: rest, options: {}, strict: true });
+      const views = (await listAccounts(db)).map((a) => accountView(ctx.config, a));
+      return print(ctx, views, () => (views.length ? views.map(human).join("\n") : "no accounts"));
+    }
+    case "show": {
+      const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
+      if (positionals.length !== 1) throw new UsageError("accounts show needs the account's id or name");
+      const account = await findAccount(db, positionals[0]!);
+      const keys = await listKeys(db, account.id);
+      const v = { ...accountView(ctx.config, account), keys: keys.length };
+      return print(ctx, v, () => `${human(v)}  keys=${v.keys}`);
+    }
+    case "set": {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        options: { plan: { type: "string" }, quota: { type: "string" }, disabled: { type: "string" } },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (positionals.length !== 1) throw new UsageError("accounts set needs the account's id or name");
+      checkPlan(ctx.config, values.plan);
+      const account = await findAccount(db, positionals[0]!);
+      const changes: Parameters<typeof updateAccount>[2] = {};
+      if (values.plan !== undefined) changes.plan_id = values.plan;
+      const quota = parseTokens(values.quota, "--quota", true);
+      if (quota !== undefined) changes.quota_tokens = quota;
+      const disabled = parseBool(values.disabled, "--disabled");
+      if (disabled !== undefined) changes.disabled = disabled;
+      if (!Object.keys(changes).length)
+        throw new UsageError("accounts set needs --plan, --quota or --disabled");
+      await updateAccount(db, account.id, changes);
+      const v = accountView(ctx.config, await findAccount(db, account.id));
+      return print(ctx, v, () => `updated account ${human(v)}`);
+    }
+    default:
+      throw new UsageError(`unknown command "accounts ${sub ?? ""}" (create, list, show, set)`);
+  }
+}

@@ -1,0 +1,89 @@
+import { parseArgs } from "node:util";
+import { type ApiKey, createKey, findAccount, findKey, listKeys, updateKey } from "../accounts/repository.ts";
+import { type CliContext, parseTokens, print, UsageError } from "./context.ts";
+
+export function keyView(k: ApiKey) {
+  return {
+    id: k.id,
+    account_id: k.account_id,
+    name: k.name,
+    prefix: k.prefix,
+    limit_tokens: k.limit_tokens,
+    used_tokens: k.used_tokens,
+    remaining_tokens: k.limit_tokens === null ? null : Math.max(0, k.limit_tokens - k.used_tokens),
+    disabled: k.disabled === 1,
+    created_at: new Date(k.created_at).toISOString(),
+  };
+}
+
+function human(v: ReturnType<typeof keyView>): string {
+  const limit =
+    v.limit_tokens === null ? "limit=none" : `limit=${v.limit_tokens}  remaining=${v.remaining_tokens}`;
+  return `${v.id}  ${v.prefix}…  ${v.name ?? "(no name)"}  used=${v.used_tokens}  ${limit}${v.disabled ? "  DISABLED" : ""}`;
+}
+
+function one(positionals: string[], usage: string): string {
+  if (positionals.length !== 1) throw new UsageError(usage);
+  return positionals[0]!;
+}
+
+export async function keysCommand(ctx: CliContext, args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const db = (await ctx.store()).db;
+  switch (sub) {
+    case "create": {
+      const { values } = parseArgs({
+        args: rest,
+        options: { account: { type: "string" }, name: { type: "string" }, limit: { type: "string" } },
+        strict: true,
+      });
+      if (!values.account) throw new UsageError("keys create needs --account ID|NAME");
+      const account = await findAccount(db, values.account);
+      const { key, secret } = await createKey(db, {
+        account_id: account.id,
+        name: values.name ?? null,
+        limit_tokens: parseTokens(values.limit, "--limit") ?? null,
+      });
+      const v = { ...keyView(key), secret };
+      return print(
+        ctx,
+        v,
+        () =>
+          `created key ${human(keyView(key))}\n\n  ${secret}\n\nThe secret is shown this once; store it now.`,
+      );
+    }
+    case "list": {
+      const { values } = parseArgs({ args: rest, options: { account: { type: "string" } }, strict: true });
+      if (!values.account) throw new UsageError("keys list needs --account ID|NAME");
+      const account = await findAccount(db, values.account);
+      const views = (await listKeys(db, account.id)).map(keyView);
+      return print(ctx, views, () => (views.length ? views.map(human).join("\n") : "no keys"));
+    }
+    case "show": {
+      const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
+      const v = keyView(await findKey(db, one(positionals, "keys show needs the key's id or name")));
+      return print(ctx, v, () => human(v));
+    }
+    case "disable":
+    case "enable": {
+      const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
+      const key = await findKey(db, one(positionals, `keys ${sub} needs the key's id or name`));
+      await updateKey(db, key.id, { disabled: sub === "disable" });
+      const v = keyView(await findKey(db, key.id));
+      return print(ctx, v, () => `${sub}d key ${human(v)}`);
+    }
+    case "set-limit": {
+      const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
+      if (positionals.length !== 2)
+        throw new UsageError("keys set-limit needs the key's id or name and TOKENS|none");
+      const key = await findKey(db, positionals[0]!);
+      await updateKey(db, key.id, { limit_tokens: parseTokens(positionals[1], "the limit", true) ?? null });
+      const v = keyView(await findKey(db, key.id));
+      return print(ctx, v, () => `updated key ${human(v)}`);
+    }
+    default:
+      throw new UsageError(
+        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit)`,
+      );
+  }
+}

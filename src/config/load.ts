@@ -1,0 +1,94 @@
+// Loads the configuration: the YAML file named by GATEWAY_CONFIG (or the embedded defaults),
+// then the environment overrides, validated once and frozen.
+import { readFileSync } from "node:fs";
+import { parseDocument } from "yaml";
+import type { z } from "zod";
+import { type Config, type ConfigInput, configSchema } from "./schema.ts";
+
+/** What `npm start` serves with no config file: the offline demo model on a default plan. */
+export const EMBEDDED_DEFAULTS: ConfigInput = {
+  providers: [{ id: "demo", type: "demo" }],
+  models: [{ id: "demo", provider: "demo", upstream_model: "demo-echo", owned_by: "chat-gateway" }],
+  plans: [{ id: "default", quota_tokens: 1_000_000, models: ["demo"] }],
+};
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+type Env = Record<string, string | undefined>;
+
+function formatIssues(source: string, error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.length
+        ? issue.path
+            .map((p, i) => (typeof p === "number" ? `[${p}]` : i ? `.${String(p)}` : String(p)))
+            .join("")
+        : "(top level)";
+      return `${source}: ${path}: ${issue.message}`;
+    })
+    .join("\n");
+}
+
+function readYaml(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ConfigError(`${file}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+  const doc = parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length) {
+    const e = doc.errors[0]!;
+    const where = e.linePos?.[0]
+      ? `line ${e.linePos[0].line}, column ${e.linePos[0].col}`
+      : "(unknown position)";
+    throw new ConfigError(`${file}: ${where}: ${e.message.split("\n")[0]}`);
+  }
+  const value = doc.toJS();
+  return value ?? {};
+}
+
+function envInt(env: Env, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`environment: ${name}: must be a whole number, got "${raw}"`);
+  return Number(raw);
+}
+
+/** Applies the documented environment variables over the file's values. */
+function applyEnv(input: Record<string, any>, env: Env): Record<string, any> {
+  const server = { ...(input.server ?? {}) };
+  const store = { ...(input.store ?? {}) };
+  const port = envInt(env, "PORT");
+  if (port !== undefined) server.port = port;
+  if (env.HOST) server.host = env.HOST;
+  if (env.GATEWAY_DATA_DIR) store.data_dir = env.GATEWAY_DATA_DIR;
+  if (env.DATABASE_URL) store.database_url = env.DATABASE_URL;
+  const out: Record<string, any> = { ...input, server, store };
+  if (env.LOG_LEVEL) out.log_level = env.LOG_LEVEL;
+  return out;
+}
+
+/**
+ * Reads, validates and freezes the configuration. Throws ConfigError whose message names the
+ * source (file or "environment"), the field path and the problem, one line per problem.
+ */
+export function loadConfig(env: Env = process.env, file: string | undefined = env.GATEWAY_CONFIG): Config {
+  const source = file ?? "embedded defaults";
+  const raw = file ? readYaml(file) : EMBEDDED_DEFAULTS;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new ConfigError(`${source}: (top level): must be a mapping of fields`);
+  const result = configSchema.safeParse(applyEnv(raw as Record<string, any>, env));
+  if (!result.success) throw new ConfigError(formatIssues(source, result.error));
+  return deepFreeze(result.data);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,160 @@
+// The error catalog: every condition the gateway answers with an error, one entry each.
+// The README's error table is generated from this list and a test keeps the two in step
+// (`npm run docs:errors` rewrites the table). Statuses follow what the OpenAI SDKs map to
+// typed exceptions; `type` and `code` are stable: clients and log searches depend on them.
+
+export interface CatalogEntry {
+  status: number;
+  type: string;
+  code: string;
+  /** default message; callers may give a more specific one */
+  message: string;
+  /** when it happens, for the README's table */
+  when: string;
+}
+
+const entry = (status: number, type: string, code: string, message: string, when: string): CatalogEntry => ({
+  status,
+  type,
+  code,
+  message,
+  when,
+});
+
+export const catalog = {
+  missing_api_key: entry(
+    401,
+    "authentication_error",
+    "missing_api_key",
+    "No API key provided. Send it as the header 'Authorization: Bearer sk-...'.",
+    "no Authorization header, or one that is not `Bearer sk-…`",
+  ),
+  invalid_api_key: entry(
+    401,
+    "authentication_error",
+    "invalid_api_key",
+    "Incorrect API key provided.",
+    "the key does not exist",
+  ),
+  key_disabled: entry(
+    403,
+    "permission_error",
+    "key_disabled",
+    "This API key has been disabled.",
+    "the key exists but is disabled",
+  ),
+  account_disabled: entry(
+    403,
+    "permission_error",
+    "account_disabled",
+    "The account this API key belongs to has been disabled.",
+    "the key's account is disabled",
+  ),
+  key_limit_exceeded: entry(
+    429,
+    "insufficient_quota",
+    "key_limit_exceeded",
+    "This API key has reached its token limit.",
+    "the key's token limit cannot cover the request",
+  ),
+  quota_exceeded: entry(
+    429,
+    "insufficient_quota",
+    "insufficient_quota",
+    "The account has exhausted its token quota.",
+    "the account's token quota cannot cover the request",
+  ),
+  invalid_request: entry(
+    400,
+    "invalid_request_error",
+    "invalid_request",
+    "The request body is not valid.",
+    "a field is missing, of the wrong type or out of range (`param` names it)",
+  ),
+  invalid_json: entry(
+    400,
+    "invalid_request_error",
+    "invalid_json",
+    "The request body is not valid JSON.",
+    "the body is not JSON, is empty, or is not valid UTF-8",
+  ),
+  unsupported_media_type: entry(
+    415,
+    "invalid_request_error",
+    "unsupported_media_type",
+    "Content-Type must be application/json.",
+    "a body sent with another content type",
+  ),
+  request_too_large: entry(
+    413,
+    "invalid_request_error",
+    "request_too_large",
+    "The request body is larger than the gateway accepts.",
+    "the body exceeds `server.body_limit_bytes` (refused before it is read)",
+  ),
+  model_not_found: entry(
+    404,
+    "invalid_request_error",
+    "model_not_found",
+    "The model does not exist or your plan does not include it.",
+    "`model` is unknown or not in the account's plan",
+  ),
+  malformed_http: entry(
+    400,
+    "dev_gateway_error",
+    "http_error",
+    "The HTTP request is malformed.",
+    "the request line or headers break HTTP/1.1 (answered before any route runs)",
+  ),
+  headers_too_large: entry(
+    431,
+    "dev_gateway_error",
+    "http_error",
+    "The request headers are too large.",
+    "the request headers exceed 16 KiB",
+  ),
+  route_not_found: entry(
+    404,
+    "dev_gateway_error",
+    "http_error",
+    "Unknown route.",
+    "no such path, or the method is not served on it",
+  ),
+  upstream_error: entry(
+    502,
+    "upstream_error",
+    "upstream_error",
+    "The upstream model returned an error.",
+    "the upstream answered an error or a malformed reply, or the connection failed",
+  ),
+  upstream_bad_request: entry(
+    400,
+    "invalid_request_error",
+    "upstream_bad_request",
+    "The upstream model rejected the request.",
+    "the upstream answered 400 or 422: the request is valid here but not for that model",
+  ),
+  upstream_timeout: entry(
+    504,
+    "upstream_error",
+    "upstream_timeout",
+    "The upstream model did not answer in time.",
+    "an upstream timeout (connect, first byte, idle or total) passed",
+  ),
+  shutting_down: entry(
+    503,
+    "dev_gateway_error",
+    "shutting_down",
+    "The gateway is shutting down; retry on another instance.",
+    "a request arrived after SIGTERM",
+  ),
+  internal_error: entry(
+    500,
+    "dev_gateway_error",
+    "internal_error",
+    "The gateway failed to process the request.",
+    "a fault of the gateway itself (never caused by client input)",
+  ),
+} as const satisfies Record<string, CatalogEntry>;
+
+export type ErrorName = keyof typeof catalog;

@@ -1,0 +1,2 @@
+export { type CatalogEntry, catalog, type ErrorName } from "./catalog.ts";
+export { type ErrorBody, GatewayError } from "./gateway-error.ts";

@@ -1,0 +1,30 @@
+// Authenticates /v1 requests before their body is read, so an unauthenticated client cannot
+// make the gateway read or parse anything. Spec 3 and 5: a key that does not exist, is
+// disabled, or is over its limit is refused; so is a key of a disabled or exhausted account.
+import type { FastifyRequest } from "fastify";
+import { looksLikeKey, parseBearer } from "../auth/key-format.ts";
+import { GatewayError } from "../errors/index.ts";
+import type { GatewayDeps } from "./deps.ts";
+
+export function authHook(deps: GatewayDeps) {
+  return async function authenticate(request: FastifyRequest): Promise<void> {
+    const bearer = parseBearer(request.headers.authorization);
+    if (bearer.kind === "missing") throw new GatewayError("missing_api_key");
+    if (!looksLikeKey(bearer.token)) throw new GatewayError("invalid_api_key");
+    const found = await deps.keys.resolve(bearer.token);
+    if (!found) throw new GatewayError("invalid_api_key");
+    const { key, account } = found;
+    if (request.call) {
+      request.call.accountId = account.id;
+      request.call.keyId = key.id;
+    }
+    if (key.disabled) throw new GatewayError("key_disabled");
+    if (account.disabled) throw new GatewayError("account_disabled");
+    if (key.limit_tokens !== null && (deps.ledger.key(key.id)?.used ?? key.used_tokens) >= key.limit_tokens)
+      throw new GatewayError("key_limit_exceeded");
+    const quota = account.quota_tokens ?? deps.registry.plan(account.plan_id)?.quota_tokens ?? 0;
+    if ((deps.ledger.account(account.id)?.used ?? account.used_tokens) >= quota)
+      throw new GatewayError("quota_exceeded");
+    request.auth = found;
+  };
+}

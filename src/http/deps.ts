@@ -1,0 +1,24 @@
+import type { Logger } from "pino";
+import type { KeyCache } from "../auth/key-cache.ts";
+import type { Config } from "../config/schema.ts";
+import type { Ledger } from "../ledger/types.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import type { Registry } from "../providers/registry.ts";
+import type { RecordWriter } from "../records/writer.ts";
+import type { ChatRelay } from "../relay/chat-relay.ts";
+import type { Store } from "../store/db.ts";
+
+/** Everything the HTTP layer uses; built by server.ts, replaced piecewise in tests. */
+export interface GatewayDeps {
+  config: Config;
+  store: Store;
+  registry: Registry;
+  ledger: Ledger;
+  keys: KeyCache;
+  records: RecordWriter;
+  relay: ChatRelay;
+  metrics: Metrics;
+  logger: Logger;
+  /** true once shutdown began: new requests get 503 */
+  isClosing(): boolean;
+}

@@ -1,0 +1,84 @@
+// One place where every failure becomes the error envelope (spec 7): thrown GatewayErrors,
+// Fastify's own errors (body too large, bad content type), malformed HTTP, and bugs.
+import type { Socket } from "node:net";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { GatewayError } from "../errors/index.ts";
+import type { GatewayDeps } from "./deps.ts";
+
+/** Fastify's error codes that a client causes, mapped to our catalog. */
+function fromFastify(err: FastifyError): GatewayError | undefined {
+  switch (err.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new GatewayError("request_too_large");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new GatewayError("unsupported_media_type");
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new GatewayError("invalid_json", { message: "The request body is empty." });
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+    case "FST_ERR_CTP_INVALID_TYPE":
+      return new GatewayError("invalid_request", {
+        message: "The request's Content-Length or body is invalid.",
+      });
+    default:
+      if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+        return new GatewayError("invalid_request", { message: "The request is not valid." });
+      return undefined;
+  }
+}
+
+export function toGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  return fromFastify(err as FastifyError) ?? new GatewayError("internal_error", { cause: err });
+}
+
+export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): void {
+  app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const error = toGatewayError(err);
+    if (error.status >= 500 && error.errorName === "internal_error")
+      request.log.error({ err }, "request failed inside the gateway");
+    if (reply.sent || reply.raw.headersSent) {
+      // Too late for an envelope (a bug after a stream began): cut the connection.
+      reply.raw.destroy();
+      return reply;
+    }
+    const draft = request.call;
+    if (draft && !draft.written) {
+      try {
+        await deps.records.write(
+          draft.finish({ status: "error", httpStatus: error.status, errorCode: error.code }),
+        );
+      } catch (writeErr) {
+        request.log.error({ err: writeErr }, "could not record a failed call");
+      }
+    }
+    if (error.headers) reply.headers(error.headers);
+    return reply.code(error.status).type("application/json").send(error.toBody());
+  });
+
+  app.setNotFoundHandler(async (request, reply) => {
+    const error = new GatewayError("route_not_found", {
+      message: `Unknown route: ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`,
+    });
+    return reply.code(error.status).type("application/json").send(error.toBody());
+  });
+}
+
+/**
+ * Answers requests Node's HTTP parser refuses before Fastify sees them (bad header bytes,
+ * oversized headers) with the envelope too, instead of a bare "400 Bad Request".
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const error =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? new GatewayError("headers_too_large")
+      : new GatewayError("malformed_http");
+  const body = JSON.stringify(error.toBody());
+  socket.end(
+    `HTTP/1.1 ${error.status} ${error.status === 431 ? "Request Header Fields Too Large" : "Bad Request"}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env node
+// CLI entry: `node src/main.ts [serve]`, `migrate`, `config check`, `accounts …`, `keys …`.
+// Every command takes --json and then prints one JSON document.
+import { LookupError } from "./accounts/repository.ts";
+import { accountsCommand } from "./cli/accounts.ts";
+import { type CliContext, UsageError } from "./cli/context.ts";
+import { keysCommand } from "./cli/keys.ts";
+import { ConfigError, loadConfig } from "./config/load.ts";
+import { startGateway } from "./server.ts";
+import { migrate, openStore, type Store } from "./store/db.ts";
+
+const USAGE = `usage: node src/main.ts <command> [--json]
+
+  serve                                   run the gateway (the default)
+  migrate                                 apply store migrations
+  config check                            validate the configuration and print a summary
+  accounts create --name N [--plan P] [--quota TOKENS]
+  accounts list
+  accounts show ID|NAME
+  accounts set ID|NAME [--plan P] [--quota TOKENS|none] [--disabled true|false]
+  keys create --account ID|NAME [--name LABEL] [--limit TOKENS]
+  keys list --account ID|NAME
+  keys show ID|NAME
+  keys disable ID|NAME
+  keys enable ID|NAME
+  keys set-limit ID|NAME TOKENS|none
+
+Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, LOG_LEVEL.`;
+
+async function serve(ctx: CliContext): Promise<void> {
+  const gateway = await startGateway(ctx.config);
+  const base = `${gateway.url}/v1`;
+  if (ctx.json) {
+    ctx.out(JSON.stringify({ url: base, first_key: gateway.firstKey ?? null }));
+  } else if (gateway.firstKey) {
+    const model = ctx.config.plans.find((p) => p.id === ctx.config.default_plan)?.models[0] ?? "demo";
+    ctx.out(
+      [
+        "",
+        `First start: created account "${gateway.firstKey.account}" with this API key (shown once, store it now):`,
+        "",
+        `  ${gateway.firstKey.secret}`,
+        "",
+        "Try it:",
+        "",
+        `  curl ${base}/chat/completions \\`,
+        `    -H "Authorization: Bearer ${gateway.firstKey.secret}" \\`,
+        `    -H "Content-Type: application/json" \\`,
+        `    -d '{"model":"${model}","messages":[{"role":"user","content":"Hello!"}]}'`,
+        "",
+      ].join("\n"),
+    );
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    gateway.deps.logger.info({ signal }, "shutting down");
+    gateway.close().then(
+      () => process.exit(0),
+      (err) => {
+        gateway.deps.logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+export async function runCli(argv: string[], out: (text: string) => void = console.log): Promise<number> {
+  const json = argv.includes("--json");
+  const args = argv.filter((a) => a !== "--json");
+  if (args.includes("--help") || args.includes("-h") || args[0] === "help") {
+    out(USAGE);
+    return 0;
+  }
+  let store: Store | undefined;
+  const fail = (message: string, code: number) => {
+    if (json) out(JSON.stringify({ error: { message } }));
+    else console.error(`error: ${message}`);
+    return code;
+  };
+  try {
+    const config = loadConfig();
+    const ctx: CliContext = {
+      config,
+      json,
+      out,
+      store: async () => {
+        if (!store) {
+          store = openStore(config.store);
+          await migrate(store);
+        }
+        return store;
+      },
+    };
+    const [command = "serve", ...rest] = args;
+    switch (command) {
+      case "serve":
+        await serve(ctx);
+        return -1; // keeps running
+      case "migrate": {
+        const s = openStore(config.store);
+        store = s;
+        const applied = await migrate(s);
+        out(
+          json
+            ? JSON.stringify({ applied, store: s.location })
+            : `migrations applied: ${applied.length ? applied.join(", ") : "none pending"} (${s.location})`,
+        );
+        return 0;
+      }
+      case "config":
+        if (rest[0] !== "check") throw new UsageError('unknown command "config" (use: config check)');
+        out(
+          json
+            ? JSON.stringify({
+                ok: true,
+                source: process.env.GATEWAY_CONFIG ?? "embedded defaults",
+                providers: config.providers.map((p) => ({ id: p.id, type: p.type })),
+                models: config.models.map((m) => m.id),
+                plans: config.plans.map((p) => ({
+                  id: p.id,
+                  quota_tokens: p.quota_tokens,
+                  models: p.models,
+                })),
+                default_plan: config.default_plan,
+              })
+            : `configuration OK (${process.env.GATEWAY_CONFIG ?? "embedded defaults"}): ${config.providers.length} providers, ${config.models.length} models, ${config.plans.length} plans`,
+        );
+        return 0;
+      case "accounts":
+        await accountsCommand(ctx, rest);
+        return 0;
+      case "keys":
+        await keysCommand(ctx, rest);
+        return 0;
+      default:
+        throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) return fail(`invalid configuration\n${err.message}`, 2);
+    if (err instanceof UsageError) return fail(err.message, 2);
+    if (err instanceof LookupError) return fail(err.message, 1);
+    if (err instanceof TypeError && (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS"))
+      return fail(err.message, 2);
+    throw err;
+  } finally {
+    if (store) await store.close();
+  }
+}
+
+if (import.meta.main) {
+  const code = await runCli(process.argv.slice(2));
+  if (code >= 0) process.exitCode = code;
+}

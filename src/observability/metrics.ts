@@ -1,0 +1,40 @@
+// Prometheus metrics, served at /metrics. One registry per gateway instance (tests start
+// several in one process).
+import { Counter, Histogram, Registry } from "prom-client";
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: "gateway_http_requests_total",
+    help: "HTTP requests answered, by route and status",
+    labelNames: ["route", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly requestSeconds = new Histogram({
+    name: "gateway_http_request_duration_seconds",
+    help: "Time from request to the end of the response, by route",
+    labelNames: ["route"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly upstreamSeconds = new Histogram({
+    name: "gateway_upstream_duration_seconds",
+    help: "Time of upstream calls, by provider and outcome",
+    labelNames: ["provider", "outcome"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: "gateway_tokens_total",
+    help: "Tokens charged, by public model and kind (prompt or completion)",
+    labelNames: ["model", "kind"] as const,
+    registers: [this.registry],
+  });
+  readonly recordWriteErrors = new Counter({
+    name: "gateway_record_write_errors_total",
+    help: "Failed attempts to commit call records",
+    registers: [this.registry],
+  });
+}

@@ -1,0 +1,77 @@
+// Builds the providers from the configuration and answers "which model is this, and may
+// this plan use it". The model list per plan is built once, not per request.
+import type { Config, ModelConfig, PlanConfig } from "../config/schema.ts";
+import { DemoProvider } from "./demo/provider.ts";
+import { OpenAICompatibleProvider } from "./openai-compatible/provider.ts";
+import type { Provider } from "./types.ts";
+
+export interface ResolvedModel {
+  config: ModelConfig;
+  upstreamModel: string;
+  ownedBy: string;
+  provider: Provider;
+}
+
+export interface ModelObject {
+  id: string;
+  object: "model";
+  created: number;
+  owned_by: string;
+}
+
+export class Registry {
+  readonly #models = new Map<string, ResolvedModel>();
+  readonly #plans = new Map<string, { plan: PlanConfig; allowed: Set<string>; list: string }>();
+  readonly #providers: Provider[] = [];
+
+  /** `created`: when each model record was first registered (see store models_seen). */
+  constructor(config: Config, created: ReadonlyMap<string, number>, env: Record<string, string | undefined>) {
+    const providers = new Map<string, Provider>();
+    for (const p of config.providers) {
+      const provider = p.type === "demo" ? new DemoProvider(p.id) : new OpenAICompatibleProvider(p, env);
+      providers.set(p.id, provider);
+      this.#providers.push(provider);
+    }
+    for (const m of config.models) {
+      this.#models.set(m.id, {
+        config: m,
+        upstreamModel: m.upstream_model ?? m.id,
+        ownedBy: m.owned_by ?? m.provider,
+        provider: providers.get(m.provider)!,
+      });
+    }
+    for (const plan of config.plans) {
+      const data: ModelObject[] = plan.models.map((id) => ({
+        id,
+        object: "model",
+        created: Math.floor((created.get(id) ?? 0) / 1000),
+        owned_by: this.#models.get(id)!.ownedBy,
+      }));
+      // Serialised once: GET /v1/models answers the same bytes to every caller of a plan.
+      this.#plans.set(plan.id, {
+        plan,
+        allowed: new Set(plan.models),
+        list: JSON.stringify({ object: "list", data }),
+      });
+    }
+  }
+
+  plan(planId: string): PlanConfig | undefined {
+    return this.#plans.get(planId)?.plan;
+  }
+
+  /** The JSON body of GET /v1/models for a plan. */
+  modelListJson(planId: string): string {
+    return this.#plans.get(planId)?.list ?? '{"object":"list","data":[]}';
+  }
+
+  /** The model if it exists and the plan includes it. */
+  resolve(planId: string, modelId: string): ResolvedModel | undefined {
+    if (!this.#plans.get(planId)?.allowed.has(modelId)) return undefined;
+    return this.#models.get(modelId);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#providers.map((p) => p.close()));
+  }
+}

@@ -1,0 +1,73 @@
+// The call record of one request, filled in as the request goes (auth, model, usage) and
+// finished by whoever ends the request: the relay on success, the error handler otherwise.
+import type { CallRecord } from "./writer.ts";
+
+export type CallStatus = "ok" | "error" | "client_disconnect" | "upstream_error";
+export type UsageSource = "upstream" | "estimated" | "none";
+
+export class CallDraft {
+  readonly requestId: string;
+  readonly startedAt: number;
+  readonly #startedHr: number;
+  accountId: string | null = null;
+  keyId: string | null = null;
+  publicModel: string | null = null;
+  upstreamModel: string | null = null;
+  provider: string | null = null;
+  params: string | null = null;
+  stream = false;
+  promptTokens = 0;
+  completionTokens = 0;
+  usageSource: UsageSource = "none";
+  ttftMs: number | null = null;
+  /** set once the record is queued, so no path writes it twice */
+  written = false;
+
+  constructor(requestId: string) {
+    this.requestId = requestId;
+    this.startedAt = Date.now();
+    this.#startedHr = performance.now();
+  }
+
+  elapsedMs(): number {
+    return Math.round(performance.now() - this.#startedHr);
+  }
+
+  markFirstToken(): void {
+    this.ttftMs ??= this.elapsedMs();
+  }
+
+  setUsage(prompt: number, completion: number, source: UsageSource): void {
+    this.promptTokens = prompt;
+    this.completionTokens = completion;
+    this.usageSource = source;
+  }
+
+  get totalTokens(): number {
+    return this.promptTokens + this.completionTokens;
+  }
+
+  finish(outcome: { status: CallStatus; httpStatus: number; errorCode?: string | null }): CallRecord {
+    this.written = true;
+    return {
+      request_id: this.requestId,
+      created_at: this.startedAt,
+      account_id: this.accountId,
+      key_id: this.keyId,
+      public_model: this.publicModel,
+      upstream_model: this.upstreamModel,
+      provider: this.provider,
+      params: this.params,
+      stream: this.stream ? 1 : 0,
+      status: outcome.status,
+      http_status: outcome.httpStatus,
+      error_code: outcome.errorCode ?? null,
+      prompt_tokens: this.promptTokens,
+      completion_tokens: this.completionTokens,
+      total_tokens: this.totalTokens,
+      usage_source: this.usageSource,
+      latency_ms: this.elapsedMs(),
+      ttft_ms: this.ttftMs,
+    };
+  }
+}

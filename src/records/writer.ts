@@ -1,0 +1,107 @@
+// Writes call records with group commit: records queued while one transaction runs are
+// written together in the next, and each write() resolves only once its record is
+// committed. The same transaction adds each record's tokens to its key's and account's
+// consumption counters, so the records of a key always add up to its counter.
+import type { Kysely } from "kysely";
+import type { CallRecordsTable, Database } from "../store/schema.ts";
+
+export type CallRecord = CallRecordsTable;
+
+interface Pending {
+  record: CallRecord;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+const MAX_BATCH = 500;
+const RETRIES = 3;
+
+export class RecordWriter {
+  readonly #db: Kysely<Database>;
+  readonly #onError: (err: unknown, attempt: number) => void;
+  #queue: Pending[] = [];
+  #flushing: Promise<void> | undefined;
+  #scheduled = false;
+
+  constructor(db: Kysely<Database>, options: { onError: (err: unknown, attempt: number) => void }) {
+    this.#db = db;
+    this.#onError = options.onError;
+  }
+
+  /** Queues the record; resolves when it is committed, rejects if it could not be. */
+  write(record: CallRecord): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ record, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#flushing) return;
+    this.#scheduled = true;
+    // setImmediate lets every request finishing in this turn of the event loop join the batch.
+    setImmediate(() => {
+      this.#scheduled = false;
+      void this.#drain();
+    });
+  }
+
+  #drain(): Promise<void> {
+    this.#flushing ??= (async () => {
+      while (this.#queue.length) {
+        const batch = this.#queue.splice(0, MAX_BATCH);
+        await this.#commit(batch);
+      }
+    })().finally(() => {
+      this.#flushing = undefined;
+    });
+    return this.#flushing;
+  }
+
+  async #commit(batch: Pending[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#db.transaction().execute(async (trx) => {
+          await trx
+            .insertInto("call_records")
+            .values(batch.map((p) => p.record))
+            .execute();
+          const keys = new Map<string, number>();
+          const accounts = new Map<string, number>();
+          for (const { record } of batch) {
+            if (!record.total_tokens) continue;
+            if (record.key_id) keys.set(record.key_id, (keys.get(record.key_id) ?? 0) + record.total_tokens);
+            if (record.account_id)
+              accounts.set(record.account_id, (accounts.get(record.account_id) ?? 0) + record.total_tokens);
+          }
+          for (const [id, tokens] of keys)
+            await trx
+              .updateTable("api_keys")
+              .set((eb) => ({ used_tokens: eb("used_tokens", "+", tokens) }))
+              .where("id", "=", id)
+              .execute();
+          for (const [id, tokens] of accounts)
+            await trx
+              .updateTable("accounts")
+              .set((eb) => ({ used_tokens: eb("used_tokens", "+", tokens) }))
+              .where("id", "=", id)
+              .execute();
+        });
+        for (const p of batch) p.resolve();
+        return;
+      } catch (err) {
+        this.#onError(err, attempt);
+        if (attempt >= RETRIES) {
+          for (const p of batch) p.reject(err);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+  }
+
+  /** Writes everything queued; for shutdown. */
+  async flush(): Promise<void> {
+    while (this.#queue.length || this.#flushing) await this.#drain();
+  }
+}

@@ -1,0 +1,117 @@
+// Starts a gateway: opens and migrates the store, builds the providers, the ledger, the
+// caches and the record writer, then listens. close() is the graceful shutdown SIGTERM runs.
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { countAccounts, createAccount, createKey } from "./accounts/repository.ts";
+import { buildApp } from "./app.ts";
+import { KeyCache } from "./auth/key-cache.ts";
+import type { Config } from "./config/schema.ts";
+import type { GatewayDeps } from "./http/deps.ts";
+import { MemoryLedger } from "./ledger/memory-ledger.ts";
+import { createLogger } from "./observability/logger.ts";
+import { Metrics } from "./observability/metrics.ts";
+import { Registry } from "./providers/registry.ts";
+import { RecordWriter } from "./records/writer.ts";
+import { ChatRelay } from "./relay/chat-relay.ts";
+import { migrate, openStore } from "./store/db.ts";
+import { registerModels } from "./store/models-seen.ts";
+import { RevisionWatcher } from "./store/revision-watcher.ts";
+
+/** How often a running gateway looks for changes made by the CLI or other instances. */
+const REVISION_POLL_MS = 250;
+
+export interface Gateway {
+  app: FastifyInstance;
+  deps: GatewayDeps;
+  /** e.g. http://127.0.0.1:8080 */
+  url: string;
+  /** the key created on first start with an empty store; shown once */
+  firstKey: { account: string; secret: string } | undefined;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+  /** skip creating the default account on an empty store (tests make their own) */
+  bootstrap?: boolean;
+}
+
+export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
+  const env = options.env ?? process.env;
+  const logger = options.logger ?? createLogger(config.log_level);
+  const store = openStore(config.store);
+  await migrate(store);
+  const created = await registerModels(
+    store.db,
+    config.models.map((m) => m.id),
+  );
+
+  let firstKey: Gateway["firstKey"];
+  if (options.bootstrap !== false && (await countAccounts(store.db)) === 0) {
+    const account = await createAccount(store.db, { name: "default", plan_id: config.default_plan });
+    const { secret } = await createKey(store.db, { account_id: account.id, name: "default" });
+    firstKey = { account: account.name, secret };
+  }
+
+  const metrics = new Metrics();
+  const registry = new Registry(config, created, env);
+  const ledger = new MemoryLedger();
+  const keys = new KeyCache(store.db);
+  const records = new RecordWriter(store.db, {
+    onError: (err, attempt) => {
+      metrics.recordWriteErrors.inc();
+      logger.error({ err, attempt }, "could not commit call records");
+    },
+  });
+  const relay = new ChatRelay({ registry, ledger, records, metrics });
+  let closing = false;
+  const deps: GatewayDeps = {
+    config,
+    store,
+    registry,
+    ledger,
+    keys,
+    records,
+    relay,
+    metrics,
+    logger,
+    isClosing: () => closing,
+  };
+  const watcher = new RevisionWatcher(store.db, {
+    intervalMs: REVISION_POLL_MS,
+    onChange: () => keys.clear(),
+    onError: (err) => logger.warn({ err }, "could not read the store's revision"),
+  });
+  await watcher.start();
+
+  const app = buildApp(deps);
+  await app.listen({ host: config.server.host, port: config.server.port });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : config.server.port;
+  const host = config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host;
+  logger.info({ url: `http://${host}:${port}/v1`, store: store.location }, "gateway listening");
+
+  let closed: Promise<void> | undefined;
+  const close = () => {
+    closed ??= (async () => {
+      closing = true;
+      // Stop accepting, let in-flight requests finish (bounded by the grace period).
+      const grace = setTimeout(() => {
+        logger.warn("shutdown grace period over: closing the remaining connections");
+        app.server.closeAllConnections();
+      }, config.server.shutdown_grace_ms);
+      grace.unref();
+      await app.close();
+      clearTimeout(grace);
+      await records.flush();
+      await watcher.stop();
+      await registry.close();
+      await store.close();
+      logger.info("gateway stopped");
+    })();
+    return closed;
+  };
+
+  return { app, deps, url: `http://${host}:${port}`, firstKey, close };
+}

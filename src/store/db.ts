@@ -1,0 +1,71 @@
+// Opens the store: SQLite (a file in the data folder) by default, PostgreSQL when a
+// postgres:// URL is configured. One Kysely query code serves both.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
+import { type Migration, Migrator } from "kysely/migration";
+import pg from "pg";
+import * as initial from "./migrations/001-initial.ts";
+import type { Database } from "./schema.ts";
+import { openSqlite } from "./sqlite-adapter.ts";
+
+export type DialectName = "sqlite" | "postgres";
+
+export interface Store {
+  db: Kysely<Database>;
+  dialect: DialectName;
+  /** where the data lives, without credentials: for logs and `config check` */
+  location: string;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  data_dir: string;
+  database_url?: string | undefined;
+}
+
+const migrations: Record<string, Migration> = {
+  "001-initial": initial,
+};
+
+// PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below
+// 2^53, so read them as numbers. Scoped to our pools rather than pg's global parsers.
+const pgTypes = {
+  getTypeParser: (oid: number, format?: any) =>
+    oid === 20 ? (v: string) => Number(v) : (pg.types.getTypeParser as any)(oid, format),
+};
+
+export function openStore(options: StoreOptions): Store {
+  if (options.database_url) {
+    const pool = new pg.Pool({ connectionString: options.database_url, max: 10, types: pgTypes as any });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const url = new URL(options.database_url);
+    return {
+      db,
+      dialect: "postgres",
+      location: `postgres://${url.host}${url.pathname}`,
+      close: () => db.destroy(),
+    };
+  }
+  mkdirSync(options.data_dir, { recursive: true });
+  const file = join(options.data_dir, "gateway.sqlite");
+  const { database } = openSqlite(file);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return { db, dialect: "sqlite", location: file, close: () => db.destroy() };
+}
+
+/** Applies pending migrations; returns the names applied. */
+export async function migrate(store: Store): Promise<string[]> {
+  const migrator = new Migrator({
+    db: store.db,
+    provider: { getMigrations: async () => migrations },
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+/** A cheap round trip, for /readyz. */
+export async function ping(store: Store): Promise<void> {
+  await sql`select 1`.execute(store.db);
+}

@@ -1,0 +1,53 @@
+// Polls the store's revision row and calls back when it changes. This is how a change made
+// by the CLI (another process) reaches a running gateway without a restart. With many
+// instances the same poll works against PostgreSQL; Redis pub/sub can replace it later.
+import type { Kysely } from "kysely";
+import { readRevision } from "../accounts/repository.ts";
+import type { Database } from "./schema.ts";
+
+export class RevisionWatcher {
+  readonly #db: Kysely<Database>;
+  readonly #intervalMs: number;
+  readonly #onChange: () => void;
+  readonly #onError: (err: unknown) => void;
+  #last = -1;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(
+    db: Kysely<Database>,
+    options: { intervalMs: number; onChange: () => void; onError: (err: unknown) => void },
+  ) {
+    this.#db = db;
+    this.#intervalMs = options.intervalMs;
+    this.#onChange = options.onChange;
+    this.#onError = options.onError;
+  }
+
+  async start(): Promise<void> {
+    this.#last = await readRevision(this.#db);
+    this.#timer = setInterval(() => {
+      this.#running ??= this.check().finally(() => {
+        this.#running = undefined;
+      });
+    }, this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  async check(): Promise<void> {
+    try {
+      const now = await readRevision(this.#db);
+      if (now !== this.#last) {
+        this.#last = now;
+        this.#onChange();
+      }
+    } catch (err) {
+      this.#onError(err);
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#running;
+  }
+}

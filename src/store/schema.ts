@@ -1,0 +1,71 @@
+// Row types of the store's tables, as Kysely sees them. Times are Unix milliseconds;
+// booleans are 0/1 integers so both dialects read them the same way.
+import type { Generated } from "kysely";
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  plan_id: string;
+  /** null: the plan's quota applies */
+  quota_tokens: number | null;
+  used_tokens: Generated<number>;
+  disabled: Generated<number>;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string | null;
+  /** what the console and CLI show: "sk-" and the first characters of the secret */
+  prefix: string;
+  /** SHA-256 of the whole key, hex */
+  secret_hash: string;
+  /** null: no limit of its own */
+  limit_tokens: number | null;
+  used_tokens: Generated<number>;
+  disabled: Generated<number>;
+  created_at: number;
+}
+
+export interface CallRecordsTable {
+  request_id: string;
+  created_at: number;
+  account_id: string | null;
+  key_id: string | null;
+  public_model: string | null;
+  upstream_model: string | null;
+  provider: string | null;
+  /** JSON of the main parameters (temperature, top_p, max_tokens, n, …); never message text */
+  params: string | null;
+  stream: number;
+  /** ok | error | client_disconnect | upstream_error */
+  status: string;
+  http_status: number;
+  error_code: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** upstream | estimated | none */
+  usage_source: string;
+  latency_ms: number;
+  ttft_ms: number | null;
+}
+
+export interface ModelsSeenTable {
+  id: string;
+  created_at: number;
+}
+
+export interface RevisionTable {
+  id: number;
+  value: number;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  call_records: CallRecordsTable;
+  models_seen: ModelsSeenTable;
+  revision: RevisionTable;
+}

@@ -1,0 +1,44 @@
+// Local token counting (o200k_base via gpt-tokenizer, offline). Used to size reservations
+// and to estimate usage when an upstream reports none; records say which source applied.
+import { countTokens } from "gpt-tokenizer";
+
+// Client text may contain special-token strings such as "<|endoftext|>"; they are plain
+// text to us, and the tokenizer must not throw on them.
+const PLAIN = { disallowedSpecial: new Set<string>() };
+
+/** OpenAI's chat framing: each message costs a few tokens beyond its text, the reply 3. */
+const PER_MESSAGE = 4;
+const REPLY_PRIMING = 3;
+/** a non-text part (image, audio, file) we cannot count: a fixed, generous guess */
+const NON_TEXT_PART = 1_000;
+
+export function countText(text: string): number {
+  return text ? countTokens(text, PLAIN) : 0;
+}
+
+/** All the text a message carries, for counting and for the reviewers. */
+export function messageText(content: unknown): { text: string; nonText: number } {
+  if (typeof content === "string") return { text: content, nonText: 0 };
+  if (!Array.isArray(content)) return { text: "", nonText: 0 };
+  let text = "";
+  let nonText = 0;
+  for (const part of content) {
+    if (part && typeof part === "object" && typeof (part as { text?: unknown }).text === "string")
+      text += `${(part as { text: string }).text}\n`;
+    else nonText++;
+  }
+  return { text, nonText };
+}
+
+export function countPromptTokens(messages: ReadonlyArray<Record<string, unknown>>, extra?: unknown): number {
+  let total = REPLY_PRIMING;
+  for (const m of messages) {
+    const { text, nonText } = messageText(m.content);
+    total += PER_MESSAGE + countText(text) + nonText * NON_TEXT_PART;
+    if (typeof m.name === "string") total += countText(m.name);
+    if (m.tool_calls) total += countText(JSON.stringify(m.tool_calls));
+  }
+  // tools and response_format schemas are sent to the model too
+  if (extra) total += countText(JSON.stringify(extra));
+  return total;
+}

@@ -1,0 +1,898 @@
+/**
+ * Mock upstream model provider speaking OpenAI's wire format for
+ * `POST /v1/chat/completions` (JSON and SSE) and `GET /v1/models`.
+ *
+ * Used by the gateway's end-to-end tests and by the benchmark, so it is
+ * deterministic, quiet (no logging) and cheap per request.
+ *
+ * Behaviour is steered by directives in the text of the LAST `user` message:
+ *   mock:tokens=N       completion length in words/tokens (capped by max_completion_tokens ?? max_tokens)
+ *   mock:status=CODE    answer HTTP CODE (400..599) with an OpenAI error envelope
+ *   mock:latency=MS     delay before the response headers
+ *   mock:hang           never answer (until the client closes)
+ *   mock:hang-after=K   stream: send K content chunks, then stall forever
+ *   mock:drop-after=K   stream: send K content chunks, then destroy the socket; JSON: destroy without answering
+ *   mock:no-usage       omit `usage` (JSON) and never send the usage chunk / `usage` keys (stream)
+ *   mock:refusal        refusal instead of content
+ *   mock:tool           one `get_weather` tool call
+ *   mock:text=WORD      reply with WORD repeated instead of the default word list
+ *
+ * Run as a process (for the benchmark):
+ *   node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
+ * prints one line `{"url":"http://127.0.0.1:9100/v1"}` and exits cleanly on SIGTERM/SIGINT.
+ */
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export interface MockUpstreamOptions {
+  /** Delay before the response headers (default 0); the per-request `mock:latency=MS` directive overrides. */
+  latencyMs?: number;
+  /** Delay between stream chunks (default 0). */
+  chunkDelayMs?: number;
+  /** If set, requests must carry `Authorization: Bearer <apiKey>`, else 401 with an OpenAI error envelope. */
+  apiKey?: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (random free port). */
+  port?: number;
+}
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  at: number;
+}
+
+export interface MockUpstream {
+  /** Base URL ending in /v1, e.g. http://127.0.0.1:43123/v1 */
+  url: string;
+  /** Every chat completion request received, in arrival order (only when options.record !== false). */
+  requests: ReceivedRequest[];
+  /** Chat requests currently being answered. */
+  inFlight(): number;
+  /** How many chat requests were closed by the client before the mock finished answering. */
+  aborted(): number;
+  /** Clears `requests` (in place) and the `aborted` counter. `inFlight` is a live gauge and is not reset. */
+  reset(): void;
+  /** Closes the server and all sockets (including hanging ones) promptly. */
+  close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------
+// Constants and precomputed fragments
+// ---------------------------------------------------------------------------
+
+const SYSTEM_FINGERPRINT = "fp_mock0000001";
+const DEFAULT_COMPLETION_TOKENS = 10;
+const MAX_CHOICES = 128;
+
+/** Words that are each exactly one token (with and without a leading space) in cl100k_base and o200k_base. */
+const WORDS = [
+  "Hello",
+  "world",
+  "this",
+  "is",
+  "a",
+  "mock",
+  "reply",
+  "from",
+  "the",
+  "model",
+  "with",
+  "some",
+  "simple",
+  "words",
+  "for",
+  "testing",
+];
+/** JSON string literals of each word as the first piece (no space) and as a later piece (leading space). */
+const WORD_FIRST_JSON = WORDS.map((w) => JSON.stringify(w));
+const WORD_NEXT_JSON = WORDS.map((w) => JSON.stringify(` ${w}`));
+
+const REFUSAL_TEXT = "I can't help with that.";
+const REFUSAL_PIECES = REFUSAL_TEXT.split(" ").map((w, i) => (i === 0 ? w : ` ${w}`));
+const REFUSAL_PIECES_JSON = REFUSAL_PIECES.map((p) => JSON.stringify(p));
+
+const TOOL_NAME = "get_weather";
+const TOOL_ARGS_PIECES = ['{"', "city", '":"', "Paris", '"}'];
+const TOOL_ARGUMENTS = TOOL_ARGS_PIECES.join("");
+const TOOL_ARGS_PIECES_JSON = TOOL_ARGS_PIECES.map((p) => JSON.stringify(p));
+
+const MODELS_BODY = JSON.stringify({
+  object: "list",
+  data: [{ id: "mock-model", object: "model", created: 1700000000, owned_by: "mock" }],
+});
+
+const SSE_DONE = "data: [DONE]\n\n";
+const SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8";
+const JSON_CONTENT_TYPE = "application/json";
+
+const INCORRECT_KEY_MESSAGE =
+  "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.";
+const MISSING_KEY_MESSAGE =
+  "You didn't provide an API key. You need to provide your API key in an Authorization header using " +
+  "Bearer auth (i.e. Authorization: Bearer YOUR_KEY). You can obtain an API key from " +
+  "https://platform.openai.com/account/api-keys.";
+const INVALID_JSON_MESSAGE =
+  "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your " +
+  "HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)";
+const INTERNAL_500_MESSAGE =
+  "The server had an error while processing your request. " +
+  "(upstream http://10.0.0.5:8000/internal failed for key sk-upstream-secret-123)";
+
+// ---------------------------------------------------------------------------
+// Ids: random per-process prefix + counter (unique, no per-request randomness)
+// ---------------------------------------------------------------------------
+
+const B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+function randomB62(len: number): string {
+  const bytes = randomBytes(len);
+  let s = "";
+  for (let i = 0; i < len; i++) s += B62[bytes[i]! % 62];
+  return s;
+}
+function counterB62(n: number, width: number): string {
+  let s = "";
+  while (n > 0) {
+    s = B62[n % 62] + s;
+    n = Math.floor(n / 62);
+  }
+  return s.padStart(width, "0");
+}
+const ID_PREFIX = randomB62(21);
+const CALL_PREFIX = randomB62(16);
+const REQ_PREFIX = randomB62(16);
+let idCounter = 0;
+function nextSeq(): number {
+  idCounter = (idCounter + 1) % 218340105584896; // 62^8
+  return idCounter;
+}
+
+// ---------------------------------------------------------------------------
+// Request helpers
+// ---------------------------------------------------------------------------
+
+interface Directives {
+  tokens: number | undefined;
+  status: number | undefined;
+  latency: number | undefined;
+  hang: boolean;
+  hangAfter: number | undefined;
+  dropAfter: number | undefined;
+  noUsage: boolean;
+  refusal: boolean;
+  tool: boolean;
+  text: string | undefined;
+}
+
+const DIRECTIVE_RE = /(?<![\w-])mock:([a-z][a-z-]*)(?:=(\S+))?/g;
+
+function parseCount(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const m = /^\d+/.exec(v);
+  return m ? Number(m[0]) : undefined;
+}
+
+function parseDirectives(text: string): Directives {
+  const d: Directives = {
+    tokens: undefined,
+    status: undefined,
+    latency: undefined,
+    hang: false,
+    hangAfter: undefined,
+    dropAfter: undefined,
+    noUsage: false,
+    refusal: false,
+    tool: false,
+    text: undefined,
+  };
+  if (text.indexOf("mock:") === -1) return d;
+  DIRECTIVE_RE.lastIndex = 0;
+  for (let m = DIRECTIVE_RE.exec(text); m !== null; m = DIRECTIVE_RE.exec(text)) {
+    const value = m[2];
+    switch (m[1]) {
+      case "tokens":
+        d.tokens = parseCount(value) ?? d.tokens;
+        break;
+      case "status": {
+        const code = parseCount(value);
+        if (code !== undefined && code >= 400 && code <= 599) d.status = code;
+        break;
+      }
+      case "latency":
+        d.latency = parseCount(value) ?? d.latency;
+        break;
+      case "hang":
+        d.hang = true;
+        break;
+      case "hang-after":
+        d.hangAfter = parseCount(value) ?? d.hangAfter;
+        break;
+      case "drop-after":
+        d.dropAfter = parseCount(value) ?? d.dropAfter;
+        break;
+      case "no-usage":
+        d.noUsage = true;
+        break;
+      case "refusal":
+        d.refusal = true;
+        break;
+      case "tool":
+        d.tool = true;
+        break;
+      case "text":
+        if (value !== undefined) d.text = value;
+        break;
+    }
+  }
+  return d;
+}
+
+/** Text of a message `content`: a string, or the `text` parts of a content-part array joined by spaces. */
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  let s = "";
+  for (const part of content) {
+    if (part !== null && typeof part === "object" && typeof (part as { text?: unknown }).text === "string") {
+      s = s.length === 0 ? (part as { text: string }).text : `${s} ${(part as { text: string }).text}`;
+    }
+  }
+  return s;
+}
+
+function countWords(s: string): number {
+  let n = 0;
+  let inWord = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const ws = c === 32 || (c >= 9 && c <= 13) || c === 160 || c === 0x2028 || c === 0x2029 || c === 0xfeff;
+    if (ws) inWord = false;
+    else if (!inWord) {
+      inWord = true;
+      n++;
+    }
+  }
+  return n;
+}
+
+function nonNegativeInt(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : undefined;
+}
+
+// ---------------------------------------------------------------------------
+// Responses
+// ---------------------------------------------------------------------------
+
+function nextRequestId(): string {
+  return `req_${REQ_PREFIX}${counterB62(nextSeq(), 8)}`;
+}
+
+function sendJson(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, {
+    "content-type": JSON_CONTENT_TYPE,
+    "content-length": Buffer.byteLength(body),
+    "x-request-id": nextRequestId(),
+    "openai-version": "2020-10-01",
+  });
+  res.end(body);
+}
+
+function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  type: string,
+  param: string | null,
+  code: string | null,
+): void {
+  sendJson(res, status, JSON.stringify({ error: { message, type, param, code } }));
+}
+
+type ErrorSpec = [message: string, type: string, param: string | null, code: string | null];
+
+/** The error OpenAI would send for a given status (used by `mock:status=CODE`). */
+function statusError(status: number, model: string): ErrorSpec {
+  switch (status) {
+    case 400:
+      return [
+        "Invalid request: the mock was asked to reject this request (mock:status=400).",
+        "invalid_request_error",
+        null,
+        null,
+      ];
+    case 401:
+      return [INCORRECT_KEY_MESSAGE, "invalid_request_error", null, "invalid_api_key"];
+    case 403:
+      return ["You are not allowed to sample from this model.", "invalid_request_error", null, null];
+    case 404:
+      return [
+        `The model \`${model}\` does not exist or you do not have access to it.`,
+        "invalid_request_error",
+        null,
+        "model_not_found",
+      ];
+    case 429:
+      return [
+        "Rate limit reached for requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
+        "requests",
+        null,
+        "rate_limit_exceeded",
+      ];
+    case 500:
+      return [INTERNAL_500_MESSAGE, "server_error", null, null];
+    case 502:
+      return ["Bad gateway.", "server_error", null, null];
+    case 503:
+      return ["The engine is currently overloaded, please try again later.", "server_error", null, null];
+    case 504:
+      return ["Gateway timeout.", "server_error", null, null];
+    default:
+      return status >= 500
+        ? [
+            "The server had an error while processing your request. Sorry about that!",
+            "server_error",
+            null,
+            null,
+          ]
+        : [`Request failed with status ${status}.`, "invalid_request_error", null, null];
+  }
+}
+
+function usageObject(prompt: number, completion: number) {
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0 },
+  };
+}
+
+type Kind = "text" | "refusal" | "tool";
+
+/** Everything needed to answer one chat completion. */
+interface Plan {
+  id: string;
+  created: number;
+  model: string;
+  kind: Kind;
+  n: number;
+  /** Pieces per choice (text words, refusal words, or tool-argument fragments), as JSON string literals. */
+  piecesJson: string[];
+  /** Reply text for `kind: "text"` (N words joined by single spaces). */
+  text: string;
+  finishReason: "stop" | "length" | "tool_calls";
+  completionPerChoice: number;
+  promptTokens: number;
+  usage: boolean;
+  includeUsage: boolean;
+  callIdBase: string;
+}
+
+function replyText(tokens: number, word: string | undefined): string {
+  let s = "";
+  for (let i = 0; i < tokens; i++) {
+    const w = word ?? WORDS[i % WORDS.length]!;
+    s = i === 0 ? w : `${s} ${w}`;
+  }
+  return s;
+}
+
+function textPiecesJson(tokens: number, word: string | undefined): string[] {
+  const out = new Array<string>(tokens);
+  if (word === undefined) {
+    for (let i = 0; i < tokens; i++)
+      out[i] = i === 0 ? WORD_FIRST_JSON[0]! : WORD_NEXT_JSON[i % WORDS.length]!;
+  } else {
+    const first = JSON.stringify(word);
+    const next = JSON.stringify(` ${word}`);
+    for (let i = 0; i < tokens; i++) out[i] = i === 0 ? first : next;
+  }
+  return out;
+}
+
+function callId(plan: Plan, choice: number): string {
+  return `call_${plan.callIdBase}${choice === 0 ? "" : `_${choice}`}`;
+}
+
+function buildCompletionJson(plan: Plan): string {
+  const choices = new Array<unknown>(plan.n);
+  for (let i = 0; i < plan.n; i++) {
+    let message: Record<string, unknown>;
+    if (plan.kind === "text") {
+      message = { role: "assistant", content: plan.text, refusal: null };
+    } else if (plan.kind === "refusal") {
+      message = { role: "assistant", content: null, refusal: REFUSAL_TEXT };
+    } else {
+      message = {
+        role: "assistant",
+        content: null,
+        refusal: null,
+        tool_calls: [
+          { id: callId(plan, i), type: "function", function: { name: TOOL_NAME, arguments: TOOL_ARGUMENTS } },
+        ],
+      };
+    }
+    choices[i] = { index: i, message, logprobs: null, finish_reason: plan.finishReason };
+  }
+  const body: Record<string, unknown> = {
+    id: plan.id,
+    object: "chat.completion",
+    created: plan.created,
+    model: plan.model,
+    system_fingerprint: SYSTEM_FINGERPRINT,
+    choices,
+  };
+  if (plan.usage) body.usage = usageObject(plan.promptTokens, plan.completionPerChoice * plan.n);
+  return JSON.stringify(body);
+}
+
+/**
+ * The SSE stream as steps: step 0 = the opening chunk of every choice; steps 1..contentSteps = one content
+ * chunk each; last step = finish chunks + optional usage chunk + [DONE]. Chunk delays apply between steps.
+ */
+function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number } {
+  const head =
+    `data: {"id":"${plan.id}","object":"chat.completion.chunk","created":${plan.created},` +
+    `"model":${JSON.stringify(plan.model)},"system_fingerprint":"${SYSTEM_FINGERPRINT}","choices":[{"index":`;
+  const tail = plan.includeUsage ? '}],"usage":null}\n\n' : "}]}\n\n";
+  const chunk = (index: number, delta: string, finish: string): string =>
+    `${head}${index},"delta":${delta},"logprobs":null,"finish_reason":${finish}${tail}`;
+
+  const n = plan.n;
+  const pieces = plan.piecesJson;
+  const steps: string[] = [];
+
+  let open = "";
+  for (let i = 0; i < n; i++) {
+    let delta: string;
+    if (plan.kind === "text") delta = '{"role":"assistant","content":"","refusal":null}';
+    else if (plan.kind === "refusal") delta = '{"role":"assistant","content":null,"refusal":""}';
+    else
+      delta =
+        `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"${callId(plan, i)}",` +
+        `"type":"function","function":{"name":"${TOOL_NAME}","arguments":""}}],"refusal":null}`;
+    open += chunk(i, delta, "null");
+  }
+  steps.push(open);
+
+  for (let p = 0; p < pieces.length; p++) {
+    const piece = pieces[p]!;
+    let delta: string;
+    if (plan.kind === "text") delta = `{"content":${piece}}`;
+    else if (plan.kind === "refusal") delta = `{"refusal":${piece}}`;
+    else delta = `{"tool_calls":[{"index":0,"function":{"arguments":${piece}}}]}`;
+    for (let i = 0; i < n; i++) steps.push(chunk(i, delta, "null"));
+  }
+  const contentSteps = steps.length - 1;
+
+  let end = "";
+  const finish = `"${plan.finishReason}"`;
+  for (let i = 0; i < n; i++) end += chunk(i, "{}", finish);
+  if (plan.includeUsage) {
+    end +=
+      `data: {"id":"${plan.id}","object":"chat.completion.chunk","created":${plan.created},` +
+      `"model":${JSON.stringify(plan.model)},"system_fingerprint":"${SYSTEM_FINGERPRINT}","choices":[],` +
+      `"usage":${JSON.stringify(usageObject(plan.promptTokens, plan.completionPerChoice * n))}}\n\n`;
+  }
+  end += SSE_DONE;
+  steps.push(end);
+  return { steps, contentSteps };
+}
+
+// ---------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------
+
+/** Per chat request bookkeeping. */
+interface Active {
+  /** Set when the mock has finished answering (or deliberately destroyed the socket). */
+  done: boolean;
+  /** Set when the request left `inFlight`. */
+  closed: boolean;
+  /** `reset()` generation the request started in; aborts of older requests are not counted. */
+  gen: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+export function startMockUpstream(
+  options: MockUpstreamOptions & { record?: boolean } = {},
+): Promise<MockUpstream> {
+  const defaultLatency = Math.max(0, options.latencyMs ?? 0);
+  const chunkDelay = Math.max(0, options.chunkDelayMs ?? 0);
+  const expectedAuth = options.apiKey !== undefined ? `Bearer ${options.apiKey}` : undefined;
+  const record = options.record !== false;
+  const host = options.host ?? "127.0.0.1";
+  const port = options.port ?? 0;
+
+  const requests: ReceivedRequest[] = [];
+  const active = new Set<Active>();
+  let aborted = 0;
+  let gen = 0;
+  let closing = false;
+
+  function authorized(req: IncomingMessage, res: ServerResponse): boolean {
+    if (expectedAuth === undefined) return true;
+    const got = req.headers.authorization;
+    if (got === expectedAuth) return true;
+    if (got === undefined || got === "") {
+      sendError(res, 401, MISSING_KEY_MESSAGE, "invalid_request_error", null, null);
+    } else {
+      sendError(res, 401, INCORRECT_KEY_MESSAGE, "invalid_request_error", null, "invalid_api_key");
+    }
+    return false;
+  }
+
+  function finishActive(state: Active): void {
+    if (state.closed) return;
+    state.closed = true;
+    active.delete(state);
+    if (state.timer !== undefined) {
+      clearTimeout(state.timer);
+      state.timer = undefined;
+    }
+    if (!state.done && !closing && state.gen === gen) aborted++;
+  }
+
+  function handleChat(req: IncomingMessage, res: ServerResponse, path: string): void {
+    const state: Active = { done: false, closed: false, gen, timer: undefined };
+    active.add(state);
+    const onClose = (): void => finishActive(state);
+    res.once("close", onClose);
+    req.once("error", onClose);
+
+    const entry: ReceivedRequest | undefined = record
+      ? { method: req.method ?? "POST", path, headers: req.headers, body: undefined, at: Date.now() }
+      : undefined;
+    if (entry !== undefined) requests.push(entry);
+
+    const bufs: Buffer[] = [];
+    req.on("data", (b: Buffer) => bufs.push(b));
+    req.on("end", () => {
+      if (state.closed) return;
+      const raw = bufs.length === 1 ? bufs[0]!.toString("utf8") : Buffer.concat(bufs).toString("utf8");
+      let body: any;
+      let parsed = true;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        parsed = false;
+      }
+      if (entry !== undefined) entry.body = parsed ? body : raw;
+      answerChat(req, res, state, parsed, body);
+    });
+  }
+
+  /** Validates a chat request; answers 400/401 and returns false when it is not acceptable. */
+  function acceptable(req: IncomingMessage, res: ServerResponse, parsed: boolean, body: any): boolean {
+    if (!authorized(req, res)) return false;
+    let err: [number, ...ErrorSpec] | undefined;
+    if (!parsed) err = [400, INVALID_JSON_MESSAGE, "invalid_request_error", null, null];
+    else if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      err = [400, "The request body must be a JSON object.", "invalid_request_error", null, null];
+    } else if (typeof body.model !== "string" || body.model === "") {
+      err = [400, "you must provide a model parameter", "invalid_request_error", null, null];
+    } else if (body.messages === undefined) {
+      err = [
+        400,
+        "Missing required parameter: 'messages'.",
+        "invalid_request_error",
+        "messages",
+        "missing_required_parameter",
+      ];
+    } else if (!Array.isArray(body.messages)) {
+      err = [
+        400,
+        "Invalid type for 'messages': expected an array of objects.",
+        "invalid_request_error",
+        "messages",
+        "invalid_type",
+      ];
+    } else if (body.messages.length === 0) {
+      err = [
+        400,
+        "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        "invalid_request_error",
+        "messages",
+        "empty_array",
+      ];
+    }
+    if (err === undefined) return true;
+    sendError(res, ...err);
+    return false;
+  }
+
+  function answerChat(
+    req: IncomingMessage,
+    res: ServerResponse,
+    state: Active,
+    parsed: boolean,
+    body: any,
+  ): void {
+    if (!acceptable(req, res, parsed, body)) {
+      state.done = true;
+      return;
+    }
+    const messages = body.messages as unknown[];
+
+    // Prompt tokens over all messages; directives from the last user message.
+    let promptWords = 0;
+    let lastUserText = "";
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i] as { role?: unknown; content?: unknown } | null;
+      if (m === null || typeof m !== "object") continue;
+      const text = contentText(m.content);
+      promptWords += countWords(text);
+      if (m.role === "user") lastUserText = text;
+    }
+    const d = parseDirectives(lastUserText);
+
+    if (d.hang) return; // never answer; the 'close' listener accounts for the client going away
+
+    const stream = body.stream === true;
+    const latency = d.latency ?? defaultLatency;
+    const go = (): void => {
+      state.timer = undefined;
+      if (state.closed) return;
+      if (d.status !== undefined) {
+        state.done = true;
+        sendError(res, d.status, ...statusError(d.status, body.model));
+        return;
+      }
+      if (!stream && d.dropAfter !== undefined) {
+        state.done = true;
+        req.socket.destroy();
+        return;
+      }
+      const plan = makePlan(body, d, promptWords);
+      if (stream) streamAnswer(req, res, state, plan, d);
+      else {
+        state.done = true;
+        sendJson(res, 200, buildCompletionJson(plan));
+      }
+    };
+    if (latency > 0) state.timer = setTimeout(go, latency);
+    else go();
+  }
+
+  function makePlan(body: any, d: Directives, promptWords: number): Plan {
+    const bound = nonNegativeInt(body.max_completion_tokens) ?? nonNegativeInt(body.max_tokens);
+    const nRaw = nonNegativeInt(body.n);
+    const n = nRaw === undefined || nRaw < 1 ? 1 : Math.min(nRaw, MAX_CHOICES);
+    const seq = nextSeq();
+    let kind: Kind = "text";
+    let piecesJson: string[];
+    let text = "";
+    let finishReason: Plan["finishReason"];
+    if (d.tool) {
+      kind = "tool";
+      piecesJson = TOOL_ARGS_PIECES_JSON;
+      finishReason = "tool_calls";
+    } else if (d.refusal) {
+      kind = "refusal";
+      piecesJson = REFUSAL_PIECES_JSON;
+      finishReason = "stop";
+    } else {
+      let tokens = d.tokens ?? bound ?? DEFAULT_COMPLETION_TOKENS;
+      if (bound !== undefined && tokens > bound) tokens = bound;
+      piecesJson = textPiecesJson(tokens, d.text);
+      text = replyText(tokens, d.text);
+      finishReason = bound !== undefined && tokens === bound ? "length" : "stop";
+    }
+    const usage = !d.noUsage;
+    const so = body.stream_options;
+    const includeUsage = usage && so !== null && typeof so === "object" && so.include_usage === true;
+    return {
+      id: `chatcmpl-${ID_PREFIX}${counterB62(seq, 8)}`,
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      kind,
+      n,
+      piecesJson,
+      text,
+      finishReason,
+      completionPerChoice: piecesJson.length,
+      promptTokens: Math.max(1, promptWords),
+      usage,
+      includeUsage,
+      callIdBase: `${CALL_PREFIX}${counterB62(seq, 8)}`,
+    };
+  }
+
+  function streamAnswer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    state: Active,
+    plan: Plan,
+    d: Directives,
+  ): void {
+    const { steps, contentSteps } = buildStreamSteps(plan);
+    // Fault injection: how many steps to send (opening step + K content chunks) before stalling/dropping.
+    let stopAfter = steps.length;
+    let fault: "hang" | "drop" | undefined;
+    if (d.dropAfter !== undefined) {
+      fault = "drop";
+      stopAfter = 1 + Math.min(d.dropAfter, contentSteps);
+    } else if (d.hangAfter !== undefined) {
+      fault = "hang";
+      stopAfter = 1 + Math.min(d.hangAfter, contentSteps);
+    }
+
+    res.writeHead(200, {
+      "content-type": SSE_CONTENT_TYPE,
+      "cache-control": "no-cache",
+      "x-request-id": nextRequestId(),
+      "openai-version": "2020-10-01",
+    });
+
+    // Write the last step before the fault, then stall ("hang") or destroy the socket once it is flushed ("drop").
+    const writeAndStop = (step: string): void => {
+      if (fault === "drop") {
+        state.done = true;
+        res.write(step, () => req.socket.destroy());
+      } else {
+        res.write(step); // stall with the response open; the 'close' listener records the client abort
+      }
+    };
+
+    if (chunkDelay === 0) {
+      if (fault === undefined) {
+        state.done = true;
+        // The whole stream in one write: ~3x the throughput of one write per chunk (SSE framing is unaffected;
+        // use chunkDelayMs to get separate TCP/HTTP chunks).
+        res.end(steps.join(""));
+        return;
+      }
+      for (let i = 0; i < stopAfter - 1; i++) res.write(steps[i]!);
+      writeAndStop(steps[stopAfter - 1]!);
+      return;
+    }
+
+    let i = 0;
+    const next = (): void => {
+      state.timer = undefined;
+      if (state.closed) return;
+      const step = steps[i]!;
+      i++;
+      if (i === steps.length) {
+        state.done = true;
+        res.end(step);
+      } else if (i === stopAfter) {
+        writeAndStop(step);
+      } else {
+        res.write(step);
+        state.timer = setTimeout(next, chunkDelay);
+      }
+    };
+    next();
+  }
+
+  const server = createServer({ keepAliveTimeout: 65_000, noDelay: true }, (req, res) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q === -1 ? url : url.slice(0, q);
+    const method = req.method ?? "GET";
+    if (path === "/v1/chat/completions" && method === "POST") return handleChat(req, res, path);
+    if (method === "GET" && (path === "/v1/models" || path === "/v1/models/mock-model")) {
+      if (!authorized(req, res)) return;
+      return sendJson(
+        res,
+        200,
+        path === "/v1/models"
+          ? MODELS_BODY
+          : JSON.stringify({ id: "mock-model", object: "model", created: 1700000000, owned_by: "mock" }),
+      );
+    }
+    sendError(res, 404, `Invalid URL (${method} ${path})`, "invalid_request_error", null, null);
+  });
+
+  let closePromise: Promise<void> | undefined;
+
+  return new Promise<MockUpstream>((resolvePromise, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      const addr = server.address() as AddressInfo;
+      const hostForUrl = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+      resolvePromise({
+        url: `http://${hostForUrl}:${addr.port}/v1`,
+        requests,
+        inFlight: () => active.size,
+        aborted: () => aborted,
+        reset: () => {
+          requests.length = 0;
+          aborted = 0;
+          gen++;
+        },
+        close: () => {
+          closePromise ??= new Promise<void>((done) => {
+            closing = true;
+            server.close(() => {
+              // Sockets are destroyed; settle bookkeeping for requests whose 'close' event is still queued.
+              for (const state of active) finishActive(state);
+              done();
+            });
+            server.closeAllConnections();
+          });
+          return closePromise;
+        },
+      });
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// CLI: node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
+// ---------------------------------------------------------------------------
+
+function isMain(): boolean {
+  if (import.meta.main === true) return true;
+  const entry = process.argv[1];
+  return entry !== undefined && resolve(entry) === fileURLToPath(import.meta.url);
+}
+
+async function runCli(argv: string[]): Promise<void> {
+  const opts: MockUpstreamOptions & { record?: boolean } = {};
+  const num = (flag: string, v: string | undefined): number => {
+    const n = Number(v);
+    if (v === undefined || !Number.isFinite(n) || n < 0) {
+      process.stderr.write(`mock-openai-upstream: ${flag} needs a non-negative number\n`);
+      process.exit(2);
+    }
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const eq = a.indexOf("=");
+    const flag = a.startsWith("--") && eq !== -1 ? a.slice(0, eq) : a;
+    const inline = a.startsWith("--") && eq !== -1 ? a.slice(eq + 1) : undefined;
+    const value = (): string | undefined => inline ?? argv[++i];
+    switch (flag) {
+      case "--port":
+        opts.port = num(flag, value());
+        break;
+      case "--host":
+        opts.host = value();
+        break;
+      case "--latency":
+        opts.latencyMs = num(flag, value());
+        break;
+      case "--chunk-delay":
+        opts.chunkDelayMs = num(flag, value());
+        break;
+      case "--api-key":
+        opts.apiKey = value();
+        break;
+      case "--no-record":
+        opts.record = false;
+        break;
+      default:
+        process.stderr.write(`mock-openai-upstream: unknown argument ${a}\n`);
+        process.exit(2);
+    }
+  }
+  const mock = await startMockUpstream(opts);
+  process.stdout.write(`${JSON.stringify({ url: mock.url })}\n`);
+  let stopping = false;
+  const shutdown = (): void => {
+    if (stopping) return;
+    stopping = true;
+    void mock.close().then(() => process.exit(0));
+  };
+  process.once("SIGTERM", shutdown);
+  process.once("SIGINT", shutdown);
+}
+
+if (isMain()) {
+  runCli(process.argv.slice(2)).catch((err: unknown) => {
+    process.stderr.write(`mock-openai-upstream: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
