@@ -102,8 +102,12 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         app.server.closeAllConnections();
       }, config.server.shutdown_grace_ms);
       grace.unref();
+      // Node closes idle keep-alive connections once, when close() is called; connections
+      // whose request finishes later would hold the shutdown until their keep-alive expires.
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
       await app.close();
       clearTimeout(grace);
+      clearInterval(sweep);
       await records.flush();
       await watcher.stop();
       await registry.close();

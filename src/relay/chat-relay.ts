@@ -12,7 +12,7 @@ import { countPromptTokens, countText } from "../tokens/count.ts";
 import { type ChatRequest, FORWARDED_FIELDS } from "./request-schema.ts";
 
 /** The local prompt count is o200k; other tokenizers count somewhat more. Reserve for that. */
-const PROMPT_MARGIN = 1.1;
+export const PROMPT_MARGIN = 1.1;
 /** the smallest answer worth sending upstream; below it the request is refused */
 export const MIN_OUTPUT_TOKENS = 16;
 /** parameters kept in the call record (never message text) */
@@ -94,7 +94,7 @@ export class ChatRelay {
     draft.provider = model.config.provider;
 
     const promptTokens = countPromptTokens(req.messages, req.tools ?? req.functions ?? req.response_format);
-    const promptHold = Math.ceil(promptTokens * PROMPT_MARGIN);
+    const promptHold = promptReservation(promptTokens);
     const choices = req.n ?? 1;
     const asked = req.max_completion_tokens ?? req.max_tokens;
     const outputBound = asked ?? model.config.max_output_tokens;
@@ -302,6 +302,11 @@ export class ChatRelay {
       (performance.now() - started) / 1000,
     );
   }
+}
+
+/** Tokens held for the prompt: the local count plus the margin for other tokenizers. */
+export function promptReservation(promptTokens: number): number {
+  return Math.ceil(promptTokens * PROMPT_MARGIN);
 }
 
 export function completionId(requestId: string): string {

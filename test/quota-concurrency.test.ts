@@ -1,0 +1,106 @@
+// Issue: the quota ledger is atomic. 50 concurrent requests at a key whose limit fits 10:
+// at most 10 reach the upstream and consumption never exceeds the limit; the same for an
+// account's quota shared by two keys. Run on SQLite and on PostgreSQL.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { promptReservation } from "../src/relay/chat-relay.ts";
+import { countPromptTokens } from "../src/tokens/count.ts";
+import { type TestGateway, startTestGateway, TEST_MODEL } from "./support/gateway.ts";
+import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+
+const MAX_TOKENS = 40;
+const messages = [{ role: "user" as const, content: `count to forty please mock:tokens=${MAX_TOKENS}` }];
+/** what the gateway holds for one of these requests */
+const HOLD = promptReservation(countPromptTokens(messages)) + MAX_TOKENS;
+
+async function fire(gw: TestGateway, secret: string): Promise<number> {
+  const res = await fetch(`${gw.baseURL}/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: TEST_MODEL, messages, max_tokens: MAX_TOKENS }),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function sums(gw: TestGateway, column: "key_id" | "account_id", id: string) {
+  const row = await gw.gateway.deps.store.db
+    .selectFrom("call_records")
+    .select((eb) => [eb.fn.sum<number>("total_tokens").as("tokens"), eb.fn.countAll<number>().as("calls")])
+    .where(column, "=", id)
+    .executeTakeFirstOrThrow();
+  return { tokens: Number(row.tokens ?? 0), calls: Number(row.calls) };
+}
+
+for (const store of ["sqlite", "postgres"] as const) {
+  describe(`quota under concurrency (${store})`, () => {
+    let upstream: MockUpstream;
+    let gw: TestGateway;
+    before(async () => {
+      // The upstream answers only after all 50 requests were decided: a call that settles
+      // early (charged less than it held) would rightly free room for a latecomer.
+      upstream = await startMockUpstream({ latencyMs: 1500 });
+      gw = await startTestGateway({ upstream, store });
+    });
+    after(async () => {
+      await gw.close();
+      await upstream.close();
+    });
+
+    it("a key whose limit fits 10 requests lets at most 10 of 50 through", async () => {
+      upstream.reset();
+      const account = await gw.account(`key-limit-${store}`);
+      const key = await gw.key(account, { limit: HOLD * 10 });
+      const statuses = await Promise.all(Array.from({ length: 50 }, () => fire(gw, key.secret)));
+      const ok = statuses.filter((s) => s === 200).length;
+      assert.equal(upstream.requests.length, ok, "every 200 is one upstream call and nothing else got through");
+      assert.equal(ok, 10);
+      assert.equal(statuses.filter((s) => s === 429).length, 40);
+
+      const row = await gw.gateway.deps.store.db
+        .selectFrom("api_keys")
+        .select(["used_tokens", "limit_tokens"])
+        .where("id", "=", key.id)
+        .executeTakeFirstOrThrow();
+      assert.ok(row.used_tokens > 0);
+      assert.ok(row.used_tokens <= HOLD * 10, `used ${row.used_tokens} must not exceed the limit ${HOLD * 10}`);
+      const recorded = await sums(gw, "key_id", key.id);
+      assert.equal(recorded.calls, 50, "rejected calls are recorded too");
+      assert.equal(recorded.tokens, row.used_tokens, "records add up to the key's counter");
+      assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
+    });
+
+    it("an account quota that fits 10 requests holds across two keys", async () => {
+      upstream.reset();
+      const account = await gw.account(`quota-${store}`, { quota: HOLD * 10 });
+      const k1 = await gw.key(account);
+      const k2 = await gw.key(account);
+      const statuses = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => fire(gw, i % 2 ? k1.secret : k2.secret)),
+      );
+      const ok = statuses.filter((s) => s === 200).length;
+      assert.equal(ok, 10);
+      assert.equal(upstream.requests.length, 10);
+      const row = await gw.gateway.deps.store.db
+        .selectFrom("accounts")
+        .select("used_tokens")
+        .where("id", "=", account)
+        .executeTakeFirstOrThrow();
+      assert.ok(row.used_tokens <= HOLD * 10);
+      assert.equal((await sums(gw, "account_id", account)).tokens, row.used_tokens);
+      const perKey = (await sums(gw, "key_id", k1.id)).tokens + (await sums(gw, "key_id", k2.id)).tokens;
+      assert.equal(perKey, row.used_tokens, "the keys' records add up to the account's counter");
+      assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
+    });
+
+    it("lowers max_tokens to what is left instead of refusing, down to the minimum", async () => {
+      upstream.reset();
+      const account = await gw.account(`lowered-${store}`);
+      const promptHold = promptReservation(countPromptTokens(messages));
+      const key = await gw.key(account, { limit: promptHold + 20 });
+      assert.equal(await fire(gw, key.secret), 200);
+      const sent = upstream.requests[0]!.body;
+      assert.equal(sent.max_tokens, 20, "the upstream is told to stay within the reservation");
+    });
+  });
+}

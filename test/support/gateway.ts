@@ -1,0 +1,121 @@
+// Starts a real gateway on a random loopback port for a test: its own SQLite folder (or its
+// own PostgreSQL database), a config pointing at the mock upstream, and captured logs.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { createAccount, createKey } from "../../src/accounts/repository.ts";
+import { configSchema, type ConfigInput } from "../../src/config/schema.ts";
+import { createLogger } from "../../src/observability/logger.ts";
+import { type Gateway, startGateway } from "../../src/server.ts";
+import type { MockUpstream } from "./mock-openai-upstream.ts";
+import { createTestDatabase, type TestDatabase } from "./postgres.ts";
+
+export type StoreKind = "sqlite" | "postgres";
+
+export interface TestGatewayOptions {
+  upstream?: MockUpstream;
+  store?: StoreKind;
+  /** replaces fields of the generated config */
+  config?: Partial<ConfigInput>;
+  env?: Record<string, string | undefined>;
+}
+
+export interface TestGateway {
+  gateway: Gateway;
+  /** base URL ending in /v1, as clients use it */
+  baseURL: string;
+  /** the origin, for /healthz and friends */
+  origin: string;
+  /** every log line the gateway wrote */
+  logs: string[];
+  account(name: string, options?: { plan?: string; quota?: number | null }): Promise<string>;
+  key(accountId: string, options?: { name?: string; limit?: number | null }): Promise<{ id: string; secret: string }>;
+  close(): Promise<void>;
+}
+
+/** The model ids the default test config offers. */
+export const TEST_MODEL = "gpt-test";
+
+export function testConfig(upstream: MockUpstream | undefined, overrides: Partial<ConfigInput> = {}): ConfigInput {
+  return {
+    server: { host: "127.0.0.1", port: 0, body_limit_bytes: 64 * 1024, shutdown_grace_ms: 5_000 },
+    log_level: "info",
+    providers: [
+      { id: "demo", type: "demo" },
+      ...(upstream
+        ? [
+            {
+              id: "mock",
+              type: "openai-compatible" as const,
+              base_url: upstream.url,
+              api_key_env: "MOCK_UPSTREAM_KEY",
+              timeouts: { connect_ms: 2_000, first_byte_ms: 3_000, idle_ms: 3_000, total_ms: 10_000 },
+            },
+          ]
+        : []),
+    ],
+    models: [
+      { id: "demo", provider: "demo", owned_by: "chat-gateway" },
+      ...(upstream
+        ? [{ id: TEST_MODEL, provider: "mock", upstream_model: "mock-model", owned_by: "acme", max_output_tokens: 256 }]
+        : []),
+    ],
+    plans: [
+      { id: "default", quota_tokens: 1_000_000_000, models: upstream ? [TEST_MODEL, "demo"] : ["demo"] },
+      { id: "demo-only", quota_tokens: 1_000_000, models: ["demo"] },
+    ],
+    ...overrides,
+  };
+}
+
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const kind = options.store ?? "sqlite";
+  let database: TestDatabase | undefined;
+  let dataDir: string | undefined;
+  const input = testConfig(options.upstream, options.config);
+  if (kind === "postgres") {
+    database = await createTestDatabase();
+    input.store = { database_url: database.url };
+  } else {
+    dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
+    input.store = { data_dir: dataDir };
+  }
+  const config = configSchema.parse(input);
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(chunk.toString());
+      cb();
+    },
+  });
+  const gateway = await startGateway(config, {
+    env: { MOCK_UPSTREAM_KEY: "sk-upstream-secret-123", ...options.env },
+    logger: createLogger(config.log_level, sink),
+    bootstrap: false,
+  });
+  const db = gateway.deps.store.db;
+  return {
+    gateway,
+    baseURL: `${gateway.url}/v1`,
+    origin: gateway.url,
+    logs,
+    async account(name, opts = {}) {
+      const a = await createAccount(db, { name, plan_id: opts.plan ?? "default", quota_tokens: opts.quota ?? null });
+      return a.id;
+    },
+    async key(accountId, opts = {}) {
+      const { key, secret } = await createKey(db, {
+        account_id: accountId,
+        name: opts.name ?? null,
+        limit_tokens: opts.limit ?? null,
+      });
+      return { id: key.id, secret };
+    },
+    async close() {
+      await gateway.close();
+      if (database) await database.drop();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
