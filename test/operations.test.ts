@@ -27,7 +27,10 @@ async function serve(env: Record<string, string>, args: string[] = []): Promise<
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const running: Running = { child, stdout: "", url: "", exit };
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line; output:\n${running.stdout}`)), 15_000);
+    const timer = setTimeout(
+      () => reject(new Error(`no listening line; output:\n${running.stdout}`)),
+      15_000,
+    );
     child.stdout!.on("data", (chunk: Buffer) => {
       running.stdout += chunk.toString();
       const m = running.stdout.match(/"url":"(http:\/\/[^"]+?)(\/v1)?"/);
@@ -136,7 +139,11 @@ describe("SIGTERM", () => {
       fetch(`${gw.url}/v1/chat/completions`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: "slow", stream, messages: [{ role: "user", content: "hi mock:tokens=5" }] }),
+        body: JSON.stringify({
+          model: "slow",
+          stream,
+          messages: [{ role: "user", content: "hi mock:tokens=5" }],
+        }),
       }).then(async (r) => ({ status: r.status, text: await r.text() }));
     const inFlight = [call(false), call(true)];
     // wait until both reached the upstream, then ask the gateway to stop
@@ -164,6 +171,45 @@ describe("SIGTERM", () => {
       assert.equal(used.used, total);
     } finally {
       db.close();
+    }
+  });
+});
+
+describe("a crash right after a response", () => {
+  it("never loses the call record: SIGKILL after the answer, the record is on disk", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gw-kill-"));
+    try {
+      const gw = await serve({ GATEWAY_DATA_DIR: dir });
+      const key = gw.stdout.match(/sk-[A-Za-z0-9]{43}/)![0];
+      const ids: string[] = [];
+      for (const stream of [false, true]) {
+        const res = await fetch(`${gw.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({
+            model: "demo",
+            stream,
+            messages: [{ role: "user", content: "remember me" }],
+          }),
+        });
+        await res.text();
+        assert.equal(res.status, 200);
+        ids.push(res.headers.get("x-request-id")!);
+      }
+      gw.child.kill("SIGKILL");
+      await gw.exit;
+      const db = new DatabaseSync(join(dir, "gateway.sqlite"));
+      try {
+        const rows = db
+          .prepare(`select request_id, status from call_records where request_id in (?, ?)`)
+          .all(ids[0]!, ids[1]!);
+        assert.equal(rows.length, 2, "both completed calls survived the crash");
+        assert.ok(rows.every((r) => r.status === "ok"));
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

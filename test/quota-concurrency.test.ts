@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { promptReservation } from "../src/relay/chat-relay.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
-import { type TestGateway, startTestGateway, TEST_MODEL } from "./support/gateway.ts";
+import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 
 const MAX_TOKENS = 40;
@@ -53,7 +53,11 @@ for (const store of ["sqlite", "postgres"] as const) {
       const key = await gw.key(account, { limit: HOLD * 10 });
       const statuses = await Promise.all(Array.from({ length: 50 }, () => fire(gw, key.secret)));
       const ok = statuses.filter((s) => s === 200).length;
-      assert.equal(upstream.requests.length, ok, "every 200 is one upstream call and nothing else got through");
+      assert.equal(
+        upstream.requests.length,
+        ok,
+        "every 200 is one upstream call and nothing else got through",
+      );
       assert.equal(ok, 10);
       assert.equal(statuses.filter((s) => s === 429).length, 40);
 
@@ -63,7 +67,10 @@ for (const store of ["sqlite", "postgres"] as const) {
         .where("id", "=", key.id)
         .executeTakeFirstOrThrow();
       assert.ok(row.used_tokens > 0);
-      assert.ok(row.used_tokens <= HOLD * 10, `used ${row.used_tokens} must not exceed the limit ${HOLD * 10}`);
+      assert.ok(
+        row.used_tokens <= HOLD * 10,
+        `used ${row.used_tokens} must not exceed the limit ${HOLD * 10}`,
+      );
       const recorded = await sums(gw, "key_id", key.id);
       assert.equal(recorded.calls, 50, "rejected calls are recorded too");
       assert.equal(recorded.tokens, row.used_tokens, "records add up to the key's counter");

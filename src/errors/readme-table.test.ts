@@ -14,13 +14,21 @@ describe("README error table", () => {
 
   it("lists every catalog entry with its status, type and code", () => {
     for (const e of Object.values(catalog))
-      assert.ok(readme.includes(`| ${e.status} | \`${e.type}\` | \`${e.code}\` |`), `${e.code} is documented`);
+      assert.ok(
+        readme.includes(`| ${e.status} | \`${e.type}\` | \`${e.code}\` |`),
+        `${e.code} is documented`,
+      );
   });
 
   it("uses distinct codes for each refusal of a key or account", () => {
-    const codes = ["missing_api_key", "invalid_api_key", "key_disabled", "account_disabled", "key_limit_exceeded", "quota_exceeded"].map(
-      (n) => catalog[n as keyof typeof catalog].code,
-    );
+    const codes = [
+      "missing_api_key",
+      "invalid_api_key",
+      "key_disabled",
+      "account_disabled",
+      "key_limit_exceeded",
+      "quota_exceeded",
+    ].map((n) => catalog[n as keyof typeof catalog].code);
     assert.equal(new Set(codes).size, codes.length);
   });
 });

@@ -78,7 +78,9 @@ describe("MemoryLedger", () => {
   it("never lets concurrent reservations exceed the limit", async () => {
     const ledger = new MemoryLedger();
     const results = await Promise.all(
-      Array.from({ length: 100 }, () => ledger.reserve(subject({ keyLimit: 1000, accountQuota: 5000 }), 90, 90)),
+      Array.from({ length: 100 }, () =>
+        ledger.reserve(subject({ keyLimit: 1000, accountQuota: 5000 }), 90, 90),
+      ),
     );
     const granted = results.filter((r) => r.ok);
     assert.equal(granted.length, 11, "11 holds of 90 fit in 1000");

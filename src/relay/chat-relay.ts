@@ -5,7 +5,7 @@ import { GatewayError } from "../errors/index.ts";
 import type { Ledger, Reservation } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry, ResolvedModel } from "../providers/registry.ts";
-import { type ChatCompletionChunk, type ChatUsage, UpstreamError } from "../providers/types.ts";
+import { type ChatUsage, UpstreamError } from "../providers/types.ts";
 import type { CallDraft } from "../records/draft.ts";
 import type { RecordWriter } from "../records/writer.ts";
 import { countPromptTokens, countText } from "../tokens/count.ts";
@@ -163,7 +163,7 @@ export class ChatRelay {
         });
         return undefined;
       }
-      throw toGatewayError(err);
+      throw upstreamFailure(err);
     }
     draft.markFirstToken();
     const usage = validUsage(completion.usage);
@@ -203,15 +203,15 @@ export class ChatRelay {
     const iterator = model.provider.stream(upstream)[Symbol.asyncIterator]();
     let usage: ChatUsage | undefined;
     let delivered = "";
-    let started_ = false;
+    let streaming = false;
     let created: number | undefined;
     try {
       for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
         const chunk = next.value;
-        if (!started_) {
+        if (!streaming) {
           // The first chunk arrived: only now is the answer committed to streaming.
           sink.start();
-          started_ = true;
+          streaming = true;
           draft.markFirstToken();
         }
         const reported = validUsage(chunk.usage);
@@ -244,8 +244,8 @@ export class ChatRelay {
         });
         return undefined;
       }
-      const failure = toGatewayError(err);
-      if (!started_) {
+      const failure = upstreamFailure(err);
+      if (!streaming) {
         if (!delivered) draft.setUsage(0, 0, "none");
         throw failure;
       }
@@ -259,7 +259,7 @@ export class ChatRelay {
       sink.end();
       return undefined;
     }
-    if (!started_) sink.start();
+    if (!streaming) sink.start();
     if (usage) draft.setUsage(usage.prompt_tokens, usage.completion_tokens, "upstream");
     else draft.setUsage(promptTokens, countText(delivered), "estimated");
     if (clientWantsUsage && !usage) {
@@ -358,7 +358,8 @@ function validUsage(usage: unknown): ChatUsage | undefined {
   return { ...(u as ChatUsage), total_tokens: total };
 }
 
-export function toGatewayError(err: unknown): GatewayError {
+/** What an upstream failure means for the client: 502, 504, or 400 when the upstream refused the request. */
+export function upstreamFailure(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   if (err instanceof UpstreamError) {
     if (err.failure === "timeout")
@@ -371,5 +372,3 @@ export function toGatewayError(err: unknown): GatewayError {
     return new GatewayError("upstream_timeout", { cause: err });
   return new GatewayError("internal_error", { cause: err });
 }
-
-export type { ChatCompletionChunk };

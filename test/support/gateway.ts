@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { createAccount, createKey } from "../../src/accounts/repository.ts";
-import { configSchema, type ConfigInput } from "../../src/config/schema.ts";
+import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
 import type { MockUpstream } from "./mock-openai-upstream.ts";
@@ -30,14 +30,20 @@ export interface TestGateway {
   /** every log line the gateway wrote */
   logs: string[];
   account(name: string, options?: { plan?: string; quota?: number | null }): Promise<string>;
-  key(accountId: string, options?: { name?: string; limit?: number | null }): Promise<{ id: string; secret: string }>;
+  key(
+    accountId: string,
+    options?: { name?: string; limit?: number | null },
+  ): Promise<{ id: string; secret: string }>;
   close(): Promise<void>;
 }
 
 /** The model ids the default test config offers. */
 export const TEST_MODEL = "gpt-test";
 
-export function testConfig(upstream: MockUpstream | undefined, overrides: Partial<ConfigInput> = {}): ConfigInput {
+export function testConfig(
+  upstream: MockUpstream | undefined,
+  overrides: Partial<ConfigInput> = {},
+): ConfigInput {
   return {
     server: { host: "127.0.0.1", port: 0, body_limit_bytes: 64 * 1024, shutdown_grace_ms: 5_000 },
     log_level: "info",
@@ -58,7 +64,15 @@ export function testConfig(upstream: MockUpstream | undefined, overrides: Partia
     models: [
       { id: "demo", provider: "demo", owned_by: "chat-gateway" },
       ...(upstream
-        ? [{ id: TEST_MODEL, provider: "mock", upstream_model: "mock-model", owned_by: "acme", max_output_tokens: 256 }]
+        ? [
+            {
+              id: TEST_MODEL,
+              provider: "mock",
+              upstream_model: "mock-model",
+              owned_by: "acme",
+              max_output_tokens: 256,
+            },
+          ]
         : []),
     ],
     plans: [
@@ -101,7 +115,11 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     origin: gateway.url,
     logs,
     async account(name, opts = {}) {
-      const a = await createAccount(db, { name, plan_id: opts.plan ?? "default", quota_tokens: opts.quota ?? null });
+      const a = await createAccount(db, {
+        name,
+        plan_id: opts.plan ?? "default",
+        quota_tokens: opts.quota ?? null,
+      });
       return a.id;
     },
     async key(accountId, opts = {}) {
