@@ -1,6 +1,11 @@
 // buildApp(deps): the Fastify application with its hooks and routes. No I/O happens here;
 // server.ts opens the store and the rest, then builds the app from them.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  LogController,
+} from "fastify";
 import type { AuthContext } from "./auth/key-cache.ts";
 import { newId } from "./auth/key-format.ts";
 import { GatewayError } from "./errors/index.ts";
@@ -31,6 +36,22 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
     forceCloseConnections: "idle",
     keepAliveTimeout: 65_000,
     clientErrorHandler,
+    http: {
+      // Two Authorization headers arrive joined ("Bearer a, Bearer b") and match no key,
+      // instead of Node silently keeping the first one.
+      joinDuplicateHeaders: true,
+      // Node would answer a missing Host with a bare 400; the hook below answers the envelope.
+      requireHostHeader: false,
+    },
+    // URLs the router cannot decode (e.g. a stray "%") get the envelope, not Fastify's body.
+    frameworkErrors: (_err, request, reply) => {
+      const error = new GatewayError("malformed_http", { message: "The request URL is not valid." });
+      (reply as unknown as FastifyReply)
+        .header("x-request-id", request.id)
+        .code(error.status)
+        .type("application/json")
+        .send(error.toBody());
+    },
   });
   app.decorateRequest("auth", null);
   app.decorateRequest("call", null);
@@ -56,6 +77,8 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
         "request",
       );
     });
+    if (request.raw.httpVersion === "1.1" && !request.headers.host)
+      throw new GatewayError("malformed_http", { message: "An HTTP/1.1 request needs a Host header." });
     if (deps.isClosing()) {
       reply.header("connection", "close");
       throw new GatewayError("shutting_down");

@@ -52,6 +52,9 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
       }
     }
     if (error.headers) reply.headers(error.headers);
+    // Refused before its body was read (no key, too large): close rather than let Node
+    // read and discard whatever the client still sends.
+    if (!request.raw.complete) reply.header("connection", "close");
     return reply.code(error.status).type("application/json").send(error.toBody());
   });
 
