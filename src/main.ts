@@ -6,7 +6,6 @@ import { accountsCommand } from "./cli/accounts.ts";
 import { type CliContext, UsageError } from "./cli/context.ts";
 import { keysCommand } from "./cli/keys.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
-import { startGateway } from "./server.ts";
 import { migrate, openStore, type Store } from "./store/db.ts";
 
 const USAGE = `usage: node src/main.ts <command> [--json]
@@ -28,6 +27,8 @@ const USAGE = `usage: node src/main.ts <command> [--json]
 Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, LOG_LEVEL.`;
 
 async function serve(ctx: CliContext): Promise<void> {
+  // Loaded here so CLI commands do not pay for Fastify, the tokenizer and the providers.
+  const { startGateway } = await import("./server.ts");
   const gateway = await startGateway(ctx.config);
   const base = `${gateway.url}/v1`;
   if (ctx.json) {

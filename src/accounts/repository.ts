@@ -42,6 +42,14 @@ export class LookupError extends Error {
   override name = "LookupError";
 }
 
+/** PostgreSQL's 23505 or SQLite's UNIQUE constraint failure. */
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  return (
+    e?.code === "23505" || (typeof e?.message === "string" && e.message.includes("UNIQUE constraint failed"))
+  );
+}
+
 async function bumpRevision(trx: Transaction<Database>): Promise<void> {
   await trx
     .updateTable("revision")
@@ -74,16 +82,16 @@ export async function createAccount(
     quota_tokens: input.quota_tokens ?? null,
     created_at: Date.now(),
   };
-  await db.transaction().execute(async (trx) => {
-    const clash = await trx
-      .selectFrom("accounts")
-      .select("id")
-      .where("name", "=", input.name)
-      .executeTakeFirst();
-    if (clash) throw new LookupError(`an account named "${input.name}" exists already (${clash.id})`);
-    await trx.insertInto("accounts").values(account).execute();
-    await bumpRevision(trx);
-  });
+  try {
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto("accounts").values(account).execute();
+      await bumpRevision(trx);
+    });
+  } catch (err) {
+    // The unique index decides, so two concurrent creates of one name cannot both pass.
+    if (isUniqueViolation(err)) throw new LookupError(`an account named "${input.name}" exists already`);
+    throw err;
+  }
   return { ...account, used_tokens: 0, disabled: 0 };
 }
 

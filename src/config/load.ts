@@ -18,7 +18,10 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-function formatIssues(source: string, error: z.ZodError): string {
+/** Which config fields an environment variable set, so their errors name the variable. */
+type EnvFields = Map<string, string>;
+
+function formatIssues(source: string, error: z.ZodError, fromEnv: EnvFields): string {
   return error.issues
     .map((issue) => {
       const path = issue.path.length
@@ -26,7 +29,10 @@ function formatIssues(source: string, error: z.ZodError): string {
             .map((p, i) => (typeof p === "number" ? `[${p}]` : i ? `.${String(p)}` : String(p)))
             .join("")
         : "(top level)";
-      return `${source}: ${path}: ${issue.message}`;
+      const variable = fromEnv.get(path);
+      return variable
+        ? `environment: ${variable} (${path}): ${issue.message}`
+        : `${source}: ${path}: ${issue.message}`;
     })
     .join("\n");
 }
@@ -58,16 +64,27 @@ function envInt(env: Env, name: string): number | undefined {
 }
 
 /** Applies the documented environment variables over the file's values. */
-function applyEnv(input: Record<string, any>, env: Env): Record<string, any> {
+function applyEnv(input: Record<string, any>, env: Env, fromEnv: EnvFields): Record<string, any> {
   const server = { ...(input.server ?? {}) };
   const store = { ...(input.store ?? {}) };
-  const port = envInt(env, "PORT");
-  if (port !== undefined) server.port = port;
-  if (env.HOST) server.host = env.HOST;
-  if (env.GATEWAY_DATA_DIR) store.data_dir = env.GATEWAY_DATA_DIR;
-  if (env.DATABASE_URL) store.database_url = env.DATABASE_URL;
   const out: Record<string, any> = { ...input, server, store };
-  if (env.LOG_LEVEL) out.log_level = env.LOG_LEVEL;
+  const set = (
+    target: Record<string, any>,
+    field: string,
+    path: string,
+    variable: string,
+    value: unknown,
+  ) => {
+    target[field] = value;
+    fromEnv.set(path, variable);
+  };
+  const port = envInt(env, "PORT");
+  if (port !== undefined) set(server, "port", "server.port", "PORT", port);
+  if (env.HOST) set(server, "host", "server.host", "HOST", env.HOST);
+  if (env.GATEWAY_DATA_DIR)
+    set(store, "data_dir", "store.data_dir", "GATEWAY_DATA_DIR", env.GATEWAY_DATA_DIR);
+  if (env.DATABASE_URL) set(store, "database_url", "store.database_url", "DATABASE_URL", env.DATABASE_URL);
+  if (env.LOG_LEVEL) set(out, "log_level", "log_level", "LOG_LEVEL", env.LOG_LEVEL);
   return out;
 }
 
@@ -80,8 +97,9 @@ export function loadConfig(env: Env = process.env, file: string | undefined = en
   const raw = file ? readYaml(file) : EMBEDDED_DEFAULTS;
   if (typeof raw !== "object" || raw === null || Array.isArray(raw))
     throw new ConfigError(`${source}: (top level): must be a mapping of fields`);
-  const result = configSchema.safeParse(applyEnv(raw as Record<string, any>, env));
-  if (!result.success) throw new ConfigError(formatIssues(source, result.error));
+  const fromEnv: EnvFields = new Map();
+  const result = configSchema.safeParse(applyEnv(raw as Record<string, any>, env, fromEnv));
+  if (!result.success) throw new ConfigError(formatIssues(source, result.error, fromEnv));
   return deepFreeze(result.data);
 }
 

@@ -4,14 +4,27 @@
 const URL_RE = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>)]+/gi;
 const HOST_PORT_RE =
   /\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\b[a-z0-9.-]+\.(?:internal|local|lan)(?::\d+)?\b/gi;
+const IPV6_BRACKETED_RE = /\[[0-9a-f:.]*:[0-9a-f:.]*\](?::\d+)?/gi;
+// at least two colon groups with a hex digit, so times such as 12:30:45 stay (they have no
+// hex letters and at most three groups of two digits: excluded by requiring ::, or 4+ groups)
+const IPV6_BARE_RE = /(?<![\w:])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:])/gi;
 const SECRET_RE = /\b(?:sk|pk|rk|key|api|tok|bearer)[-_][A-Za-z0-9_-]{6,}\b|\bBearer\s+\S+/gi;
 const LONG_TOKEN_RE = /\b[A-Za-z0-9_-]{32,}\b/g;
 const MAX_LENGTH = 300;
+/** Regexes above are not all linear on adversarial input: bound what they see first. */
+const MAX_INPUT = 4 * MAX_LENGTH;
+
+function looksLikeIpv6(match: string): boolean {
+  return match.includes("::") || match.split(":").length >= 5;
+}
 
 export function sanitizeUpstreamMessage(message: string): string {
   const clean = message
+    .slice(0, MAX_INPUT)
     .replace(URL_RE, "[url]")
     .replace(SECRET_RE, "[redacted]")
+    .replace(IPV6_BRACKETED_RE, "[host]")
+    .replace(IPV6_BARE_RE, (m) => (looksLikeIpv6(m) ? "[host]" : m))
     .replace(HOST_PORT_RE, "[host]")
     .replace(LONG_TOKEN_RE, "[redacted]")
     .replace(/\s+/g, " ")

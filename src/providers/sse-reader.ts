@@ -32,6 +32,7 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncG
     buffer = buffer.slice(start);
   }
   buffer += decoder.decode();
+  if (buffer.endsWith("\r")) buffer = buffer.slice(0, -1);
   if (buffer.startsWith("data:")) data.push(buffer.charCodeAt(5) === 32 ? buffer.slice(6) : buffer.slice(5));
   if (data.length) yield { event, data: data.join("\n") };
 }

@@ -54,6 +54,9 @@ export class RecordWriter {
       }
     })().finally(() => {
       this.#flushing = undefined;
+      // A write queued after the loop's last look (while the batch's promises resolved)
+      // found #flushing still set and did not schedule: pick it up now.
+      if (this.#queue.length) this.#schedule();
     });
     return this.#flushing;
   }

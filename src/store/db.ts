@@ -60,9 +60,16 @@ export async function migrate(store: Store): Promise<string[]> {
     db: store.db,
     provider: { getMigrations: async () => migrations },
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error;
-  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+  // PostgreSQL serialises concurrent migrators with an advisory lock; Kysely's SQLite lock is
+  // a no-op, so two processes starting on a new file (server and CLI) can race. The loser
+  // fails on "already exists"; by the time it retries, the winner has recorded the migration.
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+    const racing = store.dialect === "sqlite" && /already exists/.test(String((error as Error).message));
+    if (!racing || attempt >= 10) throw error;
+    await new Promise((r) => setTimeout(r, 100 * attempt));
+  }
 }
 
 /** A cheap round trip, for /readyz. */

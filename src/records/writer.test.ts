@@ -1,0 +1,385 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { Kysely } from "kysely";
+import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
+import { createAccount, createKey } from "../accounts/repository.ts";
+import { newId } from "../auth/key-format.ts";
+import { migrate, openStore, type Store, type StoreOptions } from "../store/db.ts";
+import type { Database } from "../store/schema.ts";
+import { type CallRecord, RecordWriter } from "./writer.ts";
+
+function record(overrides: Partial<CallRecord> = {}): CallRecord {
+  const prompt = overrides.prompt_tokens ?? 0;
+  const completion = overrides.completion_tokens ?? 0;
+  return {
+    request_id: newId("req"),
+    created_at: Date.now(),
+    account_id: null,
+    key_id: null,
+    public_model: "demo",
+    upstream_model: "demo-echo",
+    provider: "demo",
+    params: '{"temperature":0.5}',
+    stream: 0,
+    status: "ok",
+    http_status: 200,
+    error_code: null,
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    usage_source: "upstream",
+    latency_ms: 12,
+    ttft_ms: null,
+    ...overrides,
+  };
+}
+
+/** A Kysely whose transaction() calls are counted; everything else passes through. */
+function countingTransactions(db: Kysely<Database>): { db: Kysely<Database>; count: () => number } {
+  let n = 0;
+  const proxy = new Proxy(db, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (prop === "transaction")
+        return () => {
+          n++;
+          return target.transaction();
+        };
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { db: proxy, count: () => n };
+}
+
+/** Resolves to "settled" or "pending" after `ms`, without keeping the process alive after. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<"settled" | "pending"> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"pending">((r) => {
+    timer = setTimeout(() => r("pending"), ms);
+  });
+  try {
+    return await Promise.race([
+      p.then(
+        () => "settled" as const,
+        () => "settled" as const,
+      ),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+for (const kind of ["sqlite", "postgres"] as const) {
+  describe(kind, () => {
+    let options: StoreOptions;
+    let store: Store;
+    /** a second connection (pool) to the same data: sees only what is committed */
+    let observer: Store;
+    let dir: string | undefined;
+    let database: TestDatabase | undefined;
+
+    before(async () => {
+      if (kind === "postgres") {
+        database = await createTestDatabase();
+        options = { data_dir: "unused", database_url: database.url };
+      } else {
+        dir = mkdtempSync(join(tmpdir(), "gw-writer-test-"));
+        options = { data_dir: dir };
+      }
+      store = openStore(options);
+      await migrate(store);
+      observer = openStore(options);
+    });
+
+    after(async () => {
+      await observer?.close();
+      await store?.close();
+      await database?.drop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    async function rowCount(where?: { requestIds: string[] }): Promise<number> {
+      let q = observer.db.selectFrom("call_records").select((eb) => eb.fn.countAll<number>().as("n"));
+      if (where) q = q.where("request_id", "in", where.requestIds);
+      return Number((await q.executeTakeFirstOrThrow()).n);
+    }
+
+    async function account(name: string) {
+      const a = await createAccount(store.db, { name, plan_id: "default" });
+      const keys = [];
+      for (let i = 0; i < 2; i++) keys.push((await createKey(store.db, { account_id: a.id })).key.id);
+      return { id: a.id, keys };
+    }
+
+    test("a single record is written with every field", async () => {
+      const writer = new RecordWriter(store.db, { onError: () => {} });
+      const r = record({
+        stream: 1,
+        status: "client_disconnect",
+        http_status: 499,
+        error_code: "client_gone",
+        prompt_tokens: 3,
+        completion_tokens: 4,
+        total_tokens: 7,
+        usage_source: "estimated",
+        ttft_ms: 5,
+      });
+      await writer.write(r);
+      const row = await observer.db
+        .selectFrom("call_records")
+        .selectAll()
+        .where("request_id", "=", r.request_id)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual({ ...row }, r);
+    });
+
+    test("500 concurrent writes are group-committed, and each resolves only once its row is visible", async () => {
+      const counted = countingTransactions(store.db);
+      const writer = new RecordWriter(counted.db, { onError: () => {} });
+      const records = Array.from({ length: 500 }, (_, i) => record({ prompt_tokens: i % 7 }));
+      const invisible: string[] = [];
+      await Promise.all(
+        records.map((r) =>
+          writer.write(r).then(async () => {
+            const row = await observer.db
+              .selectFrom("call_records")
+              .select("request_id")
+              .where("request_id", "=", r.request_id)
+              .executeTakeFirst();
+            if (!row) invisible.push(r.request_id);
+          }),
+        ),
+      );
+      assert.deepEqual(invisible, [], "every write resolved after its row was committed");
+      assert.equal(await rowCount({ requestIds: records.map((r) => r.request_id) }), 500);
+      assert.ok(counted.count() >= 1);
+      assert.ok(counted.count() < 50, `500 writes took ${counted.count()} transactions`);
+    });
+
+    test("more records than one batch holds are all written", async () => {
+      const counted = countingTransactions(store.db);
+      const writer = new RecordWriter(counted.db, { onError: () => {} });
+      const records = Array.from({ length: 1234 }, () => record());
+      await Promise.all(records.map((r) => writer.write(r)));
+      const ids = records.map((r) => r.request_id);
+      let total = 0;
+      for (let i = 0; i < ids.length; i += 500)
+        total += await rowCount({ requestIds: ids.slice(i, i + 500) });
+      assert.equal(total, 1234);
+      assert.ok(counted.count() < 1234 / 10, `1234 writes took ${counted.count()} transactions`);
+    });
+
+    test("writes arriving while a commit runs join the next batch", async () => {
+      const counted = countingTransactions(store.db);
+      const writer = new RecordWriter(counted.db, { onError: () => {} });
+      const pending: Promise<void>[] = [];
+      // a first wave, then more writes from later turns of the event loop while it commits
+      for (let wave = 0; wave < 5; wave++) {
+        for (let i = 0; i < 100; i++) pending.push(writer.write(record()));
+        await new Promise((r) => setImmediate(r));
+      }
+      await Promise.all(pending);
+      assert.ok(counted.count() < 500, `${counted.count()} transactions for 500 records`);
+    });
+
+    test("the tokens of each key's and account's records add up to their counters", async () => {
+      const writer = new RecordWriter(store.db, { onError: () => {} });
+      const accounts = [await account("counted-a"), await account("counted-b"), await account("counted-c")];
+      const expectedKey = new Map<string, number>();
+      const expectedAccount = new Map<string, number>();
+      const writes: Promise<void>[] = [];
+      let seed = 7;
+      const rand = (n: number) => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+        return seed % n;
+      };
+      for (let round = 0; round < 4; round++) {
+        for (let i = 0; i < 150; i++) {
+          const a = accounts[rand(accounts.length)]!;
+          const keyId = a.keys[rand(a.keys.length)]!;
+          const prompt = rand(3) === 0 ? 0 : rand(500);
+          const completion = rand(4) === 0 ? 0 : rand(800);
+          // some rejected calls carry the account and key but no tokens; some carry neither
+          const anonymous = rand(20) === 0;
+          const r = record({
+            account_id: anonymous ? null : a.id,
+            key_id: anonymous ? null : keyId,
+            prompt_tokens: anonymous ? 0 : prompt,
+            completion_tokens: anonymous ? 0 : completion,
+            total_tokens: anonymous ? 0 : prompt + completion,
+            status: prompt + completion ? "ok" : "error",
+          });
+          if (r.key_id) expectedKey.set(r.key_id, (expectedKey.get(r.key_id) ?? 0) + r.total_tokens);
+          if (r.account_id)
+            expectedAccount.set(r.account_id, (expectedAccount.get(r.account_id) ?? 0) + r.total_tokens);
+          writes.push(writer.write(r));
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+      await Promise.all(writes);
+
+      for (const a of accounts) {
+        const row = await observer.db
+          .selectFrom("accounts")
+          .select("used_tokens")
+          .where("id", "=", a.id)
+          .executeTakeFirstOrThrow();
+        assert.equal(Number(row.used_tokens), expectedAccount.get(a.id) ?? 0, `account ${a.id}`);
+        const sum = await observer.db
+          .selectFrom("call_records")
+          .select((eb) => eb.fn.sum<number>("total_tokens").as("t"))
+          .where("account_id", "=", a.id)
+          .executeTakeFirstOrThrow();
+        assert.equal(Number(sum.t ?? 0), Number(row.used_tokens), `records of account ${a.id}`);
+        for (const keyId of a.keys) {
+          const key = await observer.db
+            .selectFrom("api_keys")
+            .select("used_tokens")
+            .where("id", "=", keyId)
+            .executeTakeFirstOrThrow();
+          assert.equal(Number(key.used_tokens), expectedKey.get(keyId) ?? 0, `key ${keyId}`);
+          const keySum = await observer.db
+            .selectFrom("call_records")
+            .select((eb) => eb.fn.sum<number>("total_tokens").as("t"))
+            .where("key_id", "=", keyId)
+            .executeTakeFirstOrThrow();
+          assert.equal(Number(keySum.t ?? 0), Number(key.used_tokens), `records of key ${keyId}`);
+        }
+      }
+    });
+
+    test("flush() drains the queue: every queued record is committed when it resolves", async () => {
+      const writer = new RecordWriter(store.db, { onError: () => {} });
+      const records = Array.from({ length: 300 }, () => record());
+      let settled = 0;
+      const writes = records.map((r) => writer.write(r).finally(() => settled++));
+      await writer.flush();
+      assert.equal(await rowCount({ requestIds: records.map((r) => r.request_id) }), 300);
+      await Promise.all(writes);
+      assert.equal(settled, 300);
+      // nothing queued: flush resolves at once
+      await writer.flush();
+    });
+
+    test("flush() also waits for writes queued while it runs", async () => {
+      const writer = new RecordWriter(store.db, { onError: () => {} });
+      const first = Array.from({ length: 50 }, () => record());
+      const later = Array.from({ length: 50 }, () => record());
+      for (const r of first) void writer.write(r);
+      const flushed = writer.flush();
+      for (const r of later) void writer.write(r);
+      await flushed;
+      assert.equal(await rowCount({ requestIds: [...first, ...later].map((r) => r.request_id) }), 100);
+    });
+
+    test("a write issued just after another resolves is committed without further writes", async () => {
+      // However many microtask turns after a commit resolves the next write arrives, it must
+      // be committed on its own (not wait for some later write or a flush).
+      const writer = new RecordWriter(store.db, { onError: () => {} });
+      const stuck: number[] = [];
+      for (let turns = 0; turns < 6; turns++) {
+        // (wrapped in an object so the outer promise does not adopt the write's promise)
+        const { next } = await new Promise<{ next: Promise<void> }>((resolve) => {
+          void writer.write(record()).then(() => {
+            let p = Promise.resolve();
+            for (let t = 0; t < turns; t++) p = p.then(() => {});
+            void p.then(() => resolve({ next: writer.write(record()) }));
+          });
+        });
+        if ((await settledWithin(next, 3_000)) === "pending") {
+          stuck.push(turns);
+          await writer.flush(); // unstick it, so the test can go on and end
+          await next;
+        }
+      }
+      assert.deepEqual(stuck, [], "writes issued this many microtask turns after a commit stayed queued");
+    });
+
+    test("a failing batch is retried, then its promises reject and onError hears every attempt", async () => {
+      const errors: { err: unknown; attempt: number }[] = [];
+      const writer = new RecordWriter(store.db, { onError: (err, attempt) => errors.push({ err, attempt }) });
+      const a = await account("failing");
+      const existing = record({ account_id: a.id, key_id: a.keys[0]!, prompt_tokens: 10, total_tokens: 10 });
+      await writer.write(existing);
+      assert.equal(errors.length, 0);
+
+      // A batch holding a record whose request_id already exists violates the primary key.
+      const batch = [
+        record({ account_id: a.id, key_id: a.keys[0]!, prompt_tokens: 5, total_tokens: 5 }),
+        { ...existing, created_at: existing.created_at + 1 },
+        record({ account_id: a.id, key_id: a.keys[1]!, prompt_tokens: 7, total_tokens: 7 }),
+      ];
+      const results = await Promise.allSettled(batch.map((r) => writer.write(r)));
+      for (const r of results) assert.equal(r.status, "rejected");
+      assert.deepEqual(
+        errors.map((e) => e.attempt),
+        [1, 2, 3],
+      );
+      for (const r of results)
+        if (r.status === "rejected")
+          assert.equal(r.reason, errors.at(-1)!.err, "rejected with the last error");
+
+      // Nothing of the failed batch was committed: no rows, no counters.
+      assert.equal(await rowCount({ requestIds: [batch[0]!.request_id, batch[2]!.request_id] }), 0);
+      const acc = await observer.db
+        .selectFrom("accounts")
+        .select("used_tokens")
+        .where("id", "=", a.id)
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(acc.used_tokens), 10);
+      const keys = await observer.db
+        .selectFrom("api_keys")
+        .select(["id", "used_tokens"])
+        .where("account_id", "=", a.id)
+        .execute();
+      assert.deepEqual(Object.fromEntries(keys.map((k) => [k.id, Number(k.used_tokens)])), {
+        [a.keys[0]!]: 10,
+        [a.keys[1]!]: 0,
+      });
+
+      // The writer goes on working after a failed batch.
+      const next = record({ account_id: a.id, key_id: a.keys[1]!, prompt_tokens: 1, total_tokens: 1 });
+      await writer.write(next);
+      assert.equal(await rowCount({ requestIds: [next.request_id] }), 1);
+      assert.equal(errors.length, 3, "a good batch reports nothing");
+    });
+
+    test("a duplicate request_id inside one batch fails that batch", async () => {
+      const errors: number[] = [];
+      const writer = new RecordWriter(store.db, { onError: (_err, attempt) => errors.push(attempt) });
+      const twin = record();
+      const results = await Promise.allSettled([writer.write(twin), writer.write({ ...twin })]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ["rejected", "rejected"],
+      );
+      assert.deepEqual(errors, [1, 2, 3]);
+      assert.equal(await rowCount({ requestIds: [twin.request_id] }), 0);
+    });
+
+    test("a batch that fails once and then succeeds resolves, reporting the failed attempt", async () => {
+      const errors: number[] = [];
+      let failures = 1;
+      const flaky = new Proxy(store.db, {
+        get(target, prop) {
+          if (prop === "transaction" && failures > 0)
+            return () => {
+              failures--;
+              return { execute: () => Promise.reject(new Error("connection reset")) };
+            };
+          const value = Reflect.get(target, prop, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const writer = new RecordWriter(flaky, { onError: (_err, attempt) => errors.push(attempt) });
+      const records = [record(), record()];
+      await Promise.all(records.map((r) => writer.write(r)));
+      assert.deepEqual(errors, [1]);
+      assert.equal(await rowCount({ requestIds: records.map((r) => r.request_id) }), 2);
+    });
+  });
+}
