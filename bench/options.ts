@@ -1,0 +1,136 @@
+// The benchmark's knobs: flags win over BENCH_* environment variables, which win over the
+// defaults (the --quick defaults when --quick or BENCH_QUICK=1 is given).
+import { parseArgs } from "node:util";
+import type { Mode, TargetName } from "./types.ts";
+
+export interface BenchOptions {
+  /** seconds of each saturation run */
+  duration: number;
+  /** seconds of each fixed-rate run */
+  rateDuration: number;
+  /** seconds of the unmeasured run that warms each target before it is measured */
+  warmup: number;
+  connections: number;
+  /** requests per second of the fixed-rate runs */
+  rate: number;
+  /** connections of the fixed-rate runs; see rateConnectionsFor */
+  rateConnections: number;
+  /** the mock upstream's delay before its response headers, ms */
+  latency: number;
+  /** completion length the mock answers with */
+  tokens: number;
+  logLevel: string;
+  targets: TargetName[];
+  modes: Mode[];
+  /** write V8 CPU profiles of the gateway and the pass-through to .bench/profiles */
+  profile: boolean;
+  quick: boolean;
+  help: boolean;
+}
+
+export const USAGE = `usage: npm run bench -- [options]
+
+  --duration S          seconds of each saturation run            (BENCH_DURATION, default 15; quick 3)
+  --rate-duration S     seconds of each fixed-rate run            (BENCH_RATE_DURATION, default 10; quick 3)
+  --warmup S            unmeasured warm-up per target and mode    (BENCH_WARMUP, default 2; quick 1)
+  --connections N       connections of the saturation runs        (BENCH_CONNECTIONS, default 50)
+  --rate R              requests/s of the fixed-rate runs         (BENCH_RATE, default 500)
+  --rate-connections N  connections of the fixed-rate runs        (BENCH_RATE_CONNECTIONS, default --connections)
+  --latency MS          mock upstream latency                     (BENCH_LATENCY, default 20)
+  --tokens N            completion tokens per answer              (BENCH_TOKENS, default 20)
+  --log-level L         the gateway's LOG_LEVEL                   (BENCH_LOG_LEVEL, default warn)
+  --targets LIST        direct,passthrough,gateway                (BENCH_TARGETS, default all)
+  --modes LIST          json,stream                               (BENCH_MODES, default both)
+  --profile             write .cpuprofile files of the gateway and the pass-through to .bench/profiles
+  --quick               short runs, for a smoke test              (BENCH_QUICK=1)`;
+
+const MAX_SECONDS = 300;
+const TARGETS: readonly TargetName[] = ["direct", "passthrough", "gateway"];
+const MODES: readonly Mode[] = ["json", "stream"];
+
+type Env = Record<string, string | undefined>;
+
+function number(name: string, raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > max)
+    throw new Error(`${name} must be a number from 0 to ${max}, got "${raw}"`);
+  return value;
+}
+
+function list<T extends string>(name: string, raw: string | undefined, allowed: readonly T[]): T[] {
+  if (!raw) return [...allowed];
+  const items = raw.split(",").map((s) => s.trim());
+  for (const item of items)
+    if (!allowed.includes(item as T))
+      throw new Error(`${name}: unknown "${item}" (use ${allowed.join(",")})`);
+  return allowed.filter((a) => items.includes(a));
+}
+
+/**
+ * Connections of a fixed-rate run. Each connection sends rate/connections requests per
+ * second, one after another (see bench/load.ts), so that share times the target's latency
+ * must stay well under a second for the rate to be reached: keep it under half a second.
+ */
+export function rateConnectionsFor(rate: number, latencyMs: number, connections: number): number {
+  return Math.max(connections, Math.ceil((rate * latencyMs * 2) / 1000));
+}
+
+export function parseOptions(argv: string[], env: Env): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      duration: { type: "string" },
+      "rate-duration": { type: "string" },
+      warmup: { type: "string" },
+      connections: { type: "string" },
+      rate: { type: "string" },
+      "rate-connections": { type: "string" },
+      latency: { type: "string" },
+      tokens: { type: "string" },
+      "log-level": { type: "string" },
+      targets: { type: "string" },
+      modes: { type: "string" },
+      profile: { type: "boolean" },
+      quick: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const quick = values.quick ?? env.BENCH_QUICK === "1";
+  const pick = (flag: string | undefined, name: string) => flag ?? env[name];
+  const latency = number("--latency", pick(values.latency, "BENCH_LATENCY"), 20, 10_000);
+  const rate = Math.max(1, Math.round(number("--rate", pick(values.rate, "BENCH_RATE"), 500, 100_000)));
+  const connections = Math.max(
+    1,
+    number("--connections", pick(values.connections, "BENCH_CONNECTIONS"), 50, 10_000),
+  );
+  return {
+    duration: number("--duration", pick(values.duration, "BENCH_DURATION"), quick ? 3 : 15, MAX_SECONDS),
+    rateDuration: number(
+      "--rate-duration",
+      pick(values["rate-duration"], "BENCH_RATE_DURATION"),
+      quick ? 3 : 10,
+      MAX_SECONDS,
+    ),
+    warmup: number("--warmup", pick(values.warmup, "BENCH_WARMUP"), quick ? 1 : 2, MAX_SECONDS),
+    connections,
+    rate,
+    rateConnections: Math.max(
+      1,
+      number(
+        "--rate-connections",
+        pick(values["rate-connections"], "BENCH_RATE_CONNECTIONS"),
+        rateConnectionsFor(rate, latency, connections),
+        10_000,
+      ),
+    ),
+    latency,
+    tokens: number("--tokens", pick(values.tokens, "BENCH_TOKENS"), 20, 100_000),
+    logLevel: pick(values["log-level"], "BENCH_LOG_LEVEL") ?? "warn",
+    targets: list("--targets", pick(values.targets, "BENCH_TARGETS"), TARGETS),
+    modes: list("--modes", pick(values.modes, "BENCH_MODES"), MODES),
+    profile: values.profile ?? false,
+    quick,
+    help: values.help ?? false,
+  };
+}

@@ -1,0 +1,183 @@
+// `npm run bench`: the same load straight to a mock upstream, through a bare Node pass-through
+// and through the gateway, for JSON and streaming calls; prints a table and writes
+// .bench/last.json. See bench/README.md for what each number means.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { measure, type Processes, warmUp } from "./measure.ts";
+import { type BenchOptions, parseOptions, USAGE } from "./options.ts";
+import { statusKb } from "./proc-stats.ts";
+import { killAllNow, type ServerProcess, stopAll } from "./processes.ts";
+import {
+  addLatencyDeltas,
+  checkGoals,
+  failures,
+  formatReport,
+  type GatewaySummary,
+  type GoalCheck,
+} from "./report.ts";
+import { preflight } from "./requests.ts";
+import {
+  directTarget,
+  ROOT,
+  startGatewayTarget,
+  startMock,
+  startPassthrough,
+  type Target,
+} from "./servers.ts";
+import type { Mode, RunResult } from "./types.ts";
+
+const OUT_DIR = join(ROOT, ".bench");
+
+function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+// ---------------------------------------------------------------------------
+// Clean-up: whatever happens, every child process ends and the temp folder goes
+// ---------------------------------------------------------------------------
+
+let tempDir: string | undefined;
+let cleaning: Promise<void> | undefined;
+
+function cleanUp(): Promise<void> {
+  cleaning ??= stopAll().finally(() => {
+    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+  });
+  return cleaning;
+}
+
+function onSignal(signal: NodeJS.Signals): void {
+  log(`\n${signal}: stopping the benchmark's processes…`);
+  void cleanUp().finally(() => process.exit(130));
+}
+
+// ---------------------------------------------------------------------------
+// Steps
+// ---------------------------------------------------------------------------
+
+function estimateSeconds(options: BenchOptions): number {
+  const perTarget = options.warmup + options.rateDuration + options.duration + 3;
+  return Math.round(options.modes.length * options.targets.length * perTarget + 5);
+}
+
+async function startTargets(mock: ServerProcess, options: BenchOptions, dir: string): Promise<Target[]> {
+  const profileDir = options.profile ? join(OUT_DIR, "profiles") : undefined;
+  const targets: Target[] = [];
+  if (options.targets.includes("direct")) targets.push(directTarget(mock));
+  if (options.targets.includes("passthrough")) targets.push(await startPassthrough(mock, profileDir));
+  if (options.targets.includes("gateway"))
+    targets.push(await startGatewayTarget(mock, dir, options.logLevel, profileDir));
+  return targets;
+}
+
+function describe(run: RunResult): string {
+  const l = run.latencyMs;
+  return (
+    `    ${run.load.padEnd(10)} ${run.reqPerS.toFixed(0).padStart(6)} req/s  p50 ${l.p50.toFixed(2)} ms  ` +
+    `p99 ${l.p99.toFixed(2)} ms  CPU ${run.cpuUsPerReq.toFixed(0)} µs/req  ` +
+    `errors ${run.errors}  non-2xx ${run.non2xx}  other load ${run.otherLoadCores.toFixed(2)} cores`
+  );
+}
+
+async function benchTarget(processes: Processes, mode: Mode, options: BenchOptions) {
+  log(`  [${mode}] ${processes.target.name}`);
+  await warmUp(processes.target, mode, options);
+  const runs: RunResult[] = [];
+  // The fixed-rate run goes first, so a saturation run's backlog cannot leak into it.
+  for (const kind of ["rate", "saturation"] as const) {
+    const run = await measure(processes, mode, kind, options);
+    log(describe(run));
+    runs.push(run);
+  }
+  return runs;
+}
+
+async function benchAll(targets: Target[], options: BenchOptions, upstreamPid: number): Promise<RunResult[]> {
+  const serverPids = [...new Set([upstreamPid, ...targets.map((t) => t.pid)])];
+  const runs: RunResult[] = [];
+  for (const mode of options.modes)
+    for (const target of targets)
+      runs.push(...(await benchTarget({ target, upstreamPid, serverPids }, mode, options)));
+  return runs;
+}
+
+function gatewaySummary(targets: Target[]): GatewaySummary | undefined {
+  const gateway = targets.find((t) => t.name === "gateway");
+  if (!gateway) return undefined;
+  return {
+    peakRssMb: statusKb(gateway.pid, "VmHWM") / 1024,
+    logLines: gateway.server.logs.count,
+    logTail: [...gateway.server.logs.tail],
+  };
+}
+
+function gitCommit(): string | undefined {
+  try {
+    return execFileSync("git", ["rev-parse", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+function writeResults(
+  options: BenchOptions,
+  runs: RunResult[],
+  goals: GoalCheck[],
+  gateway: GatewaySummary | undefined,
+): string {
+  mkdirSync(OUT_DIR, { recursive: true });
+  const file = join(OUT_DIR, "last.json");
+  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version };
+  const doc = { date: new Date().toISOString(), commit: gitCommit(), machine, options, runs, goals, gateway };
+  writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
+  return file;
+}
+
+// ---------------------------------------------------------------------------
+// Main
+// ---------------------------------------------------------------------------
+
+async function bench(options: BenchOptions): Promise<number> {
+  tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
+  log(`benchmark: about ${estimateSeconds(options)} s; mock upstream latency ${options.latency} ms`);
+  const mock = await startMock(options.latency);
+  const targets = await startTargets(mock, options, tempDir);
+  for (const target of targets)
+    for (const mode of options.modes) await preflight(target, mode, options.tokens);
+  const started = Date.now();
+  const runs = await benchAll(targets, options, mock.pid);
+  addLatencyDeltas(runs);
+  const goals = checkGoals(runs, options.modes);
+  const gateway = gatewaySummary(targets);
+  process.stdout.write(`\n${formatReport(runs, goals, gateway, options)}\n`);
+  const file = writeResults(options, runs, goals, gateway);
+  log(`\nmeasured for ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}`);
+  // A run with failed requests must not look like a good one to a script either.
+  return failures(runs) > 0 ? 1 : 0;
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2), process.env);
+  if (options.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  process.once("exit", killAllNow);
+  try {
+    process.exitCode = await bench(options);
+  } finally {
+    await cleanUp();
+  }
+  // The profiles are written as the servers exit, so only now are they complete.
+  if (options.profile)
+    log(`CPU profiles in ${join(OUT_DIR, "profiles")}; read one with: node bench/profile-summary.ts FILE`);
+}
+
+main().catch((err: unknown) => {
+  log(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,141 @@
+// Starts the three servers of a benchmark, each in its own process on a loopback port: the
+// mock upstream, the bare pass-through and the gateway (with a fresh store and config).
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+import { type ServerProcess, startServer } from "./processes.ts";
+import type { TargetName } from "./types.ts";
+
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const MOCK_SCRIPT = join(ROOT, "test/support/mock-openai-upstream.ts");
+const PASSTHROUGH_SCRIPT = join(ROOT, "bench/passthrough.ts");
+const GATEWAY_SCRIPT = join(ROOT, "src/main.ts");
+const HOST = "127.0.0.1";
+
+/** The public model name the gateway's config offers. */
+const GATEWAY_MODEL = "gpt-bench";
+/** The name the mock is asked for directly (the one the gateway sends upstream). */
+const UPSTREAM_MODEL = "mock-model";
+/** Far more tokens than any bench can use: the quota must never be the bottleneck. */
+const QUOTA_TOKENS = 100_000_000_000;
+
+/** Something the load is sent to. */
+export interface Target {
+  name: TargetName;
+  /** the chat completions URL */
+  url: string;
+  /** the process whose CPU and memory are measured */
+  pid: number;
+  model: string;
+  authorization: string;
+  server: ServerProcess;
+}
+
+/** Node flags that write a V8 CPU profile of the process when it exits. */
+function profileFlags(dir: string | undefined, name: string): string[] {
+  return dir
+    ? ["--cpu-prof", `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`]
+    : [];
+}
+
+function chatUrl(server: ServerProcess): string {
+  const base = server.info.url;
+  if (typeof base !== "string") throw new Error(`${server.name} printed no url`);
+  return `${base}/chat/completions`;
+}
+
+export function startMock(latencyMs: number): Promise<ServerProcess> {
+  return startServer(
+    "mock upstream",
+    [MOCK_SCRIPT, "--host", HOST, "--port", "0", "--latency", String(latencyMs), "--no-record"],
+    process.env,
+  );
+}
+
+/** The mock itself as a target: the baseline every latency is compared to. */
+export function directTarget(mock: ServerProcess): Target {
+  // A bearer of the same length as a gateway key keeps the requests the same size.
+  const authorization = `Bearer sk-${"x".repeat(43)}`;
+  return {
+    name: "direct",
+    url: chatUrl(mock),
+    pid: mock.pid,
+    model: UPSTREAM_MODEL,
+    authorization,
+    server: mock,
+  };
+}
+
+export async function startPassthrough(mock: ServerProcess, profileDir?: string): Promise<Target> {
+  const upstream = String(mock.info.url);
+  const server = await startServer(
+    "pass-through",
+    [...profileFlags(profileDir, "passthrough"), PASSTHROUGH_SCRIPT, "--upstream", upstream, "--host", HOST],
+    process.env,
+  );
+  const authorization = `Bearer sk-${"x".repeat(43)}`;
+  return {
+    name: "passthrough",
+    url: chatUrl(server),
+    pid: server.pid,
+    model: UPSTREAM_MODEL,
+    authorization,
+    server,
+  };
+}
+
+function writeGatewayConfig(dir: string, upstream: string, logLevel: string): string {
+  const file = join(dir, "gateway.yaml");
+  const config = {
+    server: { host: HOST, port: 0, shutdown_grace_ms: 2_000 },
+    store: { data_dir: join(dir, "data") },
+    log_level: logLevel,
+    providers: [{ id: "mock", type: "openai-compatible", base_url: upstream }],
+    models: [{ id: GATEWAY_MODEL, provider: "mock", upstream_model: UPSTREAM_MODEL }],
+    plans: [{ id: "default", quota_tokens: QUOTA_TOKENS, models: [GATEWAY_MODEL] }],
+  };
+  writeFileSync(file, stringify(config));
+  return file;
+}
+
+/** The environment of the gateway: its own config and store, never the caller's database. */
+function gatewayEnv(config: string, dataDir: string, logLevel: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.DATABASE_URL;
+  return {
+    ...env,
+    GATEWAY_CONFIG: config,
+    GATEWAY_DATA_DIR: dataDir,
+    HOST,
+    PORT: "0",
+    LOG_LEVEL: logLevel,
+  };
+}
+
+/** Starts `node src/main.ts serve --json` on an empty store and takes the key it creates. */
+export async function startGatewayTarget(
+  mock: ServerProcess,
+  dir: string,
+  logLevel: string,
+  profileDir?: string,
+): Promise<Target> {
+  const dataDir = join(dir, "data");
+  mkdirSync(dataDir, { recursive: true });
+  const config = writeGatewayConfig(dir, String(mock.info.url), logLevel);
+  const server = await startServer(
+    "gateway",
+    [...profileFlags(profileDir, "gateway"), GATEWAY_SCRIPT, "serve", "--json"],
+    gatewayEnv(config, dataDir, logLevel),
+  );
+  const firstKey = server.info.first_key as { secret?: string } | null;
+  if (!firstKey?.secret) throw new Error("the gateway created no first key: is its store really empty?");
+  return {
+    name: "gateway",
+    url: chatUrl(server),
+    pid: server.pid,
+    model: GATEWAY_MODEL,
+    authorization: `Bearer ${firstKey.secret}`,
+    server,
+  };
+}

@@ -1,0 +1,79 @@
+// Shapes shared by the orchestrator (run.ts) and the load-generator child (load.ts), which
+// talk to each other only through a JSON argument and one JSON line on stdout.
+
+/** What one load-generator process is asked to do. */
+export interface LoadSpec {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  connections: number;
+  durationS: number;
+  /** requests per second over all connections; absent = as fast as the target answers */
+  overallRate?: number;
+  timeoutS: number;
+}
+
+/** Latency percentiles in milliseconds, from every 2xx response (sub-millisecond precision). */
+export interface LatencySummary {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+}
+
+/** What the load-generator process reports back. */
+export interface LoadResult {
+  /** responses received, whatever their status */
+  responses: number;
+  /** the rate the target sustained */
+  reqPerS: number;
+  ok: number;
+  non2xx: number;
+  /** connection errors and timeouts (autocannon's `errors`, which includes `timeouts`) */
+  errors: number;
+  timeouts: number;
+  durationS: number;
+  bytes: number;
+  statusCodes: Record<string, number>;
+  latencyMs: LatencySummary;
+  /** CPU (user + system) the load generator itself spent, whole process, microseconds */
+  cpuMicros: number;
+}
+
+export type Mode = "json" | "stream";
+export type TargetName = "direct" | "passthrough" | "gateway";
+export type LoadKind = "saturation" | "rate";
+
+/** One measured run: one target, one mode, one kind of load. */
+export interface RunResult {
+  mode: Mode;
+  target: TargetName;
+  load: LoadKind;
+  connections: number;
+  /** the requested rate for a fixed-rate run */
+  rate?: number;
+  reqPerS: number;
+  latencyMs: LatencySummary;
+  /** the target's p50 minus the direct target's p50 under the same load and mode */
+  addedP50Ms?: number;
+  /** CPU (user + system) the target's own process spent per response */
+  cpuUsPerReq: number;
+  /** CPU the mock upstream spent per response, for comparison across targets */
+  upstreamCpuUsPerReq: number;
+  /** CPU the load generator spent per response */
+  loadgenCpuUsPerReq: number;
+  /**
+   * Cores kept busy by processes outside the benchmark during the run (machine CPU minus the
+   * benchmark's servers and load generator): well above zero means the numbers are disturbed.
+   */
+  otherLoadCores: number;
+  /** the target process's highest resident set size seen during the run */
+  peakRssMb: number;
+  responses: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  bytesPerResponse: number;
+  statusCodes: Record<string, number>;
+}
