@@ -40,7 +40,9 @@ export interface StartOptions {
 export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
   const env = options.env ?? process.env;
   const logger = options.logger ?? createLogger(config.log_level);
-  const store = openStore(config.store);
+  const store = openStore(config.store, (err) =>
+    logger.warn({ err }, "the database closed an idle connection; the pool replaces it"),
+  );
   await migrate(store);
   const created = await registerModels(
     store.db,

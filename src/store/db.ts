@@ -35,9 +35,13 @@ const pgTypes = {
     oid === 20 ? (v: string) => Number(v) : (pg.types.getTypeParser as any)(oid, format),
 };
 
-export function openStore(options: StoreOptions): Store {
+export function openStore(options: StoreOptions, onConnectionError: (err: Error) => void = () => {}): Store {
   if (options.database_url) {
     const pool = new pg.Pool({ connectionString: options.database_url, max: 10, types: pgTypes as any });
+    // An idle connection the server drops (restart, failover, admin) errors on the pool; with
+    // no listener that is an uncaught exception that would end the process. The pool discards
+    // the broken connection and opens another for the next query.
+    pool.on("error", onConnectionError);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const url = new URL(options.database_url);
     return {

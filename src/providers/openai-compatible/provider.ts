@@ -3,6 +3,7 @@
 // request.
 import { Pool } from "undici";
 import type { ProviderConfig } from "../../config/schema.ts";
+import { Deadline } from "../deadline.ts";
 import { sanitizeUpstreamMessage } from "../sanitize.ts";
 import { readSse } from "../sse-reader.ts";
 import {
@@ -47,12 +48,14 @@ export class OpenAICompatibleProvider implements Provider {
   }
 
   async complete(request: UpstreamRequest): Promise<ChatCompletion> {
-    const { body, signal } = await this.#send(request, false);
+    const { body, deadline } = await this.#send(request, false);
     let parsed: unknown;
     try {
       parsed = await body.json();
     } catch (err) {
-      throw this.#failure(err, signal, "the upstream's reply is not JSON");
+      throw this.#failure(err, deadline.signal, "the upstream's reply is not JSON");
+    } finally {
+      deadline.end();
     }
     if (!isCompletion(parsed))
       throw new UpstreamError("malformed", "the upstream's reply is not a chat completion");
@@ -60,10 +63,17 @@ export class OpenAICompatibleProvider implements Provider {
   }
 
   async *stream(request: UpstreamRequest): AsyncGenerator<ChatCompletionChunk> {
-    const { body, signal } = await this.#send(request, true);
+    const { body, deadline } = await this.#send(request, true);
+    let done = false;
     try {
       for await (const event of readSse(body)) {
-        if (event.data === "[DONE]") return;
+        // After [DONE], read on to the body's end instead of leaving the loop: leaving it
+        // destroys the body, which costs an AbortError and the keep-alive connection.
+        if (done) continue;
+        if (event.data === "[DONE]") {
+          done = true;
+          continue;
+        }
         let chunk: any;
         try {
           chunk = JSON.parse(event.data);
@@ -76,17 +86,18 @@ export class OpenAICompatibleProvider implements Provider {
         yield chunk as ChatCompletionChunk;
       }
       // The stream ended without [DONE]: the upstream broke off.
-      throw new UpstreamError("network", "the upstream stream ended before it was complete");
+      if (!done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
     } catch (err) {
-      throw this.#failure(err, signal, "the upstream stream broke off");
+      throw this.#failure(err, deadline.signal, "the upstream stream broke off");
     } finally {
-      // Stops the body when the consumer leaves early (client gone) and frees the socket.
+      deadline.end();
+      // Stops the body when the consumer left early (client gone) or it failed.
       if (!body.destroyed) body.destroy();
     }
   }
 
   async #send(request: UpstreamRequest, stream: boolean) {
-    const signal = AbortSignal.any([request.signal, AbortSignal.timeout(this.#totalMs)]);
+    const deadline = new Deadline(request.signal, this.#totalMs);
     const payload: Record<string, unknown> = { model: request.model, ...request.body };
     if (stream) {
       payload.stream = true;
@@ -103,12 +114,14 @@ export class OpenAICompatibleProvider implements Provider {
         method: "POST",
         headers: this.#headers,
         body: JSON.stringify(payload),
-        signal,
+        signal: deadline.signal,
       });
     } catch (err) {
-      throw this.#failure(err, signal, "cannot reach the upstream");
+      deadline.end();
+      throw this.#failure(err, deadline.signal, "cannot reach the upstream");
     }
     if (response.statusCode >= 400) {
+      deadline.end();
       const text = await readBounded(response.body).catch(() => "");
       let parsed: unknown;
       try {
@@ -118,7 +131,7 @@ export class OpenAICompatibleProvider implements Provider {
       }
       throw upstreamStatusError(response.statusCode, parsed);
     }
-    return { body: response.body, signal };
+    return { body: response.body, deadline };
   }
 
   /** Normalises whatever went wrong into an UpstreamError, or the caller's abort reason. */

@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import pg from "pg";
+import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
+import { migrate, openStore, ping, type Store } from "./db.ts";
+
+describe("PostgreSQL store", () => {
+  let database: TestDatabase;
+  let store: Store;
+  const errors: Error[] = [];
+  before(async () => {
+    database = await createTestDatabase();
+    store = openStore({ data_dir: "unused", database_url: database.url }, (err) => errors.push(err));
+    await migrate(store);
+  });
+  after(async () => {
+    await store.close();
+    await database.drop();
+  });
+
+  it("survives the server dropping its idle connections, and reports it", async () => {
+    await ping(store); // leaves an idle connection in the pool
+    const name = new URL(database.url).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      const killed = await admin.query(
+        "select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()",
+        [name],
+      );
+      assert.ok(killed.rowCount! >= 1, "the store had an open connection to drop");
+    } finally {
+      await admin.end();
+    }
+    for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(errors.length >= 1, "the dropped connection was reported, not thrown");
+    await ping(store); // a new connection serves the next query
+  });
+});
