@@ -1,5 +1,5 @@
 // Validates values against the schemas of the shared OpenAPI contract
-// (/work/shared/contracts/openai-chat-subset.openapi.json, OpenAI's own description of the API).
+// (shared/contracts/openai-chat-subset.openapi.json beside the repository, OpenAI's own description of the API).
 //
 // The document says OpenAPI 3.1 (JSON Schema 2020-12) but still uses the 3.0 keyword
 // `nullable: true` in places (e.g. a stream chunk's `usage` and `finish_reason`), which plain
