@@ -63,19 +63,19 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
       const route = request.routeOptions.url ?? "unmatched";
       const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
       const seconds = (performance.now() - started) / 1000;
-      deps.metrics.requests.inc({ route, status });
-      deps.metrics.requestSeconds.observe({ route }, seconds);
-      request.log.info(
-        {
-          method: request.method,
-          route,
-          status,
-          ms: Math.round(seconds * 1000),
-          account: request.auth?.account.id,
-          key: request.auth?.key.id,
-        },
-        "request",
-      );
+      deps.metrics.observeRequest(route, status, seconds);
+      if (deps.logger.isLevelEnabled("info"))
+        request.log.info(
+          {
+            method: request.method,
+            route,
+            status,
+            ms: Math.round(seconds * 1000),
+            account: request.auth?.account.id,
+            key: request.auth?.key.id,
+          },
+          "request",
+        );
     });
     if (request.raw.httpVersion === "1.1" && !request.headers.host)
       throw new GatewayError("malformed_http", { message: "An HTTP/1.1 request needs a Host header." });

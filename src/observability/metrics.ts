@@ -32,6 +32,23 @@ export class Metrics {
     labelNames: ["model", "kind"] as const,
     registers: [this.registry],
   });
+  /** labelled children by route and status: prom-client would hash the label set on every call */
+  readonly #byRoute = new Map<string, { requests: { inc(): void }; seconds: { observe(v: number): void } }>();
+
+  observeRequest(route: string, status: number, seconds: number): void {
+    const id = `${route} ${status}`;
+    let children = this.#byRoute.get(id);
+    if (!children) {
+      children = {
+        requests: this.requests.labels({ route, status }),
+        seconds: this.requestSeconds.labels({ route }),
+      };
+      this.#byRoute.set(id, children);
+    }
+    children.requests.inc();
+    children.seconds.observe(seconds);
+  }
+
   readonly recordWriteErrors = new Counter({
     name: "gateway_record_write_errors_total",
     help: "Failed attempts to commit call records",

@@ -10,11 +10,12 @@ import { sseSink } from "../../sse.ts";
 export const CHAT_ROUTE = "/v1/chat/completions";
 
 export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  const authenticate = authHook(deps);
   app.addHook("onRequest", async (request) => {
     // Chat calls get a record, rejected ones too; the draft is filled in as the call goes.
     if (request.routeOptions.url === CHAT_ROUTE) request.call = new CallDraft(request.id);
+    await authenticate(request);
   });
-  app.addHook("onRequest", authHook(deps));
 
   app.get("/v1/models", async (request, reply) => {
     return reply.type("application/json").send(deps.registry.modelListJson(request.auth!.account.plan_id));
