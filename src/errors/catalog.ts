@@ -141,6 +141,13 @@ export const catalog = {
     "The upstream model did not answer in time.",
     "an upstream timeout (connect, first byte, idle or total) passed",
   ),
+  store_unavailable: entry(
+    503,
+    "dev_gateway_error",
+    "store_unavailable",
+    "The gateway could not record this call, so it did not complete it. Retry later.",
+    "the call record could not be committed after retries (the store is down or full)",
+  ),
   shutting_down: entry(
     503,
     "dev_gateway_error",

@@ -249,12 +249,13 @@ export class ChatRelay {
         if (!delivered) draft.setUsage(0, 0, "none");
         throw failure;
       }
-      // Mid-stream: the error travels as an SSE event and the stream ends without [DONE].
+      // Mid-stream: the error travels as an SSE event and the stream ends without [DONE]
+      // (also when the record cannot be written: the writer has logged that).
       await this.#finish(ctx, hold, {
         status: "upstream_error",
         httpStatus: failure.status,
         errorCode: failure.code,
-      });
+      }).catch(() => undefined);
       await sink.event(JSON.stringify(failure.toBody()));
       sink.end();
       return undefined;
@@ -279,7 +280,14 @@ export class ChatRelay {
         }),
       );
     }
-    await this.#finish(ctx, hold, { status: "ok", httpStatus: 200 });
+    try {
+      await this.#finish(ctx, hold, { status: "ok", httpStatus: 200 });
+    } catch (err) {
+      // Not recorded, so not complete: an error event and no [DONE].
+      await sink.event(JSON.stringify(upstreamFailure(err).toBody()));
+      sink.end();
+      return undefined;
+    }
     await sink.event("[DONE]");
     sink.end();
     return undefined;
@@ -293,7 +301,13 @@ export class ChatRelay {
       this.#deps.metrics.tokens.inc({ model: draft.publicModel, kind: "prompt" }, draft.promptTokens);
       this.#deps.metrics.tokens.inc({ model: draft.publicModel, kind: "completion" }, draft.completionTokens);
     }
-    await this.#deps.records.write(draft.finish(outcome));
+    try {
+      await this.#deps.records.write(draft.finish(outcome));
+    } catch (err) {
+      // Without its record a call is not complete: the client is told so. The charge stays
+      // in the ledger (the upstream did the work), which errs against overspending.
+      throw new GatewayError("store_unavailable", { cause: err });
+    }
   }
 
   #observeUpstream(model: ResolvedModel, started: number, outcome: string): void {
