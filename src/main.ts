@@ -23,6 +23,7 @@ const USAGE = `usage: node src/main.ts <command> [--json]
   keys disable ID|NAME
   keys enable ID|NAME
   keys set-limit ID|NAME TOKENS|none
+  keys set-rate ID|NAME [--rpm N|plan] [--tpm N|plan]
 
 Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, LOG_LEVEL.`;
 

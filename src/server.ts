@@ -1,5 +1,6 @@
 // Starts a gateway: opens and migrates the store, builds the providers, the ledger, the
 // caches and the record writer, then listens. close() is the graceful shutdown SIGTERM runs.
+import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { countAccounts, createAccount, createKey } from "./accounts/repository.ts";
@@ -7,7 +8,9 @@ import { buildApp } from "./app.ts";
 import { KeyCache } from "./auth/key-cache.ts";
 import type { Config } from "./config/schema.ts";
 import type { GatewayDeps } from "./http/deps.ts";
+import { LiveUsagePublisher } from "./ledger/live-usage.ts";
 import { MemoryLedger } from "./ledger/memory-ledger.ts";
+import { RateLimiter } from "./ledger/rate-limiter.ts";
 import { createLogger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { Registry } from "./providers/registry.ts";
@@ -19,6 +22,8 @@ import { RevisionWatcher } from "./store/revision-watcher.ts";
 
 /** How often a running gateway looks for changes made by the CLI or other instances. */
 const REVISION_POLL_MS = 250;
+/** How often it publishes its open reservations and rate windows for the CLI. */
+const LIVE_USAGE_MS = 1_000;
 
 export interface Gateway {
   app: FastifyInstance;
@@ -66,13 +71,15 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       logger.error({ err, attempt }, "could not commit call records");
     },
   });
-  const relay = new ChatRelay({ registry, ledger, records, metrics });
+  const rates = new RateLimiter();
+  const relay = new ChatRelay({ registry, ledger, rates, records, metrics });
   let closing = false;
   const deps: GatewayDeps = {
     config,
     store,
     registry,
     ledger,
+    rates,
     keys,
     records,
     relay,
@@ -86,6 +93,11 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     onError: (err) => logger.warn({ err }, "could not read the store's revision"),
   });
   await watcher.start();
+  const live = new LiveUsagePublisher(store.db, ledger, rates, {
+    instanceId: randomUUID(),
+    onError: (err) => logger.warn({ err }, "could not publish live usage"),
+  });
+  live.start(LIVE_USAGE_MS);
 
   const app = buildApp(deps);
   await app.listen({ host: config.server.host, port: config.server.port });
@@ -111,6 +123,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       clearTimeout(grace);
       clearInterval(sweep);
       await records.flush();
+      await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
       await watcher.stop();
       await registry.close();
       await store.close();

@@ -10,6 +10,10 @@ import { fileURLToPath } from "node:url";
 import type { ConfigInput } from "../src/config/schema.ts";
 import { migrate, openStore } from "../src/store/db.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
+
+/** every migration of src/store/migrations, in order */
+const MIGRATIONS = ["001-initial", "002-rate-limits"];
+
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -174,7 +178,7 @@ describe("CLI on SQLite", () => {
 
   test("migrate applies the migrations once and names the store", async () => {
     const first = await ok(["migrate"], env);
-    assert.deepEqual(first.applied, ["001-initial"]);
+    assert.deepEqual(first.applied, MIGRATIONS);
     assert.equal(first.store, join(dataDir, "gateway.sqlite"));
     const second = await ok(["migrate"], env);
     assert.deepEqual(second.applied, []);
@@ -191,7 +195,7 @@ describe("CLI on SQLite", () => {
       const errors = results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []));
       assert.deepEqual(errors, [], "a concurrent migration failed");
       const applied = results.flatMap((r) => (r.status === "fulfilled" ? r.value : []));
-      assert.deepEqual(applied, ["001-initial"], "the migration ran exactly once");
+      assert.deepEqual(applied, MIGRATIONS, "each migration ran exactly once");
     } finally {
       await a.close();
       await b.close();
@@ -434,7 +438,7 @@ describe("CLI on PostgreSQL (DATABASE_URL)", () => {
 
   test("migrate, accounts and keys work against the database", async () => {
     const m = await ok(["migrate"], env);
-    assert.deepEqual(m.applied, ["001-initial"]);
+    assert.deepEqual(m.applied, MIGRATIONS);
     assert.match(m.store, /^postgres:\/\/[^@]*\/gw_test_/);
     assert.ok(!m.store.includes("@"), "the location carries no credentials");
 

@@ -25,6 +25,10 @@ export interface ApiKey {
   used_tokens: number;
   disabled: number;
   created_at: number;
+  /** own requests per minute; null: the plan's default */
+  rpm_limit: number | null;
+  /** own tokens per minute; null: the plan's default */
+  tpm_limit: number | null;
 }
 
 const keyColumns = [
@@ -36,6 +40,8 @@ const keyColumns = [
   "used_tokens",
   "disabled",
   "created_at",
+  "rpm_limit",
+  "tpm_limit",
 ] as const;
 
 export class LookupError extends Error {
@@ -146,7 +152,7 @@ export async function createKey(
       .execute();
     await bumpRevision(trx);
   });
-  return { key: { ...key, used_tokens: 0, disabled: 0 }, secret };
+  return { key: { ...key, used_tokens: 0, disabled: 0, rpm_limit: null, tpm_limit: null }, secret };
 }
 
 export async function listKeys(db: Db, accountId: string): Promise<ApiKey[]> {
@@ -177,11 +183,18 @@ export async function findKey(db: Db, ref: string): Promise<ApiKey> {
 export async function updateKey(
   db: Db,
   id: string,
-  changes: { disabled?: boolean; limit_tokens?: number | null },
+  changes: {
+    disabled?: boolean;
+    limit_tokens?: number | null;
+    rpm_limit?: number | null;
+    tpm_limit?: number | null;
+  },
 ): Promise<void> {
-  const set: Partial<Record<"disabled" | "limit_tokens", any>> = {};
+  const set: Partial<Record<"disabled" | "limit_tokens" | "rpm_limit" | "tpm_limit", any>> = {};
   if (changes.disabled !== undefined) set.disabled = changes.disabled ? 1 : 0;
   if (changes.limit_tokens !== undefined) set.limit_tokens = changes.limit_tokens;
+  if (changes.rpm_limit !== undefined) set.rpm_limit = changes.rpm_limit;
+  if (changes.tpm_limit !== undefined) set.tpm_limit = changes.tpm_limit;
   if (!Object.keys(set).length) return;
   await db.transaction().execute(async (trx) => {
     await trx.updateTable("api_keys").set(set).where("id", "=", id).execute();
@@ -202,6 +215,8 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "k.used_tokens as k_used",
       "k.disabled as k_disabled",
       "k.created_at as k_created",
+      "k.rpm_limit as k_rpm",
+      "k.tpm_limit as k_tpm",
       "a.id as a_id",
       "a.name as a_name",
       "a.plan_id as a_plan",
@@ -223,6 +238,8 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       used_tokens: row.k_used,
       disabled: row.k_disabled,
       created_at: row.k_created,
+      rpm_limit: row.k_rpm,
+      tpm_limit: row.k_tpm,
     },
     account: {
       id: row.a_id,

@@ -9,6 +9,7 @@ import {
 } from "../accounts/repository.ts";
 import type { Config } from "../config/schema.ts";
 import { type CliContext, parseBool, parseTokens, print, UsageError } from "./context.ts";
+import { describeWindows, liveView } from "./live.ts";
 
 export function accountView(config: Config, a: Account) {
   const plan = config.plans.find((p) => p.id === a.plan_id);
@@ -67,8 +68,23 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
       if (positionals.length !== 1) throw new UsageError("accounts show needs the account's id or name");
       const account = await findAccount(db, positionals[0]!);
       const keys = await listKeys(db, account.id);
-      const v = { ...accountView(ctx.config, account), keys: keys.length };
-      return print(ctx, v, () => `${human(v)}  keys=${v.keys}`);
+      const base = accountView(ctx.config, account);
+      const live = await liveView(db, `account:${account.id}`);
+      const limits = ctx.config.plans.find((p) => p.id === account.plan_id)?.rate_limits.account;
+      const v = {
+        ...base,
+        reserved_tokens: live.reserved_tokens,
+        remaining_tokens: Math.max(0, base.remaining_tokens - live.reserved_tokens),
+        keys: keys.length,
+        rate_limits: { rpm: limits?.rpm ?? null, tpm: limits?.tpm ?? null },
+        rate_windows: live.rate_windows,
+      };
+      return print(
+        ctx,
+        v,
+        () =>
+          `${human(v)}  reserved=${v.reserved_tokens}  keys=${v.keys}\n  rate: ${describeWindows(v.rate_windows, limits ?? {})}`,
+      );
     }
     case "set": {
       const { values, positionals } = parseArgs({

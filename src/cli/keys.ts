@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { type ApiKey, createKey, findAccount, findKey, listKeys, updateKey } from "../accounts/repository.ts";
 import { type CliContext, parseTokens, print, UsageError } from "./context.ts";
+import { describeWindows, liveView } from "./live.ts";
 
 export function keyView(k: ApiKey) {
   return {
@@ -12,8 +13,48 @@ export function keyView(k: ApiKey) {
     used_tokens: k.used_tokens,
     remaining_tokens: k.limit_tokens === null ? null : Math.max(0, k.limit_tokens - k.used_tokens),
     disabled: k.disabled === 1,
+    /** the key's own rate limits; null: the plan's apply */
+    rpm_limit: k.rpm_limit,
+    tpm_limit: k.tpm_limit,
     created_at: new Date(k.created_at).toISOString(),
   };
+}
+
+/** keyView plus what running gateways hold now and the rate limits in force. */
+async function keyDetail(ctx: CliContext, k: ApiKey) {
+  const db = (await ctx.store()).db;
+  const account = await findAccount(db, k.account_id);
+  const plan = ctx.config.plans.find((p) => p.id === account.plan_id);
+  const live = await liveView(db, `key:${k.id}`);
+  const base = keyView(k);
+  return {
+    ...base,
+    reserved_tokens: live.reserved_tokens,
+    remaining_tokens:
+      k.limit_tokens === null ? null : Math.max(0, k.limit_tokens - k.used_tokens - live.reserved_tokens),
+    rate_limits: {
+      rpm: k.rpm_limit ?? plan?.rate_limits.key.rpm ?? null,
+      tpm: k.tpm_limit ?? plan?.rate_limits.key.tpm ?? null,
+      source: { rpm: k.rpm_limit === null ? "plan" : "key", tpm: k.tpm_limit === null ? "plan" : "key" },
+    },
+    rate_windows: live.rate_windows,
+  };
+}
+
+function humanDetail(v: Awaited<ReturnType<typeof keyDetail>>): string {
+  return `${human(v)}  reserved=${v.reserved_tokens}\n  rate: ${describeWindows(v.rate_windows, {
+    rpm: v.rate_limits.rpm ?? undefined,
+    tpm: v.rate_limits.tpm ?? undefined,
+  })}`;
+}
+
+/** "plan" returns to the plan's default; otherwise a positive whole number. */
+function parseRate(value: string | undefined, flag: string): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === "plan") return null;
+  const n = parseTokens(value, flag);
+  if (!n) throw new UsageError(`${flag} must be a positive whole number or "plan"`);
+  return n;
 }
 
 function human(v: ReturnType<typeof keyView>): string {
@@ -61,8 +102,30 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
     }
     case "show": {
       const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
-      const v = keyView(await findKey(db, one(positionals, "keys show needs the key's id or name")));
-      return print(ctx, v, () => human(v));
+      const v = await keyDetail(
+        ctx,
+        await findKey(db, one(positionals, "keys show needs the key's id or name")),
+      );
+      return print(ctx, v, () => humanDetail(v));
+    }
+    case "set-rate": {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        options: { rpm: { type: "string" }, tpm: { type: "string" } },
+        allowPositionals: true,
+        strict: true,
+      });
+      const key = await findKey(db, one(positionals, "keys set-rate needs the key's id or name"));
+      const rpm = parseRate(values.rpm, "--rpm");
+      const tpm = parseRate(values.tpm, "--tpm");
+      if (rpm === undefined && tpm === undefined)
+        throw new UsageError("keys set-rate needs --rpm and/or --tpm");
+      await updateKey(db, key.id, {
+        ...(rpm === undefined ? {} : { rpm_limit: rpm }),
+        ...(tpm === undefined ? {} : { tpm_limit: tpm }),
+      });
+      const v = await keyDetail(ctx, await findKey(db, key.id));
+      return print(ctx, v, () => `updated key ${humanDetail(v)}`);
     }
     case "disable":
     case "enable": {
@@ -83,7 +146,7 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
     }
     default:
       throw new UsageError(
-        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit)`,
+        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit, set-rate)`,
       );
   }
 }

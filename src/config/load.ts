@@ -9,7 +9,14 @@ import { type Config, type ConfigInput, configSchema } from "./schema.ts";
 export const EMBEDDED_DEFAULTS: ConfigInput = {
   providers: [{ id: "demo", type: "demo" }],
   models: [{ id: "demo", provider: "demo", upstream_model: "demo-echo", owned_by: "chat-gateway" }],
-  plans: [{ id: "default", quota_tokens: 1_000_000, models: ["demo"] }],
+  plans: [
+    {
+      id: "default",
+      quota_tokens: 1_000_000,
+      models: ["demo"],
+      rate_limits: { key: { rpm: 600, tpm: 200_000 }, account: { rpm: 1_200, tpm: 400_000 } },
+    },
+  ],
 };
 
 export class ConfigError extends Error {

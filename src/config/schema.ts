@@ -66,11 +66,24 @@ export const modelSchema = z
   })
   .strict();
 
+/** Requests and tokens per minute; an absent field is no limit. */
+const rateLimits = z
+  .object({
+    rpm: positiveInt.optional(),
+    tpm: positiveInt.optional(),
+  })
+  .strict();
+
 export const planSchema = z
   .object({
     id,
     quota_tokens: z.number().int().nonnegative(),
     models: z.array(id).default([]),
+    /** defaults for each key of the plan's accounts (a key may override them) and for the account as a whole */
+    rate_limits: z
+      .object({ key: rateLimits.prefault({}), account: rateLimits.prefault({}) })
+      .strict()
+      .prefault({}),
   })
   .strict();
 
@@ -148,3 +161,4 @@ export type Config = z.output<typeof configSchema>;
 export type ProviderConfig = z.output<typeof providerSchema>;
 export type ModelConfig = z.output<typeof modelSchema>;
 export type PlanConfig = z.output<typeof planSchema>;
+export type RateLimitsConfig = z.output<typeof rateLimits>;

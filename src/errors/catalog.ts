@@ -64,6 +64,20 @@ export const catalog = {
     "The account has exhausted its token quota.",
     "the account's token quota cannot cover the request",
   ),
+  rate_limited_requests: entry(
+    429,
+    "requests",
+    "rate_limit_exceeded",
+    "Rate limit reached for requests per minute. Retry after the time in the retry-after header.",
+    "the key's or the account's requests per minute are used up (`retry-after` says when to retry)",
+  ),
+  rate_limited_tokens: entry(
+    429,
+    "tokens",
+    "rate_limit_exceeded",
+    "Rate limit reached for tokens per minute. Retry after the time in the retry-after header.",
+    "the key's or the account's tokens per minute cannot cover the request (`retry-after` says when)",
+  ),
   invalid_request: entry(
     400,
     "invalid_request_error",

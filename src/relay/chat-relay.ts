@@ -2,6 +2,7 @@
 // record -> answer. Every reservation is settled or released exactly once, on every path.
 import type { AuthContext } from "../auth/key-cache.ts";
 import { GatewayError } from "../errors/index.ts";
+import { type RateLimiter, type RateTicket, rateHeaders, rateSubjects } from "../ledger/rate-limiter.ts";
 import type { Ledger, Reservation } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry, ResolvedModel } from "../providers/registry.ts";
@@ -35,6 +36,7 @@ export interface StreamSink {
 export interface RelayDeps {
   registry: Registry;
   ledger: Ledger;
+  rates: RateLimiter;
   records: RecordWriter;
   metrics: Metrics;
 }
@@ -44,22 +46,27 @@ export interface CallContext {
   draft: CallDraft;
   /** aborted with ClientGone when the client disconnects */
   clientSignal: AbortSignal;
+  /** sets response headers (the rate-limit windows) before the answer starts */
+  setHeaders(headers: Record<string, string>): void;
 }
 
-/** The reservation of one request, closed exactly once. */
+/** The reservation of one request and its rate-limit ticket, closed exactly once. */
 class Hold {
-  readonly #ledger: Ledger;
+  readonly #deps: RelayDeps;
+  readonly #ticket: RateTicket;
   readonly reservation: Reservation;
   #closed = false;
-  constructor(ledger: Ledger, reservation: Reservation) {
-    this.#ledger = ledger;
+  constructor(deps: RelayDeps, reservation: Reservation, ticket: RateTicket) {
+    this.#deps = deps;
     this.reservation = reservation;
+    this.#ticket = ticket;
   }
   async close(tokens: number): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (tokens > 0) await this.#ledger.settle(this.reservation, tokens);
-    else await this.#ledger.release(this.reservation);
+    this.#deps.rates.settle(this.#ticket, tokens);
+    if (tokens > 0) await this.#deps.ledger.settle(this.reservation, tokens);
+    else await this.#deps.ledger.release(this.reservation);
   }
 }
 
@@ -77,7 +84,7 @@ export class ChatRelay {
    * the HTTP error handler records and answers them.
    */
   async run(ctx: CallContext, req: ChatRequest, sink: StreamSink): Promise<string | undefined> {
-    const { registry, ledger } = this.#deps;
+    const { registry, ledger, rates } = this.#deps;
     const { auth, draft } = ctx;
     const stream = req.stream === true;
     draft.stream = stream;
@@ -99,6 +106,17 @@ export class ChatRelay {
     const asked = req.max_completion_tokens ?? req.max_tokens;
     const outputBound = asked ?? model.config.max_output_tokens;
     const plan = registry.plan(auth.account.plan_id);
+    const wanted = promptHold + outputBound * choices;
+
+    const admitted = rates.admit(rateSubjects(auth.key, auth.account.id, plan), wanted);
+    ctx.setHeaders(rateHeaders(admitted.state));
+    if (!admitted.ok) {
+      const seconds = Math.max(1, Math.ceil(admitted.retryAfterMs / 1000));
+      throw new GatewayError(admitted.kind === "requests" ? "rate_limited_requests" : "rate_limited_tokens", {
+        headers: { "retry-after": String(seconds), "retry-after-ms": String(admitted.retryAfterMs) },
+      });
+    }
+
     const reserved = await ledger.reserve(
       {
         accountId: auth.account.id,
@@ -108,17 +126,19 @@ export class ChatRelay {
         keyLimit: auth.key.limit_tokens,
         keyUsed: auth.key.used_tokens,
       },
-      promptHold + outputBound * choices,
+      wanted,
       promptHold + Math.min(MIN_OUTPUT_TOKENS, outputBound) * choices,
     );
-    if (!reserved.ok)
+    if (!reserved.ok) {
+      rates.settle(admitted.ticket, 0); // the request counts; its tokens were never used
       throw new GatewayError(reserved.reason === "key_limit" ? "key_limit_exceeded" : "quota_exceeded", {
         message:
           reserved.reason === "key_limit"
             ? `This API key's token limit cannot cover this request (${reserved.remaining} tokens left).`
             : `The account's token quota cannot cover this request (${reserved.remaining} tokens left).`,
       });
-    const hold = new Hold(ledger, reserved.reservation);
+    }
+    const hold = new Hold(this.#deps, reserved.reservation, admitted.ticket);
 
     // The upstream may never produce more than was reserved: send the bound it must respect.
     const outputLimit = Math.floor((hold.reservation.tokens - promptHold) / choices);

@@ -6,6 +6,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
 import { type Migration, Migrator } from "kysely/migration";
 import pg from "pg";
 import * as initial from "./migrations/001-initial.ts";
+import * as rateLimits from "./migrations/002-rate-limits.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -26,6 +27,7 @@ export interface StoreOptions {
 
 const migrations: Record<string, Migration> = {
   "001-initial": initial,
+  "002-rate-limits": rateLimits,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

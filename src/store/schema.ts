@@ -26,6 +26,20 @@ export interface ApiKeysTable {
   used_tokens: Generated<number>;
   disabled: Generated<number>;
   created_at: number;
+  /** own requests per minute; null: the plan's default */
+  rpm_limit: number | null;
+  /** own tokens per minute; null: the plan's default */
+  tpm_limit: number | null;
+}
+
+export interface LiveUsageTable {
+  instance_id: string;
+  /** "key:<id>" or "account:<id>" */
+  subject: string;
+  reserved_tokens: number;
+  /** JSON of the rate windows: { requests?: RateWindow, tokens?: RateWindow } */
+  windows: string;
+  updated_at: number;
 }
 
 export interface CallRecordsTable {
@@ -68,4 +82,5 @@ export interface Database {
   call_records: CallRecordsTable;
   models_seen: ModelsSeenTable;
   revision: RevisionTable;
+  live_usage: LiveUsageTable;
 }

@@ -1,5 +1,6 @@
 // The OpenAI-compatible API under /v1. Every route here is authenticated by key.
 import type { FastifyInstance } from "fastify";
+import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { ClientGone } from "../../../relay/chat-relay.ts";
 import { parseChatRequest } from "../../../relay/request-schema.ts";
@@ -11,10 +12,16 @@ export const CHAT_ROUTE = "/v1/chat/completions";
 
 export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   const authenticate = authHook(deps);
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", async (request, reply) => {
     // Chat calls get a record, rejected ones too; the draft is filled in as the call goes.
     if (request.routeOptions.url === CHAT_ROUTE) request.call = new CallDraft(request.id);
     await authenticate(request);
+    // Every authenticated /v1 answer carries the rate-limit windows as they stand; a chat
+    // call replaces them with the windows after its own admission.
+    const { key, account } = request.auth!;
+    reply.headers(
+      rateHeaders(deps.rates.peek(rateSubjects(key, account.id, deps.registry.plan(account.plan_id)))),
+    );
   });
 
   app.get("/v1/models", async (request, reply) => {
@@ -30,7 +37,12 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     reply.raw.once("close", onClose);
     try {
       const json = await deps.relay.run(
-        { auth: request.auth!, draft: request.call!, clientSignal: client.signal },
+        {
+          auth: request.auth!,
+          draft: request.call!,
+          clientSignal: client.signal,
+          setHeaders: (headers) => reply.headers(headers),
+        },
         body,
         sseSink(reply),
       );
