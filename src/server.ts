@@ -1,6 +1,8 @@
 // Starts a gateway: opens and migrates the store, builds the providers, the ledger, the
 // caches and the record writer, then listens. close() is the graceful shutdown SIGTERM runs.
 import { randomUUID } from "node:crypto";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { countAccounts, createAccount, createKey } from "./accounts/repository.ts";
@@ -40,6 +42,28 @@ export interface StartOptions {
   logger?: Logger;
   /** skip creating the default account on an empty store (tests make their own) */
   bootstrap?: boolean;
+}
+
+/** Open connections and which of them have a request in flight. */
+function trackConnections(server: Server) {
+  const open = new Set<Socket>();
+  const busy = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    open.add(socket);
+    socket.once("close", () => {
+      open.delete(socket);
+      busy.delete(socket);
+    });
+  });
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    busy.add(req.socket);
+    res.once("close", () => busy.delete(req.socket));
+  });
+  return {
+    closeIdle: () => {
+      for (const socket of open) if (!busy.has(socket)) socket.destroy();
+    },
+  };
 }
 
 export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
@@ -100,6 +124,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   live.start(LIVE_USAGE_MS);
 
   const app = buildApp(deps);
+  const connections = trackConnections(app.server);
   await app.listen({ host: config.server.host, port: config.server.port });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.server.port;
@@ -116,9 +141,12 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
         app.server.closeAllConnections();
       }, config.server.shutdown_grace_ms);
       grace.unref();
-      // Node closes idle keep-alive connections once, when close() is called; connections
-      // whose request finishes later would hold the shutdown until their keep-alive expires.
-      const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
+      // Node closes idle keep-alive connections once, when close() is called, and does not
+      // count a connection that never carried a request as idle: either would hold the
+      // shutdown until its keep-alive expires. Close every connection without a request in
+      // flight, again as in-flight requests finish.
+      const sweep = setInterval(connections.closeIdle, 50);
+      connections.closeIdle();
       await app.close();
       clearTimeout(grace);
       clearInterval(sweep);

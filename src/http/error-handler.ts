@@ -51,6 +51,7 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
         request.log.error({ err: writeErr }, "could not record a failed call");
       }
     }
+    if (reply.raw.destroyed) return reply; // the client left: nobody to answer
     if (error.headers) reply.headers(error.headers);
     // Refused before its body was read (no key, too large): close rather than let Node
     // read and discard whatever the client still sends.

@@ -22,6 +22,8 @@ export class CallDraft {
   ttftMs: number | null = null;
   /** set once the record is queued, so no path writes it twice */
   written = false;
+  /** set when the chat handler takes the call over: from then on the relay records it */
+  relayed = false;
 
   constructor(requestId: string) {
     this.requestId = requestId;

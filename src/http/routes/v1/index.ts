@@ -1,5 +1,6 @@
 // The OpenAI-compatible API under /v1. Every route here is authenticated by key.
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { GatewayError } from "../../../errors/index.ts";
 import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { ClientGone } from "../../../relay/chat-relay.ts";
@@ -12,23 +13,53 @@ export const CHAT_ROUTE = "/v1/chat/completions";
 
 export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   const authenticate = authHook(deps);
+  const recordGone = (draft: CallDraft) =>
+    deps.records
+      .write(draft.finish({ status: "client_disconnect", httpStatus: 499, errorCode: "client_disconnect" }))
+      .catch((err) => deps.logger.error({ err }, "could not record a call the client left"));
+
   app.addHook("onRequest", async (request, reply) => {
-    // Chat calls get a record, rejected ones too; the draft is filled in as the call goes.
-    if (request.routeOptions.url === CHAT_ROUTE) request.call = new CallDraft(request.id);
-    await authenticate(request);
+    const draft = request.routeOptions.url === CHAT_ROUTE ? new CallDraft(request.id) : null;
+    if (!draft) return authenticate(request).then(() => setRateHeaders(request, reply));
+    // Chat calls get a record, rejected ones too. A client that leaves before the handler
+    // runs (during the key lookup, or while its body is read) would otherwise leave none:
+    // Fastify waits for the rest of a body that never comes, and no handler runs.
+    request.call = draft;
+    let authenticating = true;
+    let goneWhileAuthenticating = false;
+    reply.raw.once("close", () => {
+      if (reply.raw.writableFinished || draft.written || draft.relayed) return;
+      if (authenticating)
+        goneWhileAuthenticating = true; // record once the key is known
+      else void recordGone(draft);
+    });
+    try {
+      await authenticate(request);
+    } finally {
+      authenticating = false;
+    }
+    if (goneWhileAuthenticating && !draft.written) {
+      await recordGone(draft);
+      throw new GatewayError("invalid_request", { message: "The client closed the connection." });
+    }
+    setRateHeaders(request, reply);
+  });
+
+  function setRateHeaders(request: FastifyRequest, reply: FastifyReply): void {
     // Every authenticated /v1 answer carries the rate-limit windows as they stand; a chat
     // call replaces them with the windows after its own admission.
     const { key, account } = request.auth!;
     reply.headers(
       rateHeaders(deps.rates.peek(rateSubjects(key, account.id, deps.registry.plan(account.plan_id)))),
     );
-  });
+  }
 
   app.get("/v1/models", async (request, reply) => {
     return reply.type("application/json").send(deps.registry.modelListJson(request.auth!.account.plan_id));
   });
 
   app.post(CHAT_ROUTE, async (request, reply) => {
+    request.call!.relayed = true;
     const body = parseChatRequest(request.body);
     const client = new AbortController();
     const onClose = () => {
