@@ -150,6 +150,9 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await app.close();
       clearTimeout(grace);
       clearInterval(sweep);
+      // Calls cut by the grace period finish (and queue their records) just after their
+      // sockets close, which is what app.close() waits for: wait for them, then flush.
+      await relay.drain();
       await records.flush();
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
       await watcher.stop();

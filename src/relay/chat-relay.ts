@@ -72,6 +72,8 @@ class Hold {
 
 export class ChatRelay {
   readonly #deps: RelayDeps;
+  /** calls in flight, so shutdown can wait for their records after their sockets are gone */
+  readonly #running = new Set<Promise<unknown>>();
 
   constructor(deps: RelayDeps) {
     this.#deps = deps;
@@ -83,7 +85,23 @@ export class ChatRelay {
    * is sent, failures are thrown as GatewayError (the draft already carries any charge) and
    * the HTTP error handler records and answers them.
    */
-  async run(ctx: CallContext, req: ChatRequest, sink: StreamSink): Promise<string | undefined> {
+  run(ctx: CallContext, req: ChatRequest, sink: StreamSink): Promise<string | undefined> {
+    const running = this.#run(ctx, req, sink);
+    this.#running.add(running);
+    const forget = () => this.#running.delete(running);
+    running.then(forget, forget);
+    return running;
+  }
+
+  /**
+   * Resolves when every call in flight has finished (and so queued its record). Shutdown
+   * calls it after closing the connections: a cut call reaches its record a moment later.
+   */
+  async drain(): Promise<void> {
+    while (this.#running.size) await Promise.allSettled([...this.#running]);
+  }
+
+  async #run(ctx: CallContext, req: ChatRequest, sink: StreamSink): Promise<string | undefined> {
     const { registry, ledger, rates } = this.#deps;
     const { auth, draft } = ctx;
     const stream = req.stream === true;
