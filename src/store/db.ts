@@ -67,14 +67,14 @@ export async function migrate(store: Store): Promise<string[]> {
     provider: { getMigrations: async () => migrations },
   });
   // PostgreSQL serialises concurrent migrators with an advisory lock; Kysely's SQLite lock is
-  // a no-op, so two processes starting on a new file (server and CLI) can race. The loser
-  // fails on "already exists"; by the time it retries, the winner has recorded the migration.
+  // a no-op, so two processes starting on a new file (server and CLI) can race: the loser
+  // fails on a table or column the winner just made. By the time it retries, the winner has
+  // recorded the migration. A genuine error fails every attempt and is thrown after the last.
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     if (!error) return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
-    const racing = store.dialect === "sqlite" && /already exists/.test(String((error as Error).message));
-    if (!racing || attempt >= 10) throw error;
-    await new Promise((r) => setTimeout(r, 100 * attempt));
+    if (store.dialect !== "sqlite" || attempt >= 6) throw error;
+    await new Promise((r) => setTimeout(r, 50 * attempt + Math.random() * 50));
   }
 }
 

@@ -10,9 +10,11 @@ export function openSqlite(file: string): { database: SqliteDatabase; raw: Datab
   // WAL lets the CLI and the server use the file at once; synchronous=NORMAL keeps every
   // committed transaction across a process crash (the WAL is written before commit returns)
   // and only risks the last commits on power loss, at a fraction of FULL's fsync cost.
+  // busy_timeout first: switching to WAL takes a lock, and a process opening the file while
+  // another holds one (the CLI beside a running gateway) must wait for it, not fail.
+  raw.exec("PRAGMA busy_timeout = 5000");
   raw.exec("PRAGMA journal_mode = WAL");
   raw.exec("PRAGMA synchronous = NORMAL");
-  raw.exec("PRAGMA busy_timeout = 5000");
   raw.exec("PRAGMA foreign_keys = ON");
   // Kysely prepares every query it runs; the same few SQL strings recur on the hot path,
   // so keep their prepared statements.
