@@ -21,6 +21,7 @@ import {
   testConfig,
 } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { mockPromptTokens, parseStream, until } from "./support/stream-assertions.ts";
 
 /** same upstream as TEST_MODEL, with short first-byte and idle timeouts */
 const STRICT_MODEL = "gpt-strict";
@@ -31,14 +32,6 @@ interface Reply {
   status: number;
   requestId: string;
   text: string;
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`timed out after ${ms} ms waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 function request(gw: TestGateway, secret: string, body: Record<string, unknown>, signal?: AbortSignal) {
@@ -53,38 +46,6 @@ function request(gw: TestGateway, secret: string, body: Record<string, unknown>,
 async function post(gw: TestGateway, secret: string, body: Record<string, unknown>): Promise<Reply> {
   const res = await request(gw, secret, body);
   return { status: res.status, requestId: res.headers.get("x-request-id") ?? "", text: await res.text() };
-}
-
-interface Stream {
-  events: any[];
-  contents: string[];
-  done: boolean;
-}
-
-function parseStream(text: string): Stream {
-  assert.ok(text.endsWith("\n\n"), "the SSE body ends with a blank line");
-  const payloads = text
-    .slice(0, -2)
-    .split("\n\n")
-    .map((e) => {
-      assert.ok(e.startsWith("data: "), `event framed as "data: …": ${JSON.stringify(e)}`);
-      return e.slice("data: ".length);
-    });
-  const done = payloads.at(-1) === "[DONE]";
-  const events = (done ? payloads.slice(0, -1) : payloads).map((p) => JSON.parse(p));
-  const contents: string[] = [];
-  for (const e of events)
-    for (const c of e.choices ?? [])
-      if (typeof c.delta?.content === "string" && c.delta.content) contents.push(c.delta.content);
-  return { events, contents, done };
-}
-
-/** Words across the messages: the mock's prompt_tokens. */
-function mockPromptTokens(messages: Message[]): number {
-  return Math.max(
-    1,
-    messages.reduce((n, m) => n + m.content.split(/\s+/).filter(Boolean).length, 0),
-  );
 }
 
 /** An independent connection to the gateway's store: to break it for a moment, or to read it after shutdown. */

@@ -14,6 +14,7 @@ import type { ConfigInput } from "../src/config/schema.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { mockPromptTokens, parseStream, type Stream, until } from "./support/stream-assertions.ts";
 
 /** same upstream as TEST_MODEL, with short first-byte and idle timeouts */
 const STRICT_MODEL = "gpt-strict";
@@ -35,14 +36,6 @@ interface Reply {
   text: string;
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`timed out after ${ms} ms waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 async function post(gw: TestGateway, secret: string, body: Record<string, unknown>): Promise<Reply> {
   const res = await fetch(`${gw.baseURL}/chat/completions`, {
     method: "POST",
@@ -59,46 +52,11 @@ async function post(gw: TestGateway, secret: string, body: Record<string, unknow
 }
 
 /** The `data:` payloads of an SSE body, each framed as `data: …\n\n`. */
-function sseEvents(text: string): string[] {
-  assert.ok(text.endsWith("\n\n"), "the SSE body ends with a blank line");
-  return text
-    .slice(0, -2)
-    .split("\n\n")
-    .map((e) => {
-      assert.ok(e.startsWith("data: "), `event framed as "data: …": ${JSON.stringify(e)}`);
-      return e.slice("data: ".length);
-    });
-}
-
-interface Stream {
-  /** every JSON event, in order (error events included) */
-  events: any[];
-  /** the text of each content delta that carried text */
-  contents: string[];
-  done: boolean;
-}
-
-function parseStream(reply: Reply): Stream {
+/** A 200 SSE answer, read as the client got it. */
+function parseReply(reply: Reply): Stream {
   assert.equal(reply.status, 200);
   assert.match(reply.contentType, /^text\/event-stream/);
-  const payloads = sseEvents(reply.text);
-  const done = payloads.at(-1) === "[DONE]";
-  const data = done ? payloads.slice(0, -1) : payloads;
-  assert.ok(!data.includes("[DONE]"), "[DONE] comes last, once");
-  const events = data.map((p) => JSON.parse(p));
-  const contents: string[] = [];
-  for (const e of events)
-    for (const c of e.choices ?? [])
-      if (typeof c.delta?.content === "string" && c.delta.content) contents.push(c.delta.content);
-  return { events, contents, done };
-}
-
-/** Words across the messages: the mock's prompt_tokens. */
-function mockPromptTokens(messages: Message[]): number {
-  return Math.max(
-    1,
-    messages.reduce((n, m) => n + m.content.split(/\s+/).filter(Boolean).length, 0),
-  );
+  return parseStream(reply.text);
 }
 
 /**
@@ -425,7 +383,7 @@ for (const store of ["sqlite", "postgres"] as const) {
       accountId: string,
       expected: { code: string; http: number; message: RegExp },
     ): Promise<Stream> {
-      const s = parseStream(reply);
+      const s = parseReply(reply);
       assert.equal(s.done, false, "no [DONE] after an error");
       const last = s.events.at(-1);
       assert.equal(last.error?.code, expected.code, JSON.stringify(last));
@@ -506,7 +464,7 @@ for (const store of ["sqlite", "postgres"] as const) {
           messages,
           ...(includeUsage ? { stream_options: { include_usage: true } } : {}),
         });
-        const s = parseStream(reply);
+        const s = parseReply(reply);
         assert.ok(s.done, "the stream ends with [DONE]");
         assert.equal(s.contents.length, 7);
         assert.equal(
@@ -553,7 +511,7 @@ for (const store of ["sqlite", "postgres"] as const) {
           messages,
           ...(includeUsage ? { stream_options: { include_usage: true } } : {}),
         });
-        const s = parseStream(reply);
+        const s = parseReply(reply);
         assert.ok(s.done);
         assert.equal(s.contents.length, 7);
         assert.equal(upstream.requests.length, 1);
