@@ -100,6 +100,22 @@ for (const store of ["sqlite", "postgres"] as const) {
       assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
     });
 
+    it("sends one output bound upstream, the reserved one, when a client gives both", async () => {
+      upstream.reset();
+      const account = await gw.account(`both-bounds-${store}`);
+      const key = await gw.key(account);
+      const res = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TEST_MODEL, messages, max_tokens: 5000, max_completion_tokens: 30 }),
+      });
+      await res.arrayBuffer();
+      assert.equal(res.status, 200);
+      const sent = upstream.requests[0]!.body;
+      assert.equal(sent.max_completion_tokens, 30);
+      assert.ok(!("max_tokens" in sent), "the larger, unreserved bound is not forwarded");
+    });
+
     it("lowers max_tokens to what is left instead of refusing, down to the minimum", async () => {
       upstream.reset();
       const account = await gw.account(`lowered-${store}`);

@@ -161,7 +161,12 @@ export class ChatRelay {
     // The upstream may never produce more than was reserved: send the bound it must respect.
     const outputLimit = Math.floor((hold.reservation.tokens - promptHold) / choices);
     const body = forwardedBody(req);
-    body[req.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens"] = outputLimit;
+    // Exactly one bound goes upstream, the reserved one: a second, larger one left in the
+    // body could let an upstream that honours it produce more than was held.
+    const bound = req.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
+    delete body.max_tokens;
+    delete body.max_completion_tokens;
+    body[bound] = outputLimit;
     if (!stream) delete body.stream_options;
 
     const upstream = { model: model.upstreamModel, body, signal: ctx.clientSignal };
