@@ -22,13 +22,6 @@ describe("client disconnect", () => {
     await upstream.close();
   });
 
-  const record = (id: string) =>
-    gw.gateway.deps.store.db
-      .selectFrom("call_records")
-      .selectAll()
-      .where("request_id", "=", id)
-      .executeTakeFirst();
-
   for (const stream of [true, false]) {
     it(`mid-${stream ? "stream" : "answer"}: upstream aborted, partial charge, record client_disconnect`, async () => {
       upstream.reset();
@@ -68,7 +61,7 @@ describe("client disconnect", () => {
         .execute();
       assert.equal(rows.length, 1);
       const row = rows[0]!;
-      if (stream) assert.equal((await record(requestId!))?.request_id, row.request_id);
+      if (stream) assert.equal((await gw.record(requestId!)).request_id, row.request_id);
       assert.equal(row.http_status, 499);
       assert.ok(row.prompt_tokens > 0, "the prompt is charged");
       if (stream) assert.ok(row.completion_tokens >= 1, "the delivered tokens are charged");

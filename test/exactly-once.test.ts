@@ -135,15 +135,6 @@ async function stored(gw: TestGateway, table: "api_keys" | "accounts", id: strin
   return row.used_tokens;
 }
 
-async function recorded(gw: TestGateway, column: "key_id" | "account_id", id: string) {
-  const row = await gw.gateway.deps.store.db
-    .selectFrom("call_records")
-    .select((eb) => [eb.fn.sum<number>("total_tokens").as("tokens"), eb.fn.countAll<number>().as("calls")])
-    .where(column, "=", id)
-    .executeTakeFirstOrThrow();
-  return { tokens: Number(row.tokens ?? 0), calls: Number(row.calls) };
-}
-
 /** Charges the ledger carries without a record (store errors), for a key and its account. */
 interface Gap {
   key: number;
@@ -164,12 +155,12 @@ async function assertBooks(gw: TestGateway, key: Key, gap: Gap = NO_GAP, storeDo
   const accountStored = await stored(gw, "accounts", key.accountId);
   if (!storeDown) {
     assert.equal(
-      (await recorded(gw, "key_id", key.keyId)).tokens,
+      (await gw.recorded("key_id", key.keyId)).tokens,
       keyStored,
       "key: records add up to the counter",
     );
     assert.equal(
-      (await recorded(gw, "account_id", key.accountId)).tokens,
+      (await gw.recorded("account_id", key.accountId)).tokens,
       accountStored,
       "account: records add up to the counter",
     );
@@ -285,13 +276,6 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
       return { secret, keyId: id, accountId };
     }
 
-    const record = (requestId: string) =>
-      gw.gateway.deps.store.db
-        .selectFrom("call_records")
-        .selectAll()
-        .where("request_id", "=", requestId)
-        .executeTakeFirstOrThrow();
-
     for (const stream of [false, true]) {
       const mode = stream ? "stream" : "non-stream";
 
@@ -303,7 +287,7 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
           messages: [{ role: "user", content: "hi mock:status=500" }],
         });
         assert.equal(reply.status, 502);
-        assert.equal((await record(reply.requestId)).total_tokens, 0);
+        assert.equal((await gw.record(reply.requestId)).total_tokens, 0);
         assert.equal(await assertBooks(gw, key), 0);
         await assertKeyStillWorks(gw, key);
       });
@@ -317,7 +301,7 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
         });
         assert.equal(reply.status, 504);
         assert.equal(JSON.parse(reply.text).error.code, "upstream_timeout");
-        assert.equal((await record(reply.requestId)).total_tokens, 0);
+        assert.equal((await gw.record(reply.requestId)).total_tokens, 0);
         assert.equal(await assertBooks(gw, key), 0);
         await assertKeyStillWorks(gw, key);
       });
@@ -332,10 +316,7 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
           { model: TEST_MODEL, stream, messages },
           `leave-early-${mode}`,
         );
-        await until(
-          async () => (await recorded(gw, "key_id", key.keyId)).calls === 1,
-          "the call is recorded",
-        );
+        await until(async () => (await gw.recorded("key_id", key.keyId)).calls === 1, "the call is recorded");
         const row = await gw.gateway.deps.store.db
           .selectFrom("call_records")
           .selectAll()
@@ -356,7 +337,7 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
       assert.equal(s.done, false);
       assert.equal(s.events.at(-1).error.code, "upstream_error");
       assert.equal(s.contents.length, 4);
-      assert.equal((await record(reply.requestId)).total_tokens, countPromptTokens(messages) + 4);
+      assert.equal((await gw.record(reply.requestId)).total_tokens, countPromptTokens(messages) + 4);
       assert.equal(await assertBooks(gw, key), countPromptTokens(messages) + 4);
       await assertKeyStillWorks(gw, key);
     });
@@ -379,8 +360,8 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
       const messages: Message[] = [{ role: "user", content: "hi mock:hang-after=1" }];
       const requestId = await abortMidStream(gw, key.secret, { model: TEST_MODEL, stream: true, messages });
       await until(() => upstream.aborted() === 1, "the gateway aborts the upstream call");
-      await until(async () => (await recorded(gw, "key_id", key.keyId)).calls === 1, "the call is recorded");
-      const row = await record(requestId);
+      await until(async () => (await gw.recorded("key_id", key.keyId)).calls === 1, "the call is recorded");
+      const row = await gw.record(requestId);
       assert.equal(row.status, "client_disconnect");
       assert.equal(row.completion_tokens, 1);
       assert.equal(await assertBooks(gw, key), countPromptTokens(messages) + 1);
@@ -441,9 +422,9 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
         await outage.close();
       }
       // the store is back: the next call is recorded and charged normally; the gap stays what it was
-      assert.equal((await recorded(gw, "key_id", key.keyId)).calls, 0, "no record got through");
+      assert.equal((await gw.recorded("key_id", key.keyId)).calls, 0, "no record got through");
       await assertKeyStillWorks(gw, key, { key: unrecorded, account: unrecorded });
-      assert.equal((await recorded(gw, "key_id", key.keyId)).calls, 1);
+      assert.equal((await gw.recorded("key_id", key.keyId)).calls, 1);
     });
 
     it("30 calls mixing every failure on 3 keys, then 30 more during a store outage: books exact per key and account", async () => {
@@ -616,7 +597,7 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
       const first = await batch("one", false);
       await until(
         async () =>
-          (await Promise.all(keys.map((k) => recorded(gw, "key_id", k.keyId)))).reduce(
+          (await Promise.all(keys.map((k) => gw.recorded("key_id", k.keyId)))).reduce(
             (s, r) => s + r.calls,
             0,
           ) === 30,
@@ -668,10 +649,7 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
         assert.equal(ledger.account(account)?.reserved, 0);
       }
       assert.equal(
-        (await Promise.all(keys.map((k) => recorded(gw, "key_id", k.keyId)))).reduce(
-          (s, r) => s + r.calls,
-          0,
-        ),
+        (await Promise.all(keys.map((k) => gw.recorded("key_id", k.keyId)))).reduce((s, r) => s + r.calls, 0),
         30,
         "the outage's calls have no record",
       );

@@ -23,15 +23,6 @@ async function fire(gw: TestGateway, secret: string): Promise<number> {
   return res.status;
 }
 
-async function sums(gw: TestGateway, column: "key_id" | "account_id", id: string) {
-  const row = await gw.gateway.deps.store.db
-    .selectFrom("call_records")
-    .select((eb) => [eb.fn.sum<number>("total_tokens").as("tokens"), eb.fn.countAll<number>().as("calls")])
-    .where(column, "=", id)
-    .executeTakeFirstOrThrow();
-  return { tokens: Number(row.tokens ?? 0), calls: Number(row.calls) };
-}
-
 for (const store of ["sqlite", "postgres"] as const) {
   describe(`quota under concurrency (${store})`, () => {
     let upstream: MockUpstream;
@@ -71,7 +62,7 @@ for (const store of ["sqlite", "postgres"] as const) {
         row.used_tokens <= HOLD * 10,
         `used ${row.used_tokens} must not exceed the limit ${HOLD * 10}`,
       );
-      const recorded = await sums(gw, "key_id", key.id);
+      const recorded = await gw.recorded("key_id", key.id);
       assert.equal(recorded.calls, 50, "rejected calls are recorded too");
       assert.equal(recorded.tokens, row.used_tokens, "records add up to the key's counter");
       assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
@@ -94,8 +85,9 @@ for (const store of ["sqlite", "postgres"] as const) {
         .where("id", "=", account)
         .executeTakeFirstOrThrow();
       assert.ok(row.used_tokens <= HOLD * 10);
-      assert.equal((await sums(gw, "account_id", account)).tokens, row.used_tokens);
-      const perKey = (await sums(gw, "key_id", k1.id)).tokens + (await sums(gw, "key_id", k2.id)).tokens;
+      assert.equal((await gw.recorded("account_id", account)).tokens, row.used_tokens);
+      const perKey =
+        (await gw.recorded("key_id", k1.id)).tokens + (await gw.recorded("key_id", k2.id)).tokens;
       assert.equal(perKey, row.used_tokens, "the keys' records add up to the account's counter");
       assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
     });

@@ -196,13 +196,6 @@ for (const store of ["sqlite", "postgres"] as const) {
       return { secret, keyId: id, accountId };
     }
 
-    const record = (requestId: string) =>
-      gw.gateway.deps.store.db
-        .selectFrom("call_records")
-        .selectAll()
-        .where("request_id", "=", requestId)
-        .executeTakeFirstOrThrow();
-
     /**
      * The books of a key after its calls: no reservation open, the ledger's counters equal the
      * stored ones, and the stored counter is the sum of the key's records. Returns what it used.
@@ -253,7 +246,7 @@ for (const store of ["sqlite", "postgres"] as const) {
       http: number,
       code: string,
     ) {
-      const row = await record(reply.requestId);
+      const row = await gw.record(reply.requestId);
       assert.equal(row.status, "error");
       assert.equal(row.http_status, http);
       assert.equal(row.error_code, code);
@@ -391,7 +384,7 @@ for (const store of ["sqlite", "postgres"] as const) {
       assert.match(last.error.message, expected.message);
       assert.equal(s.events.filter((e) => e.error).length, 1, "one error event");
       assert.ok(!reply.text.includes(UPSTREAM_SECRET));
-      const row = await record(reply.requestId);
+      const row = await gw.record(reply.requestId);
       assert.equal(row.status, "upstream_error");
       assert.equal(row.http_status, expected.http);
       assert.equal(row.error_code, expected.code);
@@ -472,7 +465,7 @@ for (const store of ["sqlite", "postgres"] as const) {
           true,
           "usage asked upstream",
         );
-        const row = await record(reply.requestId);
+        const row = await gw.record(reply.requestId);
         assert.equal(row.status, "ok");
         assert.equal(row.http_status, 200);
         assert.equal(row.usage_source, "estimated");
@@ -520,7 +513,7 @@ for (const store of ["sqlite", "postgres"] as const) {
           true,
           "the gateway asks the upstream for usage even when the client did not",
         );
-        const row = await record(reply.requestId);
+        const row = await gw.record(reply.requestId);
         assert.equal(row.status, "ok");
         assert.equal(row.usage_source, "upstream");
         assert.equal(row.prompt_tokens, mockPromptTokens(messages), "the upstream's prompt count");
@@ -562,7 +555,7 @@ for (const store of ["sqlite", "postgres"] as const) {
           undefined,
           "no stream_options on a JSON call",
         );
-        const row = await record(reply.requestId);
+        const row = await gw.record(reply.requestId);
         assert.equal(row.status, "ok");
         assert.equal(row.usage_source, upstreamUsage ? "upstream" : "estimated");
         assert.equal(

@@ -161,4 +161,3 @@ export type Config = z.output<typeof configSchema>;
 export type ProviderConfig = z.output<typeof providerSchema>;
 export type ModelConfig = z.output<typeof modelSchema>;
 export type PlanConfig = z.output<typeof planSchema>;
-export type RateLimitsConfig = z.output<typeof rateLimits>;

@@ -8,10 +8,10 @@ import { GatewayError } from "../errors/index.ts";
  * Deeper JSON than this is refused: nothing a chat request needs comes close, and very deep
  * values would exhaust the stack wherever they are serialised again (forwarding, counting).
  */
-export const MAX_JSON_DEPTH = 128;
+const MAX_JSON_DEPTH = 128;
 
 /** The deepest nesting of arrays and objects in a JSON text, outside strings; linear, no recursion. */
-export function jsonDepth(bytes: Uint8Array): number {
+function jsonDepth(bytes: Uint8Array): number {
   let depth = 0;
   let max = 0;
   let inString = false;

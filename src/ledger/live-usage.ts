@@ -8,7 +8,7 @@ import type { RateLimiter, RateState, RateSubject } from "./rate-limiter.ts";
 import type { Ledger } from "./types.ts";
 
 /** rows older than this belong to an instance that stopped; readers ignore them */
-export const LIVE_FRESH_MS = 5_000;
+const LIVE_FRESH_MS = 5_000;
 
 export class LiveUsagePublisher {
   readonly #db: Kysely<Database>;
@@ -89,7 +89,7 @@ function full(state: RateState): boolean {
   return Object.values(state).every((w) => w.remaining >= w.limit);
 }
 
-export interface LiveFigures {
+interface LiveFigures {
   reserved_tokens: number;
   windows: RateState;
 }

@@ -5,8 +5,8 @@ const URL_RE = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>)]+/gi;
 const HOST_PORT_RE =
   /\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\b[a-z0-9.-]+\.(?:internal|local|lan)(?::\d+)?\b/gi;
 const IPV6_BRACKETED_RE = /\[[0-9a-f:.]*:[0-9a-f:.]*\](?::\d+)?/gi;
-// at least two colon groups with a hex digit, so times such as 12:30:45 stay (they have no
-// hex letters and at most three groups of two digits: excluded by requiring ::, or 4+ groups)
+// colon-separated hex groups; looksLikeIpv6 then keeps only what has "::" or five or more
+// groups, so times such as 12:30:45 stay
 const IPV6_BARE_RE = /(?<![\w:])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:])/gi;
 const SECRET_RE = /\b(?:sk|pk|rk|key|api|tok|bearer)[-_][A-Za-z0-9_-]{6,}\b|\bBearer\s+\S+/gi;
 const LONG_TOKEN_RE = /\b[A-Za-z0-9_-]{32,}\b/g;

@@ -13,9 +13,9 @@ import { countPromptTokens, countText } from "../tokens/count.ts";
 import { type ChatRequest, FORWARDED_FIELDS } from "./request-schema.ts";
 
 /** The local prompt count is o200k; other tokenizers count somewhat more. Reserve for that. */
-export const PROMPT_MARGIN = 1.1;
+const PROMPT_MARGIN = 1.1;
 /** the smallest answer worth sending upstream; below it the request is refused */
-export const MIN_OUTPUT_TOKENS = 16;
+const MIN_OUTPUT_TOKENS = 16;
 /** parameters kept in the call record (never message text) */
 const RECORDED_PARAMS = ["temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "seed"] as const;
 
@@ -366,7 +366,7 @@ export function promptReservation(promptTokens: number): number {
   return Math.ceil(promptTokens * PROMPT_MARGIN);
 }
 
-export function completionId(requestId: string): string {
+function completionId(requestId: string): string {
   return `chatcmpl-${requestId.slice(requestId.indexOf("_") + 1)}`;
 }
 

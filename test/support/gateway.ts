@@ -7,6 +7,7 @@ import { Writable } from "node:stream";
 import { createAccount, createKey } from "../../src/accounts/repository.ts";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import { createLogger } from "../../src/observability/logger.ts";
+import type { CallRecord } from "../../src/records/writer.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
 import type { MockUpstream } from "./mock-openai-upstream.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
@@ -34,6 +35,10 @@ export interface TestGateway {
     accountId: string,
     options?: { name?: string; limit?: number | null },
   ): Promise<{ id: string; secret: string }>;
+  /** the call record of a request id (fails when there is none) */
+  record(requestId: string): Promise<CallRecord>;
+  /** the tokens and the number of a key's or an account's call records */
+  recorded(column: "key_id" | "account_id", id: string): Promise<{ tokens: number; calls: number }>;
   close(): Promise<void>;
 }
 
@@ -129,6 +134,24 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
         limit_tokens: opts.limit ?? null,
       });
       return { id: key.id, secret };
+    },
+    record(requestId) {
+      return db
+        .selectFrom("call_records")
+        .selectAll()
+        .where("request_id", "=", requestId)
+        .executeTakeFirstOrThrow();
+    },
+    async recorded(column, id) {
+      const row = await db
+        .selectFrom("call_records")
+        .select((eb) => [
+          eb.fn.sum<number>("total_tokens").as("tokens"),
+          eb.fn.countAll<number>().as("calls"),
+        ])
+        .where(column, "=", id)
+        .executeTakeFirstOrThrow();
+      return { tokens: Number(row.tokens ?? 0), calls: Number(row.calls) };
     },
     async close() {
       await gateway.close();

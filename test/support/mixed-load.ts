@@ -19,6 +19,7 @@ import type { Kysely } from "kysely";
 import { Agent, type Dispatcher, fetch } from "undici";
 import type { ConfigInput } from "../../src/config/schema.ts";
 import type { Ledger } from "../../src/ledger/types.ts";
+import type { CallRecord } from "../../src/records/writer.ts";
 import type { Database } from "../../src/store/schema.ts";
 import { countText } from "../../src/tokens/count.ts";
 import { TEST_MODEL, type TestGateway, testConfig } from "./gateway.ts";
@@ -588,20 +589,21 @@ export interface SubjectFigures {
   cap: number | null;
 }
 
-export interface RecordRow {
-  request_id: string;
-  account_id: string | null;
-  key_id: string | null;
-  params: string | null;
-  stream: number;
-  status: string;
-  http_status: number;
-  error_code: string | null;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  usage_source: string;
-}
+export type RecordRow = Pick<
+  CallRecord,
+  | "request_id"
+  | "account_id"
+  | "key_id"
+  | "params"
+  | "stream"
+  | "status"
+  | "http_status"
+  | "error_code"
+  | "prompt_tokens"
+  | "completion_tokens"
+  | "total_tokens"
+  | "usage_source"
+>;
 
 export interface InvariantReport {
   accounts: SubjectFigures[];

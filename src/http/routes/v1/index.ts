@@ -9,7 +9,7 @@ import { authHook } from "../../auth-hook.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { sseSink } from "../../sse.ts";
 
-export const CHAT_ROUTE = "/v1/chat/completions";
+const CHAT_ROUTE = "/v1/chat/completions";
 
 export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   const authenticate = authHook(deps);
