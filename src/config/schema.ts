@@ -66,6 +66,82 @@ export const modelSchema = z
   })
   .strict();
 
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
+
+/** A regular expression source, checked to compile (matched case-insensitively, Unicode). */
+const pattern = z
+  .string()
+  .min(1)
+  .refine(
+    (source) => {
+      try {
+        new RegExp(source, "iu");
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: "is not a valid regular expression" },
+  );
+
+const rulesReviewer = z
+  .object({
+    type: z.literal("rules"),
+    /** words or phrases; matched whole, after normalisation, also when spelled out with separators */
+    terms: z.array(z.string().min(1)).default([]),
+    /** regular expressions, matched case-insensitively against the normalised text */
+    patterns: z.array(pattern).default([]),
+    /** the category a match is reported under */
+    category: z.string().min(1).default("rules"),
+  })
+  .strict();
+
+const moderationReviewer = z
+  .object({
+    type: z.literal("moderation-api"),
+    /** base URL of a server speaking OpenAI's POST /moderations; ".../v1" */
+    base_url: z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, "")),
+    api_key_env: envName.optional(),
+    model: z.string().min(1).default("omni-moderation-latest"),
+    /** category -> score at or above which it flags; categories without one flag when the server says so */
+    thresholds: z.record(z.string(), z.number().min(0).max(1)).default({}),
+  })
+  .strict();
+
+const judgeReviewer = z
+  .object({
+    type: z.literal("model-judge"),
+    /** a model id from `models`, answering in the Llama Guard style: "safe", or "unsafe" and category codes */
+    model: id,
+  })
+  .strict();
+
+export const reviewerSchema = z.discriminatedUnion("type", [
+  rulesReviewer,
+  moderationReviewer,
+  judgeReviewer,
+]);
+
+/** json: a streaming request is answered with one reviewed JSON body (spec 4.2); reviewed: SSE of reviewed segments */
+const safetyStreaming = z.enum(["json", "reviewed"]);
+
+const safetySchema = z
+  .object({
+    /** the global default; plans and accounts may override it */
+    enabled: z.boolean().default(false),
+    /** also review the caller's messages before anything is sent upstream */
+    review_input: z.boolean().default(false),
+    /** one review (the whole reviewer chain over one text); past it the review has failed */
+    timeout_ms: positiveInt.default(5_000),
+    streaming: safetyStreaming.default("json"),
+    /** reviewed streaming: release text at a sentence end, or at the latest after this many tokens */
+    segment_tokens: positiveInt.max(4096).default(64),
+    /** run in order; the first flag blocks */
+    reviewers: z.array(reviewerSchema).default([]),
+  })
+  .strict()
+  .prefault({});
+
 /** Requests and tokens per minute; an absent field is no limit. */
 const rateLimits = z
   .object({
@@ -82,6 +158,11 @@ export const planSchema = z
     /** defaults for each key of the plan's accounts (a key may override them) and for the account as a whole */
     rate_limits: z
       .object({ key: rateLimits.prefault({}), account: rateLimits.prefault({}) })
+      .strict()
+      .prefault({}),
+    /** overrides of the global safety switch for the plan's accounts */
+    safety: z
+      .object({ enabled: z.boolean().optional(), streaming: safetyStreaming.optional() })
       .strict()
       .prefault({}),
   })
@@ -118,6 +199,7 @@ export const configSchema = z
     providers: z.array(providerSchema).min(1),
     models: z.array(modelSchema).min(1),
     plans: z.array(planSchema).min(1),
+    safety: safetySchema,
   })
   .strict()
   .superRefine((cfg, ctx) => {
@@ -148,6 +230,21 @@ export const configSchema = z
           ctx.addIssue({ code: "custom", path: ["plans", i, "models", j], message: `unknown model "${m}"` });
       });
     });
+    cfg.safety.reviewers.forEach((r, i) => {
+      if (r.type === "model-judge" && !models.has(r.model))
+        ctx.addIssue({
+          code: "custom",
+          path: ["safety", "reviewers", i, "model"],
+          message: `unknown model "${r.model}"`,
+        });
+    });
+    const safetyAnywhere = cfg.safety.enabled || cfg.plans.some((p) => p.safety.enabled);
+    if (safetyAnywhere && !cfg.safety.reviewers.length)
+      ctx.addIssue({
+        code: "custom",
+        path: ["safety", "reviewers"],
+        message: "content safety is enabled, so at least one reviewer is needed",
+      });
     if (!cfg.plans.some((p) => p.id === cfg.default_plan))
       ctx.addIssue({
         code: "custom",
@@ -161,3 +258,5 @@ export type Config = z.output<typeof configSchema>;
 export type ProviderConfig = z.output<typeof providerSchema>;
 export type ModelConfig = z.output<typeof modelSchema>;
 export type PlanConfig = z.output<typeof planSchema>;
+export type SafetyConfig = z.output<typeof safetySchema>;
+export type ReviewerConfig = z.output<typeof reviewerSchema>;

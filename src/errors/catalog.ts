@@ -155,6 +155,20 @@ export const catalog = {
     "The upstream model did not answer in time.",
     "an upstream timeout (connect, first byte, idle or total) passed",
   ),
+  content_filter: entry(
+    400,
+    "invalid_request_error",
+    "content_filter",
+    "The request was blocked by the content safety review.",
+    "content safety is on with `review_input` and a reviewer flagged the caller's messages; nothing was sent upstream or charged",
+  ),
+  safety_unavailable: entry(
+    503,
+    "dev_gateway_error",
+    "safety_unavailable",
+    "The content safety review could not be completed, so no model output was released. Retry later.",
+    "a reviewer failed or exceeded `safety.timeout_ms`; the upstream usage already incurred is charged",
+  ),
   store_unavailable: entry(
     503,
     "dev_gateway_error",

@@ -71,6 +71,11 @@ export class Registry {
     return this.#models.get(modelId);
   }
 
+  /** Any configured model, whatever the plan: for the gateway's own calls (the safety judge). */
+  model(modelId: string): ResolvedModel | undefined {
+    return this.#models.get(modelId);
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.#providers.map((p) => p.close()));
   }

@@ -4,6 +4,9 @@ import type { CallRecord } from "./writer.ts";
 
 export type CallStatus = "ok" | "error" | "client_disconnect" | "upstream_error";
 export type UsageSource = "upstream" | "estimated" | "none";
+/** how a call was answered when safety applied to it (null: safety was off) */
+export type SafetyMode = "json" | "reviewed";
+export type SafetyVerdict = "pass" | "flagged" | "error";
 
 export class CallDraft {
   readonly requestId: string;
@@ -20,6 +23,10 @@ export class CallDraft {
   completionTokens = 0;
   usageSource: UsageSource = "none";
   ttftMs: number | null = null;
+  safetyMode: SafetyMode | null = null;
+  safetyVerdict: SafetyVerdict | null = null;
+  safetyCategories: string[] = [];
+  safetyMs: number | null = null;
   /** set once the record is queued, so no path writes it twice */
   written = false;
   /** set when the chat handler takes the call over: from then on the relay records it */
@@ -70,6 +77,10 @@ export class CallDraft {
       usage_source: this.usageSource,
       latency_ms: this.elapsedMs(),
       ttft_ms: this.ttftMs,
+      safety_mode: this.safetyMode,
+      safety_verdict: this.safetyVerdict,
+      safety_categories: this.safetyCategories.length ? JSON.stringify(this.safetyCategories) : null,
+      safety_ms: this.safetyMs,
     };
   }
 }

@@ -33,6 +33,10 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
     usage_source: "upstream",
     latency_ms: 12,
     ttft_ms: null,
+    safety_mode: null,
+    safety_verdict: null,
+    safety_categories: null,
+    safety_ms: null,
     ...overrides,
   };
 }
@@ -127,6 +131,10 @@ for (const kind of ["sqlite", "postgres"] as const) {
         total_tokens: 7,
         usage_source: "estimated",
         ttft_ms: 5,
+        safety_mode: "json",
+        safety_verdict: "flagged",
+        safety_categories: '["violence"]',
+        safety_ms: 42,
       });
       await writer.write(r);
       const row = await observer.db

@@ -36,6 +36,10 @@ const COLUMNS = [
   "usage_source",
   "latency_ms",
   "ttft_ms",
+  "safety_mode",
+  "safety_verdict",
+  "safety_categories",
+  "safety_ms",
 ] as const satisfies readonly (keyof CallRecord)[];
 
 /**

@@ -7,6 +7,7 @@ import { type Migration, Migrator } from "kysely/migration";
 import pg from "pg";
 import * as initial from "./migrations/001-initial.ts";
 import * as rateLimits from "./migrations/002-rate-limits.ts";
+import * as safety from "./migrations/003-safety.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -28,6 +29,7 @@ export interface StoreOptions {
 const migrations: Record<string, Migration> = {
   "001-initial": initial,
   "002-rate-limits": rateLimits,
+  "003-safety": safety,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

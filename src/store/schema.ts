@@ -11,6 +11,10 @@ export interface AccountsTable {
   used_tokens: Generated<number>;
   disabled: Generated<number>;
   created_at: number;
+  /** content safety for this account: "on" | "off"; null inherits the plan's, then the global, setting */
+  safety: string | null;
+  /** how streaming requests are answered under safety: "json" | "reviewed"; null inherits */
+  safety_streaming: string | null;
 }
 
 export interface ApiKeysTable {
@@ -64,6 +68,14 @@ export interface CallRecordsTable {
   usage_source: string;
   latency_ms: number;
   ttft_ms: number | null;
+  /** null: safety off for this call; json | reviewed: how a streaming request was answered; off-stream calls say json */
+  safety_mode: string | null;
+  /** pass | flagged | error; null when nothing was reviewed */
+  safety_verdict: string | null;
+  /** JSON array of the categories that flagged, e.g. ["violence"]; null when none */
+  safety_categories: string | null;
+  /** time spent in reviews, input and output together */
+  safety_ms: number | null;
 }
 
 export interface ModelsSeenTable {
