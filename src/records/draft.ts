@@ -2,7 +2,7 @@
 // finished by whoever ends the request: the relay on success, the error handler otherwise.
 import type { CallRecord } from "./writer.ts";
 
-export type CallStatus = "ok" | "error" | "client_disconnect" | "upstream_error";
+export type CallStatus = "ok" | "error" | "client_disconnect" | "upstream_error" | "content_filter";
 export type UsageSource = "upstream" | "estimated" | "none";
 /** how a call was answered when safety applied to it (null: safety was off) */
 export type SafetyMode = "json" | "reviewed";

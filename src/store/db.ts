@@ -8,6 +8,7 @@ import pg from "pg";
 import * as initial from "./migrations/001-initial.ts";
 import * as rateLimits from "./migrations/002-rate-limits.ts";
 import * as safety from "./migrations/003-safety.ts";
+import * as consoleTables from "./migrations/004-console.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   "001-initial": initial,
   "002-rate-limits": rateLimits,
   "003-safety": safety,
+  "004-console": consoleTables,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

@@ -34,6 +34,8 @@ export interface ApiKeysTable {
   rpm_limit: number | null;
   /** own tokens per minute; null: the plan's default */
   tpm_limit: number | null;
+  /** set when the key was deleted: it no longer authenticates, its records stay */
+  deleted_at: number | null;
 }
 
 export interface LiveUsageTable {
@@ -57,7 +59,7 @@ export interface CallRecordsTable {
   /** JSON of the main parameters (temperature, top_p, max_tokens, n, …); never message text */
   params: string | null;
   stream: number;
-  /** ok | error | client_disconnect | upstream_error */
+  /** ok | error | client_disconnect | upstream_error | content_filter */
   status: string;
   http_status: number;
   error_code: string | null;
@@ -78,6 +80,72 @@ export interface CallRecordsTable {
   safety_ms: number | null;
 }
 
+export interface UsersTable {
+  id: string;
+  account_id: string;
+  /** lower-cased */
+  email: string;
+  /** member | owner | admin */
+  role: string;
+  /** scrypt$N$r$p$salt$hash */
+  password_hash: string;
+  disabled: Generated<number>;
+  created_at: number;
+}
+
+export interface SessionsTable {
+  /** SHA-256 of the cookie value, hex */
+  id_hash: string;
+  user_id: string;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+}
+
+export interface TicketsTable {
+  id: string;
+  account_id: string;
+  /** problem | plan_upgrade | older_history | extra_export */
+  kind: string;
+  subject: string;
+  /** open | answered | closed */
+  status: string;
+  description: string;
+  problem_at: number | null;
+  key_id: string | null;
+  model: string | null;
+  /** JSON of the main parameters, as the caller gave them */
+  params: string | null;
+  error: string | null;
+  request_id: string | null;
+  /** user id */
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TicketMessagesTable {
+  id: string;
+  ticket_id: string;
+  author_id: string;
+  body: string;
+  created_at: number;
+}
+
+export interface DailyUsageTable {
+  account_id: string;
+  /** UTC day, YYYY-MM-DD */
+  day: string;
+  /** "" for calls without a key */
+  key_id: string;
+  /** public model, "" when none */
+  model: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  calls: number;
+}
+
 export interface ModelsSeenTable {
   id: string;
   created_at: number;
@@ -95,4 +163,9 @@ export interface Database {
   models_seen: ModelsSeenTable;
   revision: RevisionTable;
   live_usage: LiveUsageTable;
+  users: UsersTable;
+  sessions: SessionsTable;
+  tickets: TicketsTable;
+  ticket_messages: TicketMessagesTable;
+  daily_usage: DailyUsageTable;
 }
