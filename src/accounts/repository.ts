@@ -14,6 +14,10 @@ export interface Account {
   used_tokens: number;
   disabled: number;
   created_at: number;
+  /** content safety: "on" | "off"; null inherits the plan's, then the global, setting */
+  safety: string | null;
+  /** streaming under safety: "json" | "reviewed"; null inherits */
+  safety_streaming: string | null;
 }
 
 export interface ApiKey {
@@ -98,7 +102,7 @@ export async function createAccount(
     if (isUniqueViolation(err)) throw new LookupError(`an account named "${input.name}" exists already`);
     throw err;
   }
-  return { ...account, used_tokens: 0, disabled: 0 };
+  return { ...account, used_tokens: 0, disabled: 0, safety: null, safety_streaming: null };
 }
 
 export async function listAccounts(db: Db): Promise<Account[]> {
@@ -119,9 +123,19 @@ export async function findAccount(db: Db, ref: string): Promise<Account> {
 export async function updateAccount(
   db: Db,
   id: string,
-  changes: { plan_id?: string; quota_tokens?: number | null; disabled?: boolean },
+  changes: {
+    plan_id?: string;
+    quota_tokens?: number | null;
+    disabled?: boolean;
+    /** null: inherit */
+    safety?: "on" | "off" | null;
+    /** null: inherit */
+    safety_streaming?: "json" | "reviewed" | null;
+  },
 ): Promise<void> {
-  const set: Partial<Record<"plan_id" | "quota_tokens" | "disabled", any>> = {};
+  const set: Partial<Record<"plan_id" | "quota_tokens" | "disabled" | "safety" | "safety_streaming", any>> = {};
+  if (changes.safety !== undefined) set.safety = changes.safety;
+  if (changes.safety_streaming !== undefined) set.safety_streaming = changes.safety_streaming;
   if (changes.plan_id !== undefined) set.plan_id = changes.plan_id;
   if (changes.quota_tokens !== undefined) set.quota_tokens = changes.quota_tokens;
   if (changes.disabled !== undefined) set.disabled = changes.disabled ? 1 : 0;
@@ -224,6 +238,8 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "a.used_tokens as a_used",
       "a.disabled as a_disabled",
       "a.created_at as a_created",
+      "a.safety as a_safety",
+      "a.safety_streaming as a_safety_streaming",
     ])
     .where("k.secret_hash", "=", hash)
     .executeTakeFirst();
@@ -249,6 +265,8 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       used_tokens: row.a_used,
       disabled: row.a_disabled,
       created_at: row.a_created,
+      safety: row.a_safety,
+      safety_streaming: row.a_safety_streaming,
     },
   };
 }
