@@ -22,6 +22,8 @@ export interface BenchOptions {
   logLevel: string;
   targets: TargetName[];
   modes: Mode[];
+  /** content safety on the gateway: off, or on with a rules reviewer (stream requests are then answered as JSON) */
+  safety: "off" | "rules";
   /** write V8 CPU profiles of the gateway and the pass-through to .bench/profiles */
   profile: boolean;
   quick: boolean;
@@ -41,6 +43,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --log-level L         the gateway's LOG_LEVEL                   (BENCH_LOG_LEVEL, default warn)
   --targets LIST        direct,passthrough,gateway                (BENCH_TARGETS, default all)
   --modes LIST          json,stream                               (BENCH_MODES, default both)
+  --safety off|rules    content safety on the gateway with a rules reviewer; streams are
+                        reviewed streams                           (BENCH_SAFETY, default off)
   --profile             write .cpuprofile files of the gateway and the pass-through to .bench/profiles
   --quick               short runs, for a smoke test              (BENCH_QUICK=1)`;
 
@@ -91,6 +95,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
       "log-level": { type: "string" },
       targets: { type: "string" },
       modes: { type: "string" },
+      safety: { type: "string" },
       profile: { type: "boolean" },
       quick: { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -129,6 +134,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
     logLevel: pick(values["log-level"], "BENCH_LOG_LEVEL") ?? "warn",
     targets: list("--targets", pick(values.targets, "BENCH_TARGETS"), TARGETS),
     modes: list("--modes", pick(values.modes, "BENCH_MODES"), MODES),
+    safety: list("--safety", pick(values.safety, "BENCH_SAFETY") ?? "off", ["off", "rules"] as const)[0]!,
     profile: values.profile ?? false,
     quick,
     help: values.help ?? false,

@@ -68,7 +68,7 @@ async function startTargets(mock: ServerProcess, options: BenchOptions, dir: str
   if (options.targets.includes("direct")) targets.push(directTarget(mock));
   if (options.targets.includes("passthrough")) targets.push(await startPassthrough(mock, profileDir));
   if (options.targets.includes("gateway"))
-    targets.push(await startGatewayTarget(mock, dir, options.logLevel, profileDir));
+    targets.push(await startGatewayTarget(mock, dir, options.logLevel, options.safety, profileDir));
   return targets;
 }
 
@@ -141,7 +141,10 @@ function writeResults(
 
 async function bench(options: BenchOptions): Promise<number> {
   tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
-  log(`benchmark: about ${estimateSeconds(options)} s; mock upstream latency ${options.latency} ms`);
+  log(
+    `benchmark: about ${estimateSeconds(options)} s; mock upstream latency ${options.latency} ms` +
+      (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)"),
+  );
   const mock = await startMock(options.latency);
   const targets = await startTargets(mock, options, tempDir);
   for (const target of targets)

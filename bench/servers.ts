@@ -85,7 +85,34 @@ export async function startPassthrough(mock: ServerProcess, profileDir?: string)
   };
 }
 
-function writeGatewayConfig(dir: string, upstream: string, logLevel: string): string {
+/**
+ * The rules reviewer of a safety benchmark: a realistic list of terms and patterns, none of
+ * which the mock's words match, so every answer is reviewed in full and passes.
+ */
+const BENCH_RULES = {
+  type: "rules",
+  terms: [
+    "credit card dump",
+    "bomb recipe",
+    "nerve agent",
+    "ransomware kit",
+    "credential stuffing",
+    "card skimmer",
+    "meth synthesis",
+    "untraceable gun",
+    "swatting",
+    "doxxing",
+  ],
+  patterns: ["\\b\\d{4}[ -]?\\d{4}[ -]?\\d{4}[ -]?\\d{4}\\b", "\\bssn:?\\s*\\d{3}-\\d{2}-\\d{4}\\b"],
+  category: "blocked",
+};
+
+function writeGatewayConfig(
+  dir: string,
+  upstream: string,
+  logLevel: string,
+  safety: "off" | "rules",
+): string {
   const file = join(dir, "gateway.yaml");
   const config = {
     server: { host: HOST, port: 0, shutdown_grace_ms: 2_000 },
@@ -94,6 +121,11 @@ function writeGatewayConfig(dir: string, upstream: string, logLevel: string): st
     providers: [{ id: "mock", type: "openai-compatible", base_url: upstream }],
     models: [{ id: GATEWAY_MODEL, provider: "mock", upstream_model: UPSTREAM_MODEL }],
     plans: [{ id: "default", quota_tokens: QUOTA_TOKENS, models: [GATEWAY_MODEL] }],
+    // Streams are measured as reviewed streams: the spec's JSON answer to a stream request is
+    // the json mode's work again.
+    ...(safety === "rules"
+      ? { safety: { enabled: true, streaming: "reviewed", reviewers: [BENCH_RULES] } }
+      : {}),
   };
   writeFileSync(file, stringify(config));
   return file;
@@ -118,11 +150,12 @@ export async function startGatewayTarget(
   mock: ServerProcess,
   dir: string,
   logLevel: string,
+  safety: "off" | "rules",
   profileDir?: string,
 ): Promise<Target> {
   const dataDir = join(dir, "data");
   mkdirSync(dataDir, { recursive: true });
-  const config = writeGatewayConfig(dir, String(mock.info.url), logLevel);
+  const config = writeGatewayConfig(dir, String(mock.info.url), logLevel, safety);
   const server = await startServer(
     "gateway",
     [...profileFlags(profileDir, "gateway"), GATEWAY_SCRIPT, "serve", "--json"],

@@ -18,6 +18,8 @@ import { Metrics } from "./observability/metrics.ts";
 import { Registry } from "./providers/registry.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { ChatRelay } from "./relay/chat-relay.ts";
+import { SafetyPolicy } from "./safety/policy.ts";
+import { buildReviewers } from "./safety/reviewers/index.ts";
 import { migrate, openStore } from "./store/db.ts";
 import { registerModels } from "./store/models-seen.ts";
 import { RevisionWatcher } from "./store/revision-watcher.ts";
@@ -96,7 +98,12 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     },
   });
   const rates = new RateLimiter();
-  const relay = new ChatRelay({ registry, ledger, rates, records, metrics });
+  const safety = new SafetyPolicy(
+    config.safety,
+    buildReviewers(config.safety.reviewers, { registry, env }),
+    metrics,
+  );
+  const relay = new ChatRelay({ registry, ledger, rates, records, metrics, safety, logger });
   let closing = false;
   const deps: GatewayDeps = {
     config,
@@ -156,6 +163,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await records.flush();
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
       await watcher.stop();
+      await safety.close();
       await registry.close();
       await store.close();
       logger.info("gateway stopped");

@@ -8,6 +8,7 @@ import {
   updateAccount,
 } from "../accounts/repository.ts";
 import type { Config } from "../config/schema.ts";
+import { safetySettings } from "../safety/policy.ts";
 import { type CliContext, parseBool, parseTokens, print, UsageError } from "./context.ts";
 import { describeWindows, liveView } from "./live.ts";
 
@@ -24,7 +25,27 @@ export function accountView(config: Config, a: Account) {
     remaining_tokens: Math.max(0, quota - a.used_tokens),
     disabled: a.disabled === 1,
     created_at: new Date(a.created_at).toISOString(),
+    safety: {
+      ...safetySettings(config.safety, plan, a),
+      /** what the account itself says; "inherit" follows the plan, then the global setting */
+      setting: a.safety ?? "inherit",
+      streaming_setting: a.safety_streaming ?? "inherit",
+    },
   };
+}
+
+const SAFETY_VALUES = { on: "on", off: "off", inherit: null } as const;
+const STREAMING_VALUES = { json: "json", reviewed: "reviewed", inherit: null } as const;
+
+function choice<T extends Record<string, unknown>>(
+  value: string | undefined,
+  flag: string,
+  values: T,
+): T[keyof T] | undefined {
+  if (value === undefined) return undefined;
+  if (!Object.hasOwn(values, value))
+    throw new UsageError(`${flag} must be one of ${Object.keys(values).join(", ")}`);
+  return values[value as keyof T];
 }
 
 function checkPlan(config: Config, plan: string | undefined): void {
@@ -35,7 +56,9 @@ function checkPlan(config: Config, plan: string | undefined): void {
 }
 
 function human(v: ReturnType<typeof accountView>): string {
-  return `${v.id}  ${v.name}  plan=${v.plan}  quota=${v.quota_tokens} (${v.quota_source})  used=${v.used_tokens}  remaining=${v.remaining_tokens}${v.disabled ? "  DISABLED" : ""}`;
+  const safety = v.safety.enabled ? `on (${v.safety.streaming})` : "off";
+  const source = v.safety.setting === "inherit" ? "" : " by account";
+  return `${v.id}  ${v.name}  plan=${v.plan}  quota=${v.quota_tokens} (${v.quota_source})  used=${v.used_tokens}  remaining=${v.remaining_tokens}  safety=${safety}${source}${v.disabled ? "  DISABLED" : ""}`;
 }
 
 export async function accountsCommand(ctx: CliContext, args: string[]): Promise<void> {
@@ -89,7 +112,13 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
     case "set": {
       const { values, positionals } = parseArgs({
         args: rest,
-        options: { plan: { type: "string" }, quota: { type: "string" }, disabled: { type: "string" } },
+        options: {
+          plan: { type: "string" },
+          quota: { type: "string" },
+          disabled: { type: "string" },
+          safety: { type: "string" },
+          "safety-streaming": { type: "string" },
+        },
         allowPositionals: true,
         strict: true,
       });
@@ -102,8 +131,18 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
       if (quota !== undefined) changes.quota_tokens = quota;
       const disabled = parseBool(values.disabled, "--disabled");
       if (disabled !== undefined) changes.disabled = disabled;
+      const safety = choice(values.safety, "--safety", SAFETY_VALUES);
+      if (safety !== undefined) changes.safety = safety;
+      const streaming = choice(values["safety-streaming"], "--safety-streaming", STREAMING_VALUES);
+      if (streaming !== undefined) changes.safety_streaming = streaming;
       if (!Object.keys(changes).length)
-        throw new UsageError("accounts set needs --plan, --quota or --disabled");
+        throw new UsageError(
+          "accounts set needs --plan, --quota, --disabled, --safety or --safety-streaming",
+        );
+      if (safety === "on" && !ctx.config.safety.reviewers.length)
+        throw new UsageError(
+          "--safety on needs at least one reviewer under safety.reviewers in the configuration; without one every call would fail closed",
+        );
       await updateAccount(db, account.id, changes);
       const v = accountView(ctx.config, await findAccount(db, account.id));
       return print(ctx, v, () => `updated account ${human(v)}`);

@@ -45,7 +45,12 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
     if (draft && !draft.written) {
       try {
         await deps.records.write(
-          draft.finish({ status: "error", httpStatus: error.status, errorCode: error.code }),
+          draft.finish({
+            // a refused prompt is its own status, so the console can tell it from failures
+            status: error.code === "content_filter" ? "content_filter" : "error",
+            httpStatus: error.status,
+            errorCode: error.code,
+          }),
         );
       } catch (writeErr) {
         request.log.error({ err: writeErr }, "could not record a failed call");

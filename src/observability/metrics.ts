@@ -49,6 +49,26 @@ export class Metrics {
     children.seconds.observe(seconds);
   }
 
+  readonly safetyReviews = new Counter({
+    name: "gateway_safety_reviews_total",
+    help: "Content safety reviews, by stage (input or output), reviewer and outcome (pass, flag, error)",
+    labelNames: ["stage", "reviewer", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly safetyFlags = new Counter({
+    name: "gateway_safety_flags_total",
+    help: "Categories flagged by content safety, by stage and category",
+    labelNames: ["stage", "category"] as const,
+    registers: [this.registry],
+  });
+  readonly safetySeconds = new Histogram({
+    name: "gateway_safety_review_duration_seconds",
+    help: "Time of each reviewer's review, by reviewer and outcome",
+    labelNames: ["reviewer", "outcome"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
   readonly recordWriteErrors = new Counter({
     name: "gateway_record_write_errors_total",
     help: "Failed attempts to commit call records",

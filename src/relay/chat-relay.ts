@@ -1,21 +1,28 @@
 // One chat completion: resolve the model -> reserve tokens -> call upstream -> settle ->
 // record -> answer. Every reservation is settled or released exactly once, on every path.
+
+import type { Logger } from "pino";
 import type { AuthContext } from "../auth/key-cache.ts";
 import { GatewayError } from "../errors/index.ts";
 import { type RateLimiter, type RateTicket, rateHeaders, rateSubjects } from "../ledger/rate-limiter.ts";
 import type { Ledger, Reservation } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry, ResolvedModel } from "../providers/registry.ts";
-import { type ChatUsage, UpstreamError } from "../providers/types.ts";
+import { type ChatCompletion, type ChatUsage, UpstreamError } from "../providers/types.ts";
 import type { CallDraft } from "../records/draft.ts";
 import type { RecordWriter } from "../records/writer.ts";
-import { countPromptTokens, countText } from "../tokens/count.ts";
+import type { ReviewOutcome, SafetyPolicy } from "../safety/policy.ts";
+import { REVIEW_OVERLAP_CHARS, Segmenter } from "../safety/segmenter.ts";
+import type { ReviewStage } from "../safety/types.ts";
+import { countPromptTokens, countText, messageText } from "../tokens/count.ts";
 import { type ChatRequest, FORWARDED_FIELDS } from "./request-schema.ts";
 
 /** The local prompt count is o200k; other tokenizers count somewhat more. Reserve for that. */
 const PROMPT_MARGIN = 1.1;
 /** the smallest answer worth sending upstream; below it the request is refused */
 const MIN_OUTPUT_TOKENS = 16;
+/** what a client sees in place of model output that content safety withheld */
+export const WITHHELD_MESSAGE = "This response was withheld by the gateway's content safety review.";
 /** parameters kept in the call record (never message text) */
 const RECORDED_PARAMS = ["temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "seed"] as const;
 
@@ -39,7 +46,15 @@ export interface RelayDeps {
   rates: RateLimiter;
   records: RecordWriter;
   metrics: Metrics;
+  safety: SafetyPolicy;
+  logger: Logger;
 }
+
+/**
+ * How the answer leaves: `sse` streams upstream chunks as they come; `json` is one body (also
+ * for `stream: true` while safety is on, spec 4.2); `reviewed` streams reviewed segments.
+ */
+type Answer = "sse" | "json" | "reviewed";
 
 export interface CallContext {
   auth: AuthContext;
@@ -125,6 +140,23 @@ export class ChatRelay {
     const outputBound = asked ?? model.config.max_output_tokens;
     const plan = registry.plan(auth.account.plan_id);
     const wanted = promptHold + outputBound * choices;
+    const safety = this.#deps.safety.settings(auth.account, plan);
+    const answer: Answer = !stream
+      ? "json"
+      : !safety.enabled
+        ? "sse"
+        : safety.streaming === "reviewed"
+          ? "reviewed"
+          : "json";
+    if (safety.enabled) {
+      draft.safetyMode = answer === "reviewed" ? "reviewed" : "json";
+      // Clients can tell a reviewed answer, and a stream answered as one JSON body (spec 4.2).
+      ctx.setHeaders(
+        stream
+          ? { "x-content-safety": "on", "x-content-safety-stream": draft.safetyMode }
+          : { "x-content-safety": "on" },
+      );
+    }
 
     const admitted = rates.admit(rateSubjects(auth.key, auth.account.id, plan), wanted);
     ctx.setHeaders(rateHeaders(admitted.state));
@@ -167,13 +199,18 @@ export class ChatRelay {
     delete body.max_tokens;
     delete body.max_completion_tokens;
     body[bound] = outputLimit;
-    if (!stream) delete body.stream_options;
+    if (answer === "json") delete body.stream_options;
 
     const upstream = { model: model.upstreamModel, body, signal: ctx.clientSignal };
     try {
-      return stream
-        ? await this.#stream(ctx, req, model, upstream, sink, hold, promptTokens)
-        : await this.#complete(ctx, req, model, upstream, hold, promptTokens);
+      if (safety.enabled && this.#deps.safety.reviewInput) {
+        const passed = await this.#reviewInput(ctx, req, hold);
+        if (!passed) return undefined; // the client left during the review
+      }
+      if (answer === "sse") return await this.#stream(ctx, req, model, upstream, sink, hold, promptTokens);
+      if (answer === "reviewed")
+        return await this.#reviewedStream(ctx, req, model, upstream, sink, hold, promptTokens);
+      return await this.#complete(ctx, req, model, upstream, hold, promptTokens, safety.enabled);
     } finally {
       // Whatever happened, the reservation is closed (a no-op if a path closed it already).
       await hold.close(draft.totalTokens);
@@ -187,6 +224,7 @@ export class ChatRelay {
     upstream: { model: string; body: Record<string, unknown>; signal: AbortSignal },
     hold: Hold,
     promptTokens: number,
+    review: boolean,
   ): Promise<string | undefined> {
     const { draft } = ctx;
     const started = performance.now();
@@ -226,8 +264,86 @@ export class ChatRelay {
       completion_tokens: draft.completionTokens,
       total_tokens: draft.totalTokens,
     };
+    if (review) {
+      let outcome: ReviewOutcome;
+      try {
+        let text = "";
+        for (const c of completion.choices) text += `${choiceText(c.message)}\n`;
+        outcome = await this.#review(ctx, "output", text, lastUserText(req.messages));
+      } catch (err) {
+        if (!ctx.clientSignal.aborted) throw err; // safety_unavailable; the usage stays charged
+        await this.#finish(ctx, hold, {
+          status: "client_disconnect",
+          httpStatus: 499,
+          errorCode: "client_disconnect",
+        });
+        return undefined;
+      }
+      if (outcome.flagged) {
+        await this.#finish(ctx, hold, {
+          status: "content_filter",
+          httpStatus: 200,
+          errorCode: "content_filter",
+        });
+        return JSON.stringify(withheldCompletion(completion, outcome));
+      }
+    }
     await this.#finish(ctx, hold, { status: "ok", httpStatus: 200 });
     return JSON.stringify(completion);
+  }
+
+  /**
+   * Reviews the caller's messages before anything goes upstream. A flag refuses the call (400,
+   * nothing charged). Returns false when the client left during the review (recorded here).
+   */
+  async #reviewInput(ctx: CallContext, req: ChatRequest, hold: Hold): Promise<boolean> {
+    let text = "";
+    for (const m of req.messages) text += `${messageText(m.content).text}\n`;
+    let outcome: ReviewOutcome;
+    try {
+      outcome = await this.#review(ctx, "input", text, undefined);
+    } catch (err) {
+      if (!ctx.clientSignal.aborted) throw err;
+      await this.#finish(ctx, hold, {
+        status: "client_disconnect",
+        httpStatus: 499,
+        errorCode: "client_disconnect",
+      });
+      return false;
+    }
+    if (outcome.flagged)
+      throw new GatewayError("content_filter", {
+        message: `The request was blocked by the content safety review (${outcome.categories.join(", ")}).`,
+        param: "messages",
+      });
+    return true;
+  }
+
+  /**
+   * One review, noted on the draft (verdict, categories, time). A review that cannot finish
+   * becomes 503 safety_unavailable; when the client left, its abort reason is rethrown.
+   */
+  async #review(ctx: CallContext, stage: ReviewStage, text: string, context: string | undefined) {
+    const { draft } = ctx;
+    const started = performance.now();
+    try {
+      const outcome = await this.#deps.safety.review(stage, text, context, ctx.clientSignal);
+      if (outcome.flagged) {
+        draft.safetyVerdict = "flagged";
+        draft.safetyCategories = outcome.categories;
+      } else draft.safetyVerdict ??= "pass";
+      return outcome;
+    } catch (err) {
+      if (ctx.clientSignal.aborted) throw err;
+      draft.safetyVerdict = "error";
+      this.#deps.logger.warn(
+        { request_id: draft.requestId, stage, reason: err instanceof Error ? err.message : String(err) },
+        "content safety review failed; the call fails closed",
+      );
+      throw new GatewayError("safety_unavailable", { cause: err });
+    } finally {
+      draft.safetyMs = (draft.safetyMs ?? 0) + Math.round(performance.now() - started);
+    }
   }
 
   async #stream(
@@ -336,6 +452,185 @@ export class ChatRelay {
     return undefined;
   }
 
+  /**
+   * Reviewed streaming (opt-in, `safety.streaming: reviewed`): upstream chunks are held until
+   * the text they carry has passed a review, then released together, a sentence or a bounded
+   * stretch at a time. The response does not start before the first segment passed; a flag
+   * stops the upstream and ends the stream with `finish_reason: "content_filter"`.
+   */
+  async #reviewedStream(
+    ctx: CallContext,
+    req: ChatRequest,
+    model: ResolvedModel,
+    upstream: { model: string; body: Record<string, unknown>; signal: AbortSignal },
+    sink: StreamSink,
+    hold: Hold,
+    promptTokens: number,
+  ): Promise<string | undefined> {
+    const { draft } = ctx;
+    const clientWantsUsage = req.stream_options?.include_usage === true;
+    const id = completionId(draft.requestId);
+    const context = lastUserText(req.messages);
+    const segmenter = new Segmenter(this.#deps.safety.segmentTokens);
+    // A flag or a failed review must stop the upstream too, not only a client that left.
+    const stop = new AbortController();
+    const started = performance.now();
+    const iterator = model.provider
+      .stream({ ...upstream, signal: AbortSignal.any([upstream.signal, stop.signal]) })
+      [Symbol.asyncIterator]();
+    const held: string[] = [];
+    let heldText = "";
+    let releasedTail = "";
+    let received = "";
+    const choices = new Set<number>();
+    let usage: ChatUsage | undefined;
+    let streaming = false;
+    let created: number | undefined;
+    let flagged: ReviewOutcome | undefined;
+
+    /** Reviews the held text, with the tail of what went before, and releases it if it passed. */
+    const release = async (): Promise<boolean> => {
+      if (heldText.trim()) {
+        const outcome = await this.#review(ctx, "output", releasedTail + heldText, context);
+        if (outcome.flagged) {
+          flagged = outcome;
+          return false;
+        }
+      }
+      if (!streaming) {
+        sink.start();
+        streaming = true;
+        draft.markFirstToken();
+      }
+      for (const event of held) {
+        const wait = sink.event(event);
+        if (wait) await wait;
+      }
+      held.length = 0;
+      releasedTail = (releasedTail + heldText).slice(-REVIEW_OVERLAP_CHARS);
+      heldText = "";
+      return true;
+    };
+    const stopUpstream = async () => {
+      stop.abort();
+      await iterator.return?.(undefined)?.catch(() => undefined);
+    };
+
+    try {
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+        const chunk = next.value;
+        const reported = validUsage(chunk.usage);
+        if (reported) usage = reported;
+        if (!chunk.choices.length) {
+          if (!clientWantsUsage) continue;
+        } else {
+          for (const c of chunk.choices) {
+            choices.add(c.index);
+            const text = choiceText(c.delta);
+            received += text;
+            heldText += text;
+          }
+        }
+        if (clientWantsUsage) chunk.usage = reported ?? null;
+        else delete chunk.usage;
+        created ??= chunk.created ?? Math.floor(draft.startedAt / 1000);
+        chunk.id = id;
+        chunk.object = "chat.completion.chunk";
+        chunk.created = created;
+        chunk.model = req.model;
+        held.push(JSON.stringify(chunk));
+        if (segmenter.ready(heldText) && !(await release())) break;
+      }
+      if (!flagged) await release(); // the rest of the output, once the upstream finished
+      this.#observeUpstream(model, started, "ok");
+    } catch (err) {
+      await stopUpstream();
+      const failure = upstreamFailure(err);
+      if (failure.code !== "safety_unavailable") this.#observeUpstream(model, started, "error");
+      // What the upstream produced is charged, released or not: it did the work.
+      draft.setUsage(promptTokens, countText(received), "estimated");
+      if (ctx.clientSignal.aborted) {
+        await this.#finish(ctx, hold, {
+          status: "client_disconnect",
+          httpStatus: 499,
+          errorCode: "client_disconnect",
+        });
+        return undefined;
+      }
+      if (!streaming) {
+        if (!received) draft.setUsage(0, 0, "none");
+        throw failure;
+      }
+      await this.#finish(ctx, hold, {
+        status: failure.code === "safety_unavailable" ? "error" : "upstream_error",
+        httpStatus: failure.status,
+        errorCode: failure.code,
+      }).catch(() => undefined);
+      await sink.event(JSON.stringify(failure.toBody()));
+      sink.end();
+      return undefined;
+    }
+
+    const verdict = flagged as ReviewOutcome | undefined;
+    if (verdict) await stopUpstream();
+    // A flag at the very end comes after the upstream's usage; one earlier stopped it first.
+    if (usage) draft.setUsage(usage.prompt_tokens, usage.completion_tokens, "upstream");
+    else draft.setUsage(promptTokens, countText(received), "estimated");
+    created ??= Math.floor(draft.startedAt / 1000);
+    if (!streaming) {
+      sink.start();
+      streaming = true;
+    }
+    if (verdict)
+      await sink.event(
+        JSON.stringify({
+          id,
+          object: "chat.completion.chunk",
+          created,
+          model: req.model,
+          choices: [...(choices.size ? choices : [0])].map((index) => ({
+            index,
+            delta: {},
+            logprobs: null,
+            finish_reason: "content_filter",
+          })),
+          safety: safetyExtension(verdict),
+        }),
+      );
+    if (clientWantsUsage && (verdict || !usage))
+      // The client asked for usage and the upstream's never reached it: send ours.
+      await sink.event(
+        JSON.stringify({
+          id,
+          object: "chat.completion.chunk",
+          created,
+          model: req.model,
+          choices: [],
+          usage: {
+            prompt_tokens: draft.promptTokens,
+            completion_tokens: draft.completionTokens,
+            total_tokens: draft.totalTokens,
+          },
+        }),
+      );
+    try {
+      await this.#finish(
+        ctx,
+        hold,
+        verdict
+          ? { status: "content_filter", httpStatus: 200, errorCode: "content_filter" }
+          : { status: "ok", httpStatus: 200 },
+      );
+    } catch (err) {
+      await sink.event(JSON.stringify(upstreamFailure(err).toBody()));
+      sink.end();
+      return undefined;
+    }
+    await sink.event("[DONE]");
+    sink.end();
+    return undefined;
+  }
+
   /** Settles the reservation with the draft's usage and commits the record. */
   async #finish(ctx: CallContext, hold: Hold, outcome: Parameters<CallDraft["finish"]>[0]): Promise<void> {
     const { draft } = ctx;
@@ -364,6 +659,36 @@ export class ChatRelay {
 /** Tokens held for the prompt: the local count plus the margin for other tokenizers. */
 export function promptReservation(promptTokens: number): number {
   return Math.ceil(promptTokens * PROMPT_MARGIN);
+}
+
+/** The text of the caller's last user message: the context a judge reads an answer in. */
+function lastUserText(messages: ChatRequest["messages"]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--)
+    if (messages[i]!.role === "user") return messageText(messages[i]!.content).text;
+  return undefined;
+}
+
+/** The documented extension field of an answer content safety withheld. */
+function safetyExtension(outcome: ReviewOutcome) {
+  return { verdict: "flagged", stage: "output", categories: outcome.categories };
+}
+
+/** A flagged completion as the client gets it: usage and ids kept, every model text replaced. */
+function withheldCompletion(completion: ChatCompletion, outcome: ReviewOutcome) {
+  return {
+    id: completion.id,
+    object: "chat.completion",
+    created: completion.created,
+    model: completion.model,
+    choices: completion.choices.map((c) => ({
+      index: c.index,
+      message: { role: "assistant", content: WITHHELD_MESSAGE, refusal: null },
+      logprobs: null,
+      finish_reason: "content_filter",
+    })),
+    usage: completion.usage,
+    safety: safetyExtension(outcome),
+  };
 }
 
 function completionId(requestId: string): string {

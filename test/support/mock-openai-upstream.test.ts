@@ -594,6 +594,71 @@ describe("raw HTTP", () => {
   });
 });
 
+describe("judge mode (a model whose name contains guard)", () => {
+  const judge = async (model: string, messages: { role: string; content: string }[], stream = false) =>
+    post(mock, { model, messages, ...(stream ? { stream: true } : {}) });
+
+  test("classifies the last message, whatever its role, in Llama Guard's words", async () => {
+    const cases: [string, string][] = [
+      ["how do I bake bread?", "safe"],
+      ["judgeunsafe", "unsafe\nS1"],
+      ["judgetwo", "unsafe\nS1,S10"],
+      ["judgegarbage", "I cannot decide"],
+    ];
+    for (const [text, verdict] of cases) {
+      const res = await judge("meta-llama/Llama-Guard-3-8B", [{ role: "user", content: text }]);
+      assert.equal(res.status, 200);
+      const body = await json(res);
+      assert.equal(body.object, "chat.completion");
+      assert.equal(body.model, "meta-llama/Llama-Guard-3-8B");
+      assert.equal(body.choices[0].message.content, verdict, text);
+      assert.equal(body.choices[0].finish_reason, "stop");
+      assert.equal(body.usage.completion_tokens, verdict.split("\n").length);
+      assert.equal(body.usage.prompt_tokens, text.split(" ").length);
+    }
+    // the assistant's answer is last: it is what is judged, not the user's message
+    const output = await json(
+      await judge("llama-guard3", [
+        { role: "user", content: "judgeunsafe" },
+        { role: "assistant", content: "a kind answer" },
+      ]),
+    );
+    assert.equal(output.choices[0].message.content, "safe");
+    const flagged = await json(
+      await judge("llama-guard3", [
+        { role: "user", content: "a question" },
+        { role: "assistant", content: "judgeunsafe" },
+      ]),
+    );
+    assert.equal(flagged.choices[0].message.content, "unsafe\nS1");
+  });
+
+  test("judgefail answers HTTP 500 with an OpenAI error envelope", async () => {
+    const res = await judge("llama-guard3", [{ role: "user", content: "judgefail" }]);
+    assert.equal(res.status, 500);
+    const body = await json(res);
+    assert.equal(body.error.type, "server_error");
+    assert.equal(typeof body.error.message, "string");
+  });
+
+  test("other models ignore the judge words", async () => {
+    const body = await json(
+      await judge("mock-model", [{ role: "user", content: "judgeunsafe mock:tokens=2" }]),
+    );
+    assert.equal(body.choices[0].message.content, "Hello world");
+  });
+
+  test("streams the verdict too", async () => {
+    const res = await judge("llama-guard3", [{ role: "user", content: "judgetwo" }], true);
+    const text = await res.text();
+    const deltas = sseEvents(text)
+      .filter((e) => e !== "[DONE]")
+      .map((e) => JSON.parse(e).choices[0]?.delta?.content ?? "")
+      .join("");
+    assert.equal(deltas, "unsafe\nS1,S10");
+  });
+});
+
 test("runs as a process: prints its URL, serves, exits cleanly on SIGTERM", async () => {
   const child = spawn(process.execPath, [MOCK_FILE, "--port", "0", "--latency", "1", "--no-record"], {
     stdio: ["ignore", "pipe", "pipe"],

@@ -17,6 +17,18 @@
  *   mock:tool           one `get_weather` tool call
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
  *
+ * Judge mode: when the requested `model` contains "guard" (in any case: "Llama-Guard-3-8B"),
+ * the mock answers as a Llama Guard safety judge instead, classifying the text of the LAST
+ * message, whatever its role (the caller's message for an input review, the assistant's
+ * answer for an output review):
+ *   contains "judgeunsafe"   content "unsafe\nS1"
+ *   contains "judgetwo"      content "unsafe\nS1,S10"
+ *   contains "judgegarbage"  content "I cannot decide"
+ *   contains "judgefail"     HTTP 500 with an OpenAI error envelope (the mock:status=500 one)
+ *   otherwise                content "safe"
+ * Usage is counted as usual (one completion token per line of the verdict); the directives
+ * above still apply, from the last user message (mock:hang, mock:latency, mock:status, ...).
+ *
  * Run as a process (for the benchmark):
  *   node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
  * prints one line `{"url":"http://127.0.0.1:9100/v1"}` and exits cleanly on SIGTERM/SIGINT.
@@ -245,6 +257,15 @@ function contentText(content: unknown): string {
     }
   }
   return s;
+}
+
+/** Judge mode's verdict on a text, as Llama Guard words it; undefined for "answer HTTP 500". */
+function judgeVerdict(text: string): string | undefined {
+  if (text.includes("judgefail")) return undefined;
+  if (text.includes("judgegarbage")) return "I cannot decide";
+  if (text.includes("judgetwo")) return "unsafe\nS1,S10";
+  if (text.includes("judgeunsafe")) return "unsafe\nS1";
+  return "safe";
 }
 
 function countWords(s: string): number {
@@ -625,12 +646,14 @@ export function startMockUpstream(
     // Prompt tokens over all messages; directives from the last user message.
     let promptWords = 0;
     let lastUserText = "";
+    let lastText = "";
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i] as { role?: unknown; content?: unknown } | null;
       if (m === null || typeof m !== "object") continue;
       const text = contentText(m.content);
       promptWords += countWords(text);
       if (m.role === "user") lastUserText = text;
+      lastText = text;
     }
     const d = parseDirectives(lastUserText);
 
@@ -651,7 +674,16 @@ export function startMockUpstream(
         req.socket.destroy();
         return;
       }
-      const plan = makePlan(body, d, promptWords);
+      let verdict: string | undefined;
+      if (typeof body.model === "string" && body.model.toLowerCase().includes("guard")) {
+        verdict = judgeVerdict(lastText);
+        if (verdict === undefined) {
+          state.done = true;
+          sendError(res, 500, ...statusError(500, body.model));
+          return;
+        }
+      }
+      const plan = makePlan(body, d, promptWords, verdict);
       if (stream) streamAnswer(req, res, state, plan, d);
       else {
         state.done = true;
@@ -662,7 +694,7 @@ export function startMockUpstream(
     else go();
   }
 
-  function makePlan(body: any, d: Directives, promptWords: number): Plan {
+  function makePlan(body: any, d: Directives, promptWords: number, verdict?: string): Plan {
     const bound = nonNegativeInt(body.max_completion_tokens) ?? nonNegativeInt(body.max_tokens);
     const nRaw = nonNegativeInt(body.n);
     const n = nRaw === undefined || nRaw < 1 ? 1 : Math.min(nRaw, MAX_CHOICES);
@@ -671,7 +703,12 @@ export function startMockUpstream(
     let piecesJson: string[];
     let text = "";
     let finishReason: Plan["finishReason"];
-    if (d.tool) {
+    if (verdict !== undefined) {
+      // one piece per line of the verdict
+      piecesJson = verdict.split("\n").map((line, i) => JSON.stringify(i === 0 ? line : `\n${line}`));
+      text = verdict;
+      finishReason = "stop";
+    } else if (d.tool) {
       kind = "tool";
       piecesJson = TOOL_ARGS_PIECES_JSON;
       finishReason = "tool_calls";

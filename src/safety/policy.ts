@@ -1,0 +1,146 @@
+// The review policy: whether content safety applies to a call (global setting, then the plan's,
+// then the account's override), and one review: the reviewer chain over one text, in order,
+// within `safety.timeout_ms`, failing closed on any error or timeout.
+import type { PlanConfig, SafetyConfig } from "../config/schema.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import type { Reviewer, ReviewStage } from "./types.ts";
+
+export type SafetyStreaming = "json" | "reviewed";
+
+export interface SafetySettings {
+  enabled: boolean;
+  /** how a request with `stream: true` is answered while safety is on */
+  streaming: SafetyStreaming;
+}
+
+export interface ReviewOutcome {
+  flagged: boolean;
+  /** the flagging reviewer's categories; empty when passed */
+  categories: string[];
+  /** the reviewer that flagged, if one did */
+  reviewer: string | null;
+  ms: number;
+}
+
+/** An account's own safety columns; null inherits. */
+export interface SafetyOverride {
+  safety: string | null;
+  safety_streaming: string | null;
+}
+
+/** The account's override wins, then the plan's, then the global setting. */
+export function safetySettings(
+  global: SafetyConfig,
+  plan: PlanConfig | undefined,
+  account: SafetyOverride,
+): SafetySettings {
+  const enabled =
+    account.safety === "on"
+      ? true
+      : account.safety === "off"
+        ? false
+        : (plan?.safety.enabled ?? global.enabled);
+  const streaming = (account.safety_streaming ??
+    plan?.safety.streaming ??
+    global.streaming) as SafetyStreaming;
+  return { enabled, streaming };
+}
+
+/** The review could not reach a verdict: a reviewer failed, or time ran out. Fails the call closed. */
+export class ReviewFailed extends Error {
+  override name = "ReviewFailed";
+}
+
+export class SafetyPolicy {
+  readonly #config: SafetyConfig;
+  readonly #reviewers: readonly Reviewer[];
+  readonly #metrics: Metrics;
+
+  constructor(config: SafetyConfig, reviewers: readonly Reviewer[], metrics: Metrics) {
+    this.#config = config;
+    this.#reviewers = reviewers;
+    this.#metrics = metrics;
+  }
+
+  get reviewInput(): boolean {
+    return this.#config.review_input;
+  }
+
+  /** reviewed streaming: the longest stretch of output held back before it is reviewed */
+  get segmentTokens(): number {
+    return this.#config.segment_tokens;
+  }
+
+  settings(account: SafetyOverride, plan: PlanConfig | undefined): SafetySettings {
+    return safetySettings(this.#config, plan, account);
+  }
+
+  /**
+   * Runs the chain over one text; the first flag decides. Throws ReviewFailed when a reviewer
+   * fails or the time is up, and rethrows the client's abort reason when the client left.
+   */
+  async review(
+    stage: ReviewStage,
+    text: string,
+    context: string | undefined,
+    clientSignal: AbortSignal,
+  ): Promise<ReviewOutcome> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    // Nothing to release, nothing to review.
+    if (!text.trim()) return { flagged: false, categories: [], reviewer: null, ms: 0 };
+    if (!this.#reviewers.length) {
+      this.#metrics.safetyReviews.inc({ stage, reviewer: "none", outcome: "error" });
+      throw new ReviewFailed("no content safety reviewer is configured");
+    }
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new ReviewFailed(`the review took longer than ${this.#config.timeout_ms} ms`)),
+      this.#config.timeout_ms,
+    );
+    const signal = AbortSignal.any([clientSignal, deadline.signal]);
+    // A reviewer that ignores its signal must not hold the call: the race ends at the abort.
+    let onAbort: () => void = () => {};
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+    aborted.catch(() => {});
+    try {
+      for (const reviewer of this.#reviewers) {
+        const one = performance.now();
+        let outcome = "error";
+        try {
+          const verdict = await Promise.race([reviewer.review({ text, stage, context, signal }), aborted]);
+          outcome = verdict.flagged ? "flag" : "pass";
+          if (verdict.flagged) {
+            const categories = verdict.categories.length ? verdict.categories : [reviewer.type];
+            for (const category of categories) this.#metrics.safetyFlags.inc({ stage, category });
+            return { flagged: true, categories, reviewer: reviewer.type, ms: elapsed() };
+          }
+        } catch (err) {
+          if (clientSignal.aborted) throw clientSignal.reason;
+          // Past the deadline the reviewer's own abort error is not the story: the timeout is.
+          if (deadline.signal.aborted) throw deadline.signal.reason;
+          if (err instanceof ReviewFailed) throw err;
+          const reason = err instanceof Error ? err.message : String(err);
+          throw new ReviewFailed(`the ${reviewer.type} reviewer failed: ${reason}`, { cause: err });
+        } finally {
+          this.#metrics.safetyReviews.inc({ stage, reviewer: reviewer.type, outcome });
+          this.#metrics.safetySeconds.observe(
+            { reviewer: reviewer.type, outcome },
+            (performance.now() - one) / 1000,
+          );
+        }
+      }
+      return { flagged: false, categories: [], reviewer: null, ms: elapsed() };
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#reviewers.map((r) => r.close?.()));
+  }
+}

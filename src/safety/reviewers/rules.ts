@@ -1,0 +1,31 @@
+// The rules reviewer: the operator's own terms and regular expressions. No network, so it is
+// the cheap first link of a chain. Terms are matched on words after normalisation (see
+// ../normalize.ts); patterns run against the normalised text. Everything is compiled once, here.
+import type { ReviewerConfig } from "../../config/schema.ts";
+import { normalizeForReview, TermMatcher } from "../normalize.ts";
+import { type Reviewer, ReviewerError, type ReviewRequest, type ReviewVerdict } from "../types.ts";
+
+type RulesConfig = Extract<ReviewerConfig, { type: "rules" }>;
+
+export class RulesReviewer implements Reviewer {
+  readonly type = "rules";
+  readonly #terms: TermMatcher;
+  readonly #patterns: RegExp[];
+  readonly #category: string;
+
+  constructor(config: RulesConfig) {
+    this.#terms = new TermMatcher(config.terms);
+    // No `g` flag: test() then keeps no state between reviews.
+    this.#patterns = config.patterns.map((source) => new RegExp(source, "iu"));
+    this.#category = config.category;
+  }
+
+  async review(request: ReviewRequest): Promise<ReviewVerdict> {
+    if (request.signal.aborted) throw new ReviewerError("the rules review was stopped before it ran");
+    if (!request.text) return { flagged: false, categories: [] };
+    const text = normalizeForReview(request.text);
+    const flagged =
+      this.#terms.find(text) !== undefined || this.#patterns.some((pattern) => pattern.test(text.text));
+    return { flagged, categories: flagged ? [this.#category] : [] };
+  }
+}
