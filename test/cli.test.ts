@@ -12,7 +12,7 @@ import { migrate, openStore } from "../src/store/db.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 
 /** every migration of src/store/migrations, in order */
-const MIGRATIONS = ["001-initial", "002-rate-limits"];
+const MIGRATIONS = ["001-initial", "002-rate-limits", "003-safety", "004-console", "005-console-indexes"];
 
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 
@@ -273,6 +273,38 @@ describe("CLI on SQLite", () => {
     assert.equal((await ok(["accounts", "show", "beta"], env)).disabled, true);
     a = await ok(["accounts", "set", a.id, "--disabled", "false"], env);
     assert.equal(a.disabled, false);
+  });
+
+  test("accounts set: the safety override, and its refusals", async () => {
+    let a = await ok(["accounts", "show", "beta"], env);
+    assert.deepEqual(a.safety, {
+      enabled: false,
+      streaming: "json",
+      setting: "inherit",
+      streaming_setting: "inherit",
+    });
+    a = await ok(["accounts", "set", "beta", "--safety", "off", "--safety-streaming", "reviewed"], env);
+    assert.deepEqual(a.safety, {
+      enabled: false,
+      streaming: "reviewed",
+      setting: "off",
+      streaming_setting: "reviewed",
+    });
+    a = await ok(["accounts", "set", "beta", "--safety", "inherit", "--safety-streaming", "inherit"], env);
+    assert.equal(a.safety.setting, "inherit");
+    assert.equal(a.safety.streaming_setting, "inherit");
+    await Promise.all([
+      // this configuration has no reviewer: every reviewed call would fail closed
+      fails(["accounts", "set", "beta", "--safety", "on"], env, 2, /reviewer/),
+      fails(
+        ["accounts", "set", "beta", "--safety", "yes"],
+        env,
+        2,
+        /--safety must be one of on, off, inherit/,
+      ),
+      fails(["accounts", "set", "beta", "--safety-streaming", "sse"], env, 2, /--safety-streaming/),
+    ]);
+    assert.equal((await ok(["accounts", "show", "beta"], env)).safety.setting, "inherit");
   });
 
   test("accounts set refuses an unknown plan with exit 2 and changes nothing", async () => {

@@ -378,7 +378,7 @@ for (const store of STORES) {
           model: TEST_MODEL,
           messages: [
             { role: "system", content: "be nice" },
-            { role: "user", content: [{ type: "text", text: "what is my CARD number" }] },
+            { role: "user", content: [{ type: "text", text: "what is my CARD \n  Number" }] },
           ],
         });
       } catch (err) {

@@ -48,6 +48,8 @@ describe("RulesReviewer", () => {
       "pay １２３４-５６７８-９０１２-３４５６ now", // full-width digits
       "Secret plans",
       "\uFEFFsecret plans", // a BOM does not hide the start of the text
+      "card   number", // a run of spaces is one space to a pattern
+      "card\n\tnumber", // and so is a line break
     ])
       assert.equal((await reviewer.review(request(text))).flagged, true, JSON.stringify(text));
     for (const text of ["card numbers", "1234 5678", "top secret"])

@@ -24,8 +24,11 @@ export class RulesReviewer implements Reviewer {
     if (request.signal.aborted) throw new ReviewerError("the rules review was stopped before it ran");
     if (!request.text) return { flagged: false, categories: [] };
     const text = normalizeForReview(request.text);
-    const flagged =
-      this.#terms.find(text) !== undefined || this.#patterns.some((pattern) => pattern.test(text.text));
+    if (this.#terms.find(text) !== undefined) return { flagged: true, categories: [this.#category] };
+    // Runs of whitespace count as one space for patterns, so "card   number" and a line break
+    // between the words still match the operator's `\bcard number\b`.
+    const spaced = this.#patterns.length ? text.text.replace(/\s+/gu, " ") : "";
+    const flagged = this.#patterns.some((pattern) => pattern.test(spaced));
     return { flagged, categories: flagged ? [this.#category] : [] };
   }
 }
