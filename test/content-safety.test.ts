@@ -19,6 +19,7 @@ import {
   testConfig,
 } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { loadContract } from "./support/openapi-validate.ts";
 import { parseStream, until } from "./support/stream-assertions.ts";
 
 const STORES: StoreKind[] = (process.env.TEST_STORES ?? "sqlite,postgres")
@@ -326,6 +327,26 @@ for (const store of STORES) {
       assert.equal(row.status, "content_filter");
       assert.equal(row.usage_source, "estimated", "the upstream was stopped before its usage");
       assert.ok(Number(row.completion_tokens) >= 16, "what the upstream generated is charged");
+    });
+
+    test("every answer safety shapes validates against OpenAI's schemas", async () => {
+      const contract = loadContract();
+      const asJson = await chat({ messages: say("hi mock:tokens=3"), stream: true });
+      contract.assertValid("CreateChatCompletionResponse", await asJson.json(), "a stream answered as JSON");
+      const flagged = await chat({ messages: say(`mock:text=${BLOCKED} mock:tokens=3`), stream: true });
+      contract.assertValid("CreateChatCompletionResponse", await flagged.json(), "a withheld answer");
+      const live = await gw.account("live-contract", { plan: "live" });
+      const { secret: liveKey } = await gw.key(live);
+      for (const text of ["hi mock:tokens=12", `mock:text=${BLOCKED} mock:tokens=6`]) {
+        const res = await chat(
+          { messages: say(text), stream: true, stream_options: { include_usage: true } },
+          liveKey,
+        );
+        const stream = parseStream(await res.text());
+        stream.events.forEach((e, i) =>
+          contract.assertValid("CreateChatCompletionStreamResponse", e, `chunk ${i}`),
+        );
+      }
     });
 
     test("metrics count reviews, flags by category and reviewer latency", async () => {
