@@ -12,6 +12,7 @@ import { GatewayError } from "./errors/index.ts";
 import type { GatewayDeps } from "./http/deps.ts";
 import { clientErrorHandler, registerErrorHandling } from "./http/error-handler.ts";
 import { registerJsonBody } from "./http/json-body.ts";
+import { consoleRoutes } from "./http/routes/console/index.ts";
 import { opsRoutes } from "./http/routes/ops.ts";
 import { v1Routes } from "./http/routes/v1/index.ts";
 import type { CallDraft } from "./records/draft.ts";
@@ -89,5 +90,6 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
   registerErrorHandling(app, deps);
   app.register(opsRoutes, deps);
   app.register(v1Routes, deps);
+  app.register(consoleRoutes, deps);
   return app;
 }

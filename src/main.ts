@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// CLI entry: `node src/main.ts [serve]`, `migrate`, `config check`, `accounts …`, `keys …`.
+// CLI entry: `node src/main.ts [serve]`, `migrate`, `config check`, `accounts …`, `keys …`,
+// `users …`.
 // Every command takes --json and then prints one JSON document.
 import { LookupError } from "./accounts/repository.ts";
 import { accountsCommand } from "./cli/accounts.ts";
 import { type CliContext, UsageError } from "./cli/context.ts";
 import { keysCommand } from "./cli/keys.ts";
+import { usersCommand } from "./cli/users.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
 import { migrate, openStore, type Store } from "./store/db.ts";
 
@@ -24,6 +26,10 @@ const USAGE = `usage: node src/main.ts <command> [--json]
   keys enable ID|NAME
   keys set-limit ID|NAME TOKENS|none
   keys set-rate ID|NAME [--rpm N|plan] [--tpm N|plan]
+  users create --account ID|NAME --email E [--role member|owner|admin] [--password P]
+  users set-password EMAIL [--password P]
+  users list [--account ID|NAME]
+                                          without --password: asked on a terminal, else one line of stdin
 
 Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, LOG_LEVEL.`;
 
@@ -33,7 +39,14 @@ async function serve(ctx: CliContext): Promise<void> {
   const gateway = await startGateway(ctx.config);
   const base = `${gateway.url}/v1`;
   if (ctx.json) {
-    ctx.out(JSON.stringify({ url: base, first_key: gateway.firstKey ?? null }));
+    ctx.out(
+      JSON.stringify({
+        url: base,
+        console_url: `${gateway.url}/console`,
+        first_key: gateway.firstKey ?? null,
+        first_admin: gateway.firstAdmin ?? null,
+      }),
+    );
   } else if (gateway.firstKey) {
     const model = ctx.config.plans.find((p) => p.id === ctx.config.default_plan)?.models[0] ?? "demo";
     ctx.out(
@@ -50,6 +63,15 @@ async function serve(ctx: CliContext): Promise<void> {
         `    -H "Content-Type: application/json" \\`,
         `    -d '{"model":"${model}","messages":[{"role":"user","content":"Hello!"}]}'`,
         "",
+        ...(gateway.firstAdmin
+          ? [
+              `The web console is at ${gateway.url}/console. Log in as (shown once, store it now):`,
+              "",
+              `  e-mail:   ${gateway.firstAdmin.email}`,
+              `  password: ${gateway.firstAdmin.password}`,
+              "",
+            ]
+          : []),
       ].join("\n"),
     );
   }
@@ -137,6 +159,9 @@ export async function runCli(argv: string[], out: (text: string) => void = conso
         return 0;
       case "keys":
         await keysCommand(ctx, rest);
+        return 0;
+      case "users":
+        await usersCommand(ctx, rest);
         return 0;
       default:
         throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);

@@ -1,11 +1,12 @@
 // Starts a gateway: opens and migrates the store, builds the providers, the ledger, the
 // caches and the record writer, then listens. close() is the graceful shutdown SIGTERM runs.
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { countAccounts, createAccount, createKey } from "./accounts/repository.ts";
+import { createUser } from "./accounts/users.ts";
 import { buildApp } from "./app.ts";
 import { KeyCache } from "./auth/key-cache.ts";
 import type { Config } from "./config/schema.ts";
@@ -16,6 +17,7 @@ import { RateLimiter } from "./ledger/rate-limiter.ts";
 import { createLogger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { Registry } from "./providers/registry.ts";
+import { RetentionJob } from "./records/retention.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { ChatRelay } from "./relay/chat-relay.ts";
 import { SafetyPolicy } from "./safety/policy.ts";
@@ -36,6 +38,8 @@ export interface Gateway {
   url: string;
   /** the key created on first start with an empty store; shown once */
   firstKey: { account: string; secret: string } | undefined;
+  /** the console admin created beside it, with a random password; shown once */
+  firstAdmin: { email: string; password: string } | undefined;
   close(): Promise<void>;
 }
 
@@ -81,10 +85,20 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   );
 
   let firstKey: Gateway["firstKey"];
+  let firstAdmin: Gateway["firstAdmin"];
   if (options.bootstrap !== false && (await countAccounts(store.db)) === 0) {
     const account = await createAccount(store.db, { name: "default", plan_id: config.default_plan });
     const { secret } = await createKey(store.db, { account_id: account.id, name: "default" });
     firstKey = { account: account.name, secret };
+    // the console's first admin, so someone can log in; more users come from the console or the CLI
+    const password = randomBytes(18).toString("base64url");
+    const admin = await createUser(store.db, {
+      account_id: account.id,
+      email: "admin@localhost",
+      role: "admin",
+      password,
+    });
+    firstAdmin = { email: admin.email, password };
   }
 
   const metrics = new Metrics();
@@ -129,6 +143,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     onError: (err) => logger.warn({ err }, "could not publish live usage"),
   });
   live.start(LIVE_USAGE_MS);
+  const retention = new RetentionJob(store.db, config.retention, logger);
+  retention.start();
 
   const app = buildApp(deps);
   const connections = trackConnections(app.server);
@@ -161,6 +177,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       // sockets close, which is what app.close() waits for: wait for them, then flush.
       await relay.drain();
       await records.flush();
+      await retention.stop();
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
       await watcher.stop();
       await safety.close();
@@ -171,5 +188,5 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     return closed;
   };
 
-  return { app, deps, url: `http://${host}:${port}`, firstKey, close };
+  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, close };
 }

@@ -53,7 +53,7 @@ export class LookupError extends Error {
 }
 
 /** PostgreSQL's 23505 or SQLite's UNIQUE constraint failure. */
-function isUniqueViolation(err: unknown): boolean {
+export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | undefined;
   return (
     e?.code === "23505" || (typeof e?.message === "string" && e.message.includes("UNIQUE constraint failed"))
@@ -133,7 +133,8 @@ export async function updateAccount(
     safety_streaming?: "json" | "reviewed" | null;
   },
 ): Promise<void> {
-  const set: Partial<Record<"plan_id" | "quota_tokens" | "disabled" | "safety" | "safety_streaming", any>> = {};
+  const set: Partial<Record<"plan_id" | "quota_tokens" | "disabled" | "safety" | "safety_streaming", any>> =
+    {};
   if (changes.safety !== undefined) set.safety = changes.safety;
   if (changes.safety_streaming !== undefined) set.safety_streaming = changes.safety_streaming;
   if (changes.plan_id !== undefined) set.plan_id = changes.plan_id;
@@ -169,11 +170,13 @@ export async function createKey(
   return { key: { ...key, used_tokens: 0, disabled: 0, rpm_limit: null, tpm_limit: null }, secret };
 }
 
+/** The account's keys, deleted ones left out. */
 export async function listKeys(db: Db, accountId: string): Promise<ApiKey[]> {
   return db
     .selectFrom("api_keys")
     .select(keyColumns)
     .where("account_id", "=", accountId)
+    .where("deleted_at", "is", null)
     .orderBy("created_at")
     .orderBy("id")
     .execute();
@@ -198,13 +201,15 @@ export async function updateKey(
   db: Db,
   id: string,
   changes: {
+    name?: string | null;
     disabled?: boolean;
     limit_tokens?: number | null;
     rpm_limit?: number | null;
     tpm_limit?: number | null;
   },
 ): Promise<void> {
-  const set: Partial<Record<"disabled" | "limit_tokens" | "rpm_limit" | "tpm_limit", any>> = {};
+  const set: Partial<Record<"name" | "disabled" | "limit_tokens" | "rpm_limit" | "tpm_limit", any>> = {};
+  if (changes.name !== undefined) set.name = changes.name;
   if (changes.disabled !== undefined) set.disabled = changes.disabled ? 1 : 0;
   if (changes.limit_tokens !== undefined) set.limit_tokens = changes.limit_tokens;
   if (changes.rpm_limit !== undefined) set.rpm_limit = changes.rpm_limit;
@@ -242,6 +247,8 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "a.safety_streaming as a_safety_streaming",
     ])
     .where("k.secret_hash", "=", hash)
+    // a deleted key authenticates no more: unknown, as if it had never existed
+    .where("k.deleted_at", "is", null)
     .executeTakeFirst();
   if (!row) return null;
   return {
@@ -269,4 +276,24 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       safety_streaming: row.a_safety_streaming,
     },
   };
+}
+
+/**
+ * Deletes a key: it stops authenticating on every instance (the revision bump drops their
+ * caches) while its row stays, so its records and consumption keep their key. Also disabled,
+ * so anything reading the row without looking at deleted_at still refuses it. False when
+ * there is no such key or it was deleted already.
+ */
+export async function deleteKey(db: Db, id: string): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const r = await trx
+      .updateTable("api_keys")
+      .set({ deleted_at: Date.now(), disabled: 1 })
+      .where("id", "=", id)
+      .where("deleted_at", "is", null)
+      .executeTakeFirst();
+    if (!Number(r.numUpdatedRows)) return false;
+    await bumpRevision(trx);
+    return true;
+  });
 }

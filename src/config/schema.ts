@@ -142,6 +142,21 @@ const safetySchema = z
   .strict()
   .prefault({});
 
+/** Call record retention (spec 8): a periodic job prunes the store; see docs/console.md. */
+const retentionSchema = z
+  .object({
+    /** run the job on this instance */
+    enabled: z.boolean().default(true),
+    /** minutes between runs (the first runs a minute after start) */
+    interval_minutes: positiveInt.max(10_080).default(60),
+    /** per account, the newest consumption records kept (today's count towards them and are always kept) */
+    records_kept: positiveInt.max(1_000_000).default(1_000),
+    /** records older than this many UTC days (today included) are deleted */
+    days: positiveInt.max(36_500).default(365),
+  })
+  .strict()
+  .prefault({});
+
 /** Requests and tokens per minute; an absent field is no limit. */
 const rateLimits = z
   .object({
@@ -200,6 +215,7 @@ export const configSchema = z
     models: z.array(modelSchema).min(1),
     plans: z.array(planSchema).min(1),
     safety: safetySchema,
+    retention: retentionSchema,
   })
   .strict()
   .superRefine((cfg, ctx) => {
@@ -259,4 +275,5 @@ export type ProviderConfig = z.output<typeof providerSchema>;
 export type ModelConfig = z.output<typeof modelSchema>;
 export type PlanConfig = z.output<typeof planSchema>;
 export type SafetyConfig = z.output<typeof safetySchema>;
+export type RetentionConfig = z.output<typeof retentionSchema>;
 export type ReviewerConfig = z.output<typeof reviewerSchema>;

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { Kysely } from "kysely";
+import type { Kysely, KyselyPlugin } from "kysely";
 import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
 import { createAccount, createKey } from "../accounts/repository.ts";
 import { newId } from "../auth/key-format.ts";
 import { migrate, openStore, type Store, type StoreOptions } from "../store/db.ts";
 import type { Database } from "../store/schema.ts";
+import { DAY_MS, startOfUtcDay, utcDay } from "./days.ts";
 import { type CallRecord, RecordWriter } from "./writer.ts";
 
 function record(overrides: Partial<CallRecord> = {}): CallRecord {
@@ -75,6 +76,37 @@ async function settledWithin(p: Promise<unknown>, ms: number): Promise<"settled"
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A Kysely that counts the statements it executes (transactions included). */
+function countingStatements(db: Kysely<Database>): { db: Kysely<Database>; count: () => number } {
+  let n = 0;
+  const plugin: KyselyPlugin = {
+    transformQuery: (args) => args.node,
+    transformResult: async (args) => {
+      n++;
+      return args.result;
+    },
+  };
+  return { db: db.withPlugin(plugin), count: () => n };
+}
+
+type DailyTotals = Map<string, { prompt: number; completion: number; total: number; calls: number }>;
+
+/** What daily_usage should hold for these records: sums per account, UTC day, key, model. */
+function expectedDaily(records: CallRecord[]): DailyTotals {
+  const out: DailyTotals = new Map();
+  for (const r of records) {
+    if (!r.account_id) continue;
+    const id = [r.account_id, utcDay(r.created_at), r.key_id ?? "", r.public_model ?? ""].join("|");
+    const t = out.get(id) ?? { prompt: 0, completion: 0, total: 0, calls: 0 };
+    t.prompt += r.prompt_tokens;
+    t.completion += r.completion_tokens;
+    t.total += r.total_tokens;
+    t.calls++;
+    out.set(id, t);
+  }
+  return out;
 }
 
 for (const kind of ["sqlite", "postgres"] as const) {
@@ -388,6 +420,128 @@ for (const kind of ["sqlite", "postgres"] as const) {
       await Promise.all(records.map((r) => writer.write(r)));
       assert.deepEqual(errors, [1]);
       assert.equal(await rowCount({ requestIds: records.map((r) => r.request_id) }), 2);
+    });
+
+    async function dailyOf(accountIds: string[]): Promise<DailyTotals> {
+      const rows = await observer.db
+        .selectFrom("daily_usage")
+        .selectAll()
+        .where("account_id", "in", accountIds)
+        .execute();
+      return new Map(
+        rows.map((r) => [
+          [r.account_id, r.day, r.key_id, r.model].join("|"),
+          {
+            prompt: Number(r.prompt_tokens),
+            completion: Number(r.completion_tokens),
+            total: Number(r.total_tokens),
+            calls: Number(r.calls),
+          },
+        ]),
+      );
+    }
+
+    /** Records over a few UTC days (both sides of midnights), keys, models, with and without each. */
+    function spread(accounts: { id: string; keys: string[] }[], n: number, seed: number): CallRecord[] {
+      const today = startOfUtcDay(Date.now());
+      // the high bits of the generator: its low bits repeat with short periods
+      const rand = (m: number) => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+        return Math.floor((seed / 2 ** 31) * m);
+      };
+      return Array.from({ length: n }, () => {
+        const a = accounts[rand(accounts.length)]!;
+        // the last and first milliseconds of days, and times in between
+        const edge = rand(3);
+        const day = today - rand(4) * DAY_MS;
+        const created_at = edge === 0 ? day : edge === 1 ? day + DAY_MS - 1 : day + rand(DAY_MS);
+        const prompt = rand(4) === 0 ? 0 : rand(300);
+        const completion = rand(4) === 0 ? 0 : rand(500);
+        return record({
+          created_at,
+          account_id: rand(15) === 0 ? null : a.id,
+          key_id: rand(10) === 0 ? null : a.keys[rand(a.keys.length)]!,
+          public_model: rand(10) === 0 ? null : ["demo", "gpt-x"][rand(2)]!,
+          prompt_tokens: prompt,
+          completion_tokens: completion,
+          total_tokens: prompt + completion,
+        });
+      });
+    }
+
+    test("daily aggregates equal the sums of the records, per account, UTC day, key and model", async () => {
+      const writer = new RecordWriter(store.db, { onError: () => {} });
+      const accounts = [await account("daily-a"), await account("daily-b")];
+      const records = spread(accounts, 700, 11);
+      // in waves, so several batches add to the same rows
+      for (let i = 0; i < records.length; i += 100)
+        await Promise.all(records.slice(i, i + 100).map((r) => writer.write(r)));
+      const ids = accounts.map((a) => a.id);
+      const expected = expectedDaily(records);
+      assert.ok(expected.size > 20, "the records cover many days, keys and models");
+      assert.deepEqual(await dailyOf(ids), expected);
+      // and the same sums come from the committed records themselves
+      const stored = await observer.db
+        .selectFrom("call_records")
+        .selectAll()
+        .where("account_id", "in", ids)
+        .execute();
+      assert.deepEqual(
+        expectedDaily(stored.map((r) => ({ ...r, created_at: Number(r.created_at) }) as CallRecord)),
+        expected,
+      );
+    });
+
+    test("daily aggregates stay exact when two writers (two connections) commit at once", async () => {
+      // Two writers on separate connections, as two gateway instances would be, adding to the
+      // same daily rows concurrently.
+      const second = openStore(options);
+      try {
+        const a = new RecordWriter(store.db, { onError: () => {} });
+        const b = new RecordWriter(second.db, { onError: () => {} });
+        const accounts = [await account("concurrent-a"), await account("concurrent-b")];
+        const records = spread(accounts, 1200, 23);
+        const writes: Promise<void>[] = [];
+        for (let i = 0; i < records.length; i += 60) {
+          records.slice(i, i + 60).forEach((r, j) => {
+            writes.push((j % 2 ? a : b).write(r));
+          });
+          await new Promise((r) => setImmediate(r));
+        }
+        await Promise.all(writes);
+        assert.deepEqual(await dailyOf(accounts.map((x) => x.id)), expectedDaily(records));
+      } finally {
+        await second.close();
+      }
+    });
+
+    test("a batch of 500 records is a handful of statements; records without an account add no daily rows", async () => {
+      const accounts = [await account("stmts-a"), await account("stmts-b")];
+      const records = spread(accounts, 500, 5).map((r) => ({
+        ...r,
+        account_id: r.account_id ?? accounts[0]!.id,
+      }));
+      const counted = countingStatements(store.db);
+      const writer = new RecordWriter(counted.db, { onError: () => {} });
+      await Promise.all(records.map((r) => writer.write(r)));
+      const keys = new Set(records.filter((r) => r.key_id && r.total_tokens).map((r) => r.key_id));
+      const accountsCharged = new Set(records.filter((r) => r.total_tokens).map((r) => r.account_id));
+      const groups = expectedDaily(records).size;
+      // one insert, one update per key and per account charged, one upsert per 100 daily rows
+      assert.equal(counted.count(), 1 + keys.size + accountsCharged.size + Math.ceil(groups / 100));
+
+      const before = await observer.db
+        .selectFrom("daily_usage")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .executeTakeFirstOrThrow();
+      await Promise.all(
+        Array.from({ length: 20 }, () => writer.write(record({ prompt_tokens: 3, total_tokens: 3 }))),
+      );
+      const after = await observer.db
+        .selectFrom("daily_usage")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(after.n), Number(before.n));
     });
   });
 }

@@ -1,9 +1,11 @@
 // Writes call records with group commit: records queued while one transaction runs are
 // written together in the next, and each write() resolves only once its record is
 // committed. The same transaction adds each record's tokens to its key's and account's
-// consumption counters, so the records of a key always add up to its counter.
+// consumption counters, so the records of a key always add up to its counter, and to the
+// daily aggregates (daily_usage) the console's charts read, which outlive pruned records.
 import { CompiledQuery, type Kysely } from "kysely";
 import type { CallRecordsTable, Database } from "../store/schema.ts";
+import { utcDay } from "./days.ts";
 
 export type CallRecord = CallRecordsTable;
 
@@ -15,6 +17,66 @@ interface Pending {
 
 const MAX_BATCH = 500;
 const RETRIES = 3;
+/** groups per daily_usage upsert; a batch rarely has more (accounts × days × keys × models) */
+const UPSERT_ROWS = 100;
+
+/** One daily_usage row's increments, in the upsert's column order. */
+interface DailyDelta {
+  account_id: string;
+  day: string;
+  key_id: string;
+  model: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  calls: number;
+}
+
+const DAILY_COLUMNS = [
+  "account_id",
+  "day",
+  "key_id",
+  "model",
+  "prompt_tokens",
+  "completion_tokens",
+  "total_tokens",
+  "calls",
+] as const satisfies readonly (keyof DailyDelta)[];
+
+/**
+ * The batch's records summed per account, UTC day, key and model, sorted so that concurrent
+ * transactions (other instances on PostgreSQL) lock daily_usage rows in one order and cannot
+ * deadlock. Records without an account are not aggregated: no console shows them.
+ */
+function dailyDeltas(records: Iterable<CallRecord>): DailyDelta[] {
+  const groups = new Map<string, DailyDelta>();
+  for (const r of records) {
+    if (!r.account_id) continue;
+    const day = utcDay(r.created_at);
+    const keyId = r.key_id ?? "";
+    const model = r.public_model ?? "";
+    const id = `${r.account_id}\u0000${day}\u0000${keyId}\u0000${model}`;
+    let g = groups.get(id);
+    if (!g) {
+      g = {
+        account_id: r.account_id,
+        day,
+        key_id: keyId,
+        model,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        total_tokens: 0,
+        calls: 0,
+      };
+      groups.set(id, g);
+    }
+    g.prompt_tokens += r.prompt_tokens;
+    g.completion_tokens += r.completion_tokens;
+    g.total_tokens += r.total_tokens;
+    g.calls++;
+  }
+  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => g);
+}
 
 /** Column order of the compiled insert; every CallRecord field, once. */
 const COLUMNS = [
@@ -43,7 +105,7 @@ const COLUMNS = [
 ] as const satisfies readonly (keyof CallRecord)[];
 
 /**
- * The writer's three statements, compiled once by Kysely for the store's dialect and reused
+ * The writer's statements, compiled once by Kysely for the store's dialect and reused
  * with fresh parameters: building and compiling them per batch cost more than SQLite's own
  * work (about 110 of 190 µs for a one-record transaction).
  */
@@ -58,6 +120,29 @@ function compileStatements(db: Kysely<Database>) {
       .compile().sql;
   const addToKey = counter("api_keys");
   const addToAccount = counter("accounts");
+  // One multi-row upsert per UPSERT_ROWS groups; its SQL depends only on the row count, so
+  // each count is compiled once, on first use.
+  const sampleDelta = Object.fromEntries(DAILY_COLUMNS.map((c) => [c, null])) as unknown as DailyDelta;
+  const upsertSql = new Map<number, string>();
+  const upsertText = (rows: number): string => {
+    let text = upsertSql.get(rows);
+    if (text === undefined) {
+      text = db
+        .insertInto("daily_usage")
+        .values(Array.from({ length: rows }, () => sampleDelta))
+        .onConflict((oc) =>
+          oc.columns(["account_id", "day", "key_id", "model"]).doUpdateSet((eb) => ({
+            prompt_tokens: eb("daily_usage.prompt_tokens", "+", eb.ref("excluded.prompt_tokens")),
+            completion_tokens: eb("daily_usage.completion_tokens", "+", eb.ref("excluded.completion_tokens")),
+            total_tokens: eb("daily_usage.total_tokens", "+", eb.ref("excluded.total_tokens")),
+            calls: eb("daily_usage.calls", "+", eb.ref("excluded.calls")),
+          })),
+        )
+        .compile().sql;
+      upsertSql.set(rows, text);
+    }
+    return text;
+  };
   return {
     insert: (r: CallRecord) =>
       CompiledQuery.raw(
@@ -66,6 +151,11 @@ function compileStatements(db: Kysely<Database>) {
       ),
     addToKey: (id: string, tokens: number) => CompiledQuery.raw(addToKey, [tokens, id]),
     addToAccount: (id: string, tokens: number) => CompiledQuery.raw(addToAccount, [tokens, id]),
+    addToDaily: (rows: DailyDelta[]) =>
+      CompiledQuery.raw(
+        upsertText(rows.length),
+        rows.flatMap((r) => DAILY_COLUMNS.map((c) => r[c])),
+      ),
   };
 }
 
@@ -136,8 +226,14 @@ export class RecordWriter {
             if (record.account_id)
               accounts.set(record.account_id, (accounts.get(record.account_id) ?? 0) + record.total_tokens);
           }
-          for (const [id, tokens] of keys) await trx.executeQuery(this.#sql.addToKey(id, tokens));
-          for (const [id, tokens] of accounts) await trx.executeQuery(this.#sql.addToAccount(id, tokens));
+          // in id order, so concurrent transactions (other instances) lock rows in one order
+          for (const id of [...keys.keys()].sort())
+            await trx.executeQuery(this.#sql.addToKey(id, keys.get(id)!));
+          for (const id of [...accounts.keys()].sort())
+            await trx.executeQuery(this.#sql.addToAccount(id, accounts.get(id)!));
+          const daily = dailyDeltas(batch.map((p) => p.record));
+          for (let i = 0; i < daily.length; i += UPSERT_ROWS)
+            await trx.executeQuery(this.#sql.addToDaily(daily.slice(i, i + UPSERT_ROWS)));
         });
         for (const p of batch) p.resolve();
         return;

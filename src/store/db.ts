@@ -9,6 +9,7 @@ import * as initial from "./migrations/001-initial.ts";
 import * as rateLimits from "./migrations/002-rate-limits.ts";
 import * as safety from "./migrations/003-safety.ts";
 import * as consoleTables from "./migrations/004-console.ts";
+import * as consoleIndexes from "./migrations/005-console-indexes.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   "002-rate-limits": rateLimits,
   "003-safety": safety,
   "004-console": consoleTables,
+  "005-console-indexes": consoleIndexes,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

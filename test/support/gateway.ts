@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { createAccount, createKey } from "../../src/accounts/repository.ts";
+import { createUser } from "../../src/accounts/users.ts";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import type { CallRecord } from "../../src/records/writer.ts";
@@ -39,8 +40,25 @@ export interface TestGateway {
   record(requestId: string): Promise<CallRecord>;
   /** the tokens and the number of a key's or an account's call records */
   recorded(column: "key_id" | "account_id", id: string): Promise<{ tokens: number; calls: number }>;
+  /** a console user of the account, logged in through POST /api/console/login */
+  consoleUser(
+    accountId: string,
+    options?: { role?: "member" | "owner" | "admin"; email?: string; password?: string },
+  ): Promise<ConsoleSession>;
+  /** logs in to the console; the session's cookie ("gw_session=…") for the Cookie header */
+  consoleLogin(email: string, password: string): Promise<string>;
   close(): Promise<void>;
 }
+
+export interface ConsoleSession {
+  id: string;
+  email: string;
+  password: string;
+  /** "gw_session=…", for the Cookie header */
+  cookie: string;
+}
+
+let consoleUsers = 0;
 
 /** The model ids the default test config offers. */
 export const TEST_MODEL = "gpt-test";
@@ -114,6 +132,17 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     bootstrap: false,
   });
   const db = gateway.deps.store.db;
+  async function consoleLogin(email: string, password: string): Promise<string> {
+    const res = await fetch(`${gateway.url}/api/console/login`, {
+      method: "POST",
+      headers: { origin: gateway.url, "content-type": "application/json" },
+      body: JSON.stringify({ email, password }),
+    });
+    if (res.status !== 200) throw new Error(`console login failed: ${res.status} ${await res.text()}`);
+    const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0]!;
+    if (!cookie.startsWith("gw_session=")) throw new Error("console login set no session cookie");
+    return cookie;
+  }
   return {
     gateway,
     baseURL: `${gateway.url}/v1`,
@@ -152,6 +181,18 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
         .where(column, "=", id)
         .executeTakeFirstOrThrow();
       return { tokens: Number(row.tokens ?? 0), calls: Number(row.calls) };
+    },
+    consoleLogin,
+    async consoleUser(accountId, opts = {}) {
+      const email = opts.email ?? `user${++consoleUsers}-${Date.now()}@example.test`;
+      const password = opts.password ?? `pw-${Math.random().toString(36).slice(2)}-long`;
+      const user = await createUser(db, {
+        account_id: accountId,
+        email,
+        role: opts.role ?? "member",
+        password,
+      });
+      return { id: user.id, email: user.email, password, cookie: await consoleLogin(email, password) };
     },
     async close() {
       await gateway.close();

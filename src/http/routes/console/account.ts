@@ -1,0 +1,56 @@
+// The account's overview (quota, today, the last 30 days by key and model), the models its
+// plan offers, and the plans that exist.
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { utcDay } from "../../../records/days.ts";
+import { dailyUsage } from "../../../records/queries.ts";
+import type { GatewayDeps } from "../../deps.ts";
+import { accountFor, accountQuery, accountView, parseInput, planView, userOf } from "./context.ts";
+
+/** the overview's chart: the last 30 UTC days, today included */
+const CHART_DAYS = 30;
+
+const scopeQuery = z.object(accountQuery).strict();
+
+export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  app.get("/overview", async (request) => {
+    const query = parseInput(scopeQuery, request.query, "query");
+    const account = await accountFor(deps, userOf(request), query.account);
+    const now = Date.now();
+    const daily = await dailyUsage(deps.store.db, account.id, CHART_DAYS, now);
+    const today = utcDay(now);
+    let tokens = 0;
+    let calls = 0;
+    for (const d of daily)
+      if (d.day === today) {
+        tokens += d.tokens;
+        calls += d.calls;
+      }
+    const plan = deps.registry.plan(account.plan_id);
+    return {
+      account: accountView(deps, account),
+      plan: plan ? planView(plan) : null,
+      today: { day: today, tokens, calls },
+      daily,
+    };
+  });
+
+  app.get("/models", async (request) => {
+    const query = parseInput(scopeQuery, request.query, "query");
+    const account = await accountFor(deps, userOf(request), query.account);
+    const plan = deps.registry.plan(account.plan_id);
+    return {
+      data: (plan?.models ?? []).map((id) => ({ id, owned_by: deps.registry.model(id)?.ownedBy ?? null })),
+    };
+  });
+
+  app.get("/plans", async (request) => {
+    const query = parseInput(scopeQuery, request.query, "query");
+    const account = await accountFor(deps, userOf(request), query.account);
+    const current = deps.registry.plan(account.plan_id);
+    return {
+      current: current ? planView(current) : null,
+      plans: deps.config.plans.map(planView),
+    };
+  });
+}

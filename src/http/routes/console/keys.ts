@@ -1,0 +1,96 @@
+// The account's API keys: list (everyone), create, change and delete (owners and admins).
+// Every change bumps the store's revision (other instances drop their key caches within a
+// poll) and clears this instance's cache at once, so /v1 honours it on the next request.
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { createKey, deleteKey, listKeys, updateKey } from "../../../accounts/repository.ts";
+import type { GatewayDeps } from "../../deps.ts";
+import {
+  accountFor,
+  accountQuery,
+  idParam,
+  keyView,
+  notFound,
+  parseInput,
+  requireRole,
+  userOf,
+} from "./context.ts";
+
+const scopeQuery = z.object(accountQuery).strict();
+const keyName = z.string().trim().min(1).max(100).nullable();
+const limitTokens = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).nullable();
+
+const createBody = z.object({ name: keyName.optional(), limit_tokens: limitTokens.optional() }).strict();
+const patchBody = z
+  .object({
+    name: keyName.optional(),
+    limit_tokens: limitTokens.optional(),
+    disabled: z.boolean().optional(),
+  })
+  .strict()
+  .refine((b) => b.name !== undefined || b.limit_tokens !== undefined || b.disabled !== undefined, {
+    message: "give at least one of name, limit_tokens, disabled",
+  });
+const keyPath = z.object({ id: z.string() }).strict();
+
+export async function keyRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  /** The account's live key with this id, or not_found. */
+  async function keyOf(accountId: string, id: string) {
+    const key = idParam.safeParse(id).success
+      ? (await listKeys(deps.store.db, accountId)).find((k) => k.id === id)
+      : undefined;
+    if (!key) throw notFound("key");
+    return key;
+  }
+
+  app.get("/keys", async (request) => {
+    const query = parseInput(scopeQuery, request.query, "query");
+    const account = await accountFor(deps, userOf(request), query.account);
+    const keys = await listKeys(deps.store.db, account.id);
+    return { data: keys.reverse().map(keyView) };
+  });
+
+  app.post("/keys", async (request, reply) => {
+    const query = parseInput(scopeQuery, request.query, "query");
+    const user = userOf(request);
+    const account = await accountFor(deps, user, query.account);
+    requireRole(user, "owner");
+    const body = parseInput(createBody, request.body, "body");
+    const { key, secret } = await createKey(deps.store.db, {
+      account_id: account.id,
+      name: body.name ?? null,
+      limit_tokens: body.limit_tokens ?? null,
+    });
+    deps.keys.clear();
+    return reply.code(201).send({ key: keyView(key), secret });
+  });
+
+  app.patch("/keys/:id", async (request) => {
+    const query = parseInput(scopeQuery, request.query, "query");
+    const { id } = parseInput(keyPath, request.params, "query");
+    const user = userOf(request);
+    const account = await accountFor(deps, user, query.account);
+    const key = await keyOf(account.id, id);
+    requireRole(user, "owner");
+    const body = parseInput(patchBody, request.body, "body");
+    await updateKey(deps.store.db, key.id, {
+      ...(body.name === undefined ? {} : { name: body.name }),
+      ...(body.limit_tokens === undefined ? {} : { limit_tokens: body.limit_tokens }),
+      ...(body.disabled === undefined ? {} : { disabled: body.disabled }),
+    });
+    deps.keys.clear();
+    return { key: keyView(await keyOf(account.id, key.id)) };
+  });
+
+  app.delete("/keys/:id", async (request, reply) => {
+    const query = parseInput(scopeQuery, request.query, "query");
+    const { id } = parseInput(keyPath, request.params, "query");
+    const user = userOf(request);
+    const account = await accountFor(deps, user, query.account);
+    const key = await keyOf(account.id, id);
+    requireRole(user, "owner");
+    if (!(await deleteKey(deps.store.db, key.id))) throw notFound("key");
+    deps.keys.clear();
+    return reply.code(204).send();
+  });
+}

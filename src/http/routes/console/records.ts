@@ -1,0 +1,121 @@
+// Call records: the Today and Last-year views in keyset pages, and the streamed export of a
+// whole view as CSV or JSON Lines.
+import { Readable } from "node:stream";
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { Account } from "../../../accounts/repository.ts";
+import { utcDay } from "../../../records/days.ts";
+import {
+  accountHasKey,
+  type ConsoleRecord,
+  decodeCursor,
+  encodeCursor,
+  exportRecords,
+  listRecords,
+  RECORD_FIELDS,
+  RECORD_STATUSES,
+  type RecordQuery,
+  type RecordStatus,
+  type RecordView,
+} from "../../../records/queries.ts";
+import type { GatewayDeps } from "../../deps.ts";
+import { accountFor, accountQuery, idParam, notFound, parseInput, queryInt, userOf } from "./context.ts";
+
+const DEFAULT_LIMIT = 100;
+
+const viewFields = {
+  ...accountQuery,
+  view: z.enum(["today", "year"]).default("today"),
+  key: idParam.optional(),
+  model: z.string().min(1).max(200).optional(),
+  status: z.enum(RECORD_STATUSES).optional(),
+};
+
+const listQuery = z
+  .object({
+    ...viewFields,
+    limit: queryInt(1, 500).optional(),
+    before: z
+      .string()
+      .transform((text, ctx) => {
+        const cursor = decodeCursor(text);
+        if (!cursor) {
+          ctx.addIssue({ code: "custom", message: "is not a cursor this API returned" });
+          return z.NEVER;
+        }
+        return cursor;
+      })
+      .optional(),
+  })
+  .strict();
+
+const exportQuery = z.object({ ...viewFields, format: z.enum(["csv", "jsonl"]).default("csv") }).strict();
+
+/**
+ * One CSV cell (RFC 4180): quoted when it holds a quote, comma or line break. Text starting
+ * with = + - @ (or a tab or carriage return) gets a leading ' so a spreadsheet shows it
+ * instead of running it as a formula.
+ */
+export function csvCell(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  let text =
+    typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+const csvHeader = `${RECORD_FIELDS.join(",")}\r\n`;
+const csvRow = (r: ConsoleRecord) => `${RECORD_FIELDS.map((f) => csvCell(r[f])).join(",")}\r\n`;
+const jsonLine = (r: ConsoleRecord) => `${JSON.stringify(r)}\n`;
+
+export async function recordRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  /** The view's query, after checking that a named key is the account's. */
+  async function viewOf(
+    account: Account,
+    q: {
+      view: RecordView;
+      key?: string | undefined;
+      model?: string | undefined;
+      status?: RecordStatus | undefined;
+    },
+  ): Promise<RecordQuery> {
+    if (q.key !== undefined && !(await accountHasKey(deps.store.db, account.id, q.key)))
+      throw notFound("key", "key");
+    return { accountId: account.id, view: q.view, keyId: q.key, model: q.model, status: q.status };
+  }
+
+  app.get("/records", async (request) => {
+    const q = parseInput(listQuery, request.query, "query");
+    const account = await accountFor(deps, userOf(request), q.account);
+    const { data, next } = await listRecords(deps.store.db, await viewOf(account, q), {
+      limit: q.limit ?? DEFAULT_LIMIT,
+      before: q.before,
+    });
+    return { data, next_before: next && encodeCursor(next) };
+  });
+
+  app.get("/records/export", async (request, reply) => {
+    const q = parseInput(exportQuery, request.query, "query");
+    const account = await accountFor(deps, userOf(request), q.account);
+    const pages = exportRecords(deps.store.db, await viewOf(account, q));
+    // The first page is read before answering, so a store failure still gets an error
+    // envelope; after that the status is sent and a failure can only cut the download.
+    const first = await pages.next();
+    const csv = q.format === "csv";
+    async function* body(): AsyncGenerator<string> {
+      if (csv) yield csvHeader;
+      if (first.done) return;
+      const line = csv ? csvRow : jsonLine;
+      yield first.value.map(line).join("");
+      // Readable.from asks for the next page only when the client has taken the previous
+      // ones (backpressure); when the client goes away the stream is destroyed, which ends
+      // this generator and with it the queries.
+      for await (const page of pages) yield page.map(line).join("");
+    }
+    const filename = `records-${q.view}-${utcDay(Date.now())}.${q.format}`;
+    return reply
+      .header("content-type", csv ? "text/csv; charset=utf-8" : "application/x-ndjson; charset=utf-8")
+      .header("content-disposition", `attachment; filename="${filename}"`)
+      .send(Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 }));
+  });
+}

@@ -1,0 +1,286 @@
+// What the console reads from the call records: the Today and Last-year views (keyset pages,
+// newest first), the export of a whole view, and the daily aggregates for the charts.
+//
+// Indexes these queries rely on (migrations 001 and 005):
+// - call_records_account_time (account_id, created_at): the Today view, newest first;
+// - call_records_consumption (account_id, created_at, request_id) WHERE total_tokens > 0:
+//   the Last-year view and its 1000-record boundary, read from the index alone.
+// The partial index is only chosen when the query states `total_tokens > 0` literally (a bound
+// parameter would not prove the index's condition), hence the raw SQL for it below.
+import { type Expression, type Kysely, type SqlBool, sql } from "kysely";
+import type { Database } from "../store/schema.ts";
+import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
+
+type Db = Kysely<Database>;
+
+export const RECORD_STATUSES = [
+  "ok",
+  "error",
+  "client_disconnect",
+  "upstream_error",
+  "content_filter",
+] as const;
+export type RecordStatus = (typeof RECORD_STATUSES)[number];
+export type RecordView = "today" | "year";
+
+/** The Last-year view: the newest this many consumption records of the last YEAR_DAYS UTC days. */
+export const YEAR_RECORDS = 1000;
+export const YEAR_DAYS = 365;
+/** Rows per query while exporting. */
+export const EXPORT_PAGE = 1000;
+
+export interface RecordQuery {
+  accountId: string;
+  view: RecordView;
+  keyId?: string | undefined;
+  model?: string | undefined;
+  status?: RecordStatus | undefined;
+  /** for tests; defaults to the current time */
+  now?: number;
+}
+
+/** Position in the newest-first order: a page continues after (below) it. */
+export interface Cursor {
+  created_at: number;
+  request_id: string;
+}
+
+/** A call record as the console shows it (docs/console-api.md). */
+export interface ConsoleRecord {
+  request_id: string;
+  created_at: number;
+  key_id: string | null;
+  key_prefix: string | null;
+  key_name: string | null;
+  model: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  status: string;
+  http_status: number;
+  error_code: string | null;
+  latency_ms: number;
+  ttft_ms: number | null;
+  stream: boolean;
+  params: unknown;
+  usage_source: string;
+  safety_verdict: string | null;
+  safety_categories: string[] | null;
+}
+
+/** The record fields in the contract's order: the CSV's columns. */
+export const RECORD_FIELDS = [
+  "request_id",
+  "created_at",
+  "key_id",
+  "key_prefix",
+  "key_name",
+  "model",
+  "prompt_tokens",
+  "completion_tokens",
+  "total_tokens",
+  "status",
+  "http_status",
+  "error_code",
+  "latency_ms",
+  "ttft_ms",
+  "stream",
+  "params",
+  "usage_source",
+  "safety_verdict",
+  "safety_categories",
+] as const satisfies readonly (keyof ConsoleRecord)[];
+
+/** "<created_at>:<request_id>": opaque to the console, stable across instances. */
+export function encodeCursor(c: Cursor): string {
+  return `${c.created_at}:${c.request_id}`;
+}
+
+export function decodeCursor(text: string): Cursor | undefined {
+  const m = /^(\d{1,15}):([A-Za-z0-9_-]{1,64})$/.exec(text);
+  return m ? { created_at: Number(m[1]), request_id: m[2]! } : undefined;
+}
+
+/** What a view covers, worked out once per page or export. */
+interface Scope {
+  query: RecordQuery;
+  from: number;
+  /** year view: the oldest of the newest YEAR_RECORDS consumption records (none: fewer exist) */
+  boundary: Cursor | undefined;
+}
+
+const consumption = sql<SqlBool>`r.total_tokens > 0`;
+
+async function scopeOf(db: Db, query: RecordQuery): Promise<Scope> {
+  const now = query.now ?? Date.now();
+  if (query.view === "today") return { query, from: startOfUtcDay(now), boundary: undefined };
+  const from = windowStart(now, YEAR_DAYS);
+  // The 1000th newest consumption record, read from the partial index alone. Filters apply
+  // within those 1000, so they play no part here.
+  const row = await db
+    .selectFrom("call_records as r")
+    .select(["r.created_at", "r.request_id"])
+    .where("r.account_id", "=", query.accountId)
+    .where(consumption)
+    .where("r.created_at", ">=", from)
+    .orderBy("r.created_at", "desc")
+    .orderBy("r.request_id", "desc")
+    .limit(1)
+    .offset(YEAR_RECORDS - 1)
+    .executeTakeFirst();
+  return { query, from, boundary: row && { created_at: Number(row.created_at), request_id: row.request_id } };
+}
+
+async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefined) {
+  const { query, from, boundary } = scope;
+  let q = db
+    .selectFrom("call_records as r")
+    .leftJoin("api_keys as k", "k.id", "r.key_id")
+    .select([
+      "r.request_id",
+      "r.created_at",
+      "r.key_id",
+      "k.prefix as key_prefix",
+      "k.name as key_name",
+      "r.public_model",
+      "r.prompt_tokens",
+      "r.completion_tokens",
+      "r.total_tokens",
+      "r.status",
+      "r.http_status",
+      "r.error_code",
+      "r.latency_ms",
+      "r.ttft_ms",
+      "r.stream",
+      "r.params",
+      "r.usage_source",
+      "r.safety_verdict",
+      "r.safety_categories",
+    ])
+    .where("r.account_id", "=", query.accountId)
+    .where("r.created_at", ">=", boundary ? Math.max(from, boundary.created_at) : from);
+  if (query.view === "year") q = q.where(consumption);
+  if (boundary) q = q.where((eb) => after(eb, boundary, ">="));
+  if (before)
+    // the plain bound lets every planner use the index range; the row comparison breaks ties
+    q = q.where("r.created_at", "<=", before.created_at).where((eb) => after(eb, before, "<"));
+  if (query.keyId !== undefined) q = q.where("r.key_id", "=", query.keyId);
+  if (query.model !== undefined) q = q.where("r.public_model", "=", query.model);
+  if (query.status !== undefined) q = q.where("r.status", "=", query.status);
+  const rows = await q
+    .orderBy("r.created_at", "desc")
+    .orderBy("r.request_id", "desc")
+    .limit(limit + 1)
+    .execute();
+  const more = rows.length > limit;
+  const data: ConsoleRecord[] = rows.slice(0, limit).map((r) => ({
+    request_id: r.request_id,
+    created_at: Number(r.created_at),
+    key_id: r.key_id,
+    key_prefix: r.key_prefix ?? null,
+    key_name: r.key_name ?? null,
+    model: r.public_model,
+    prompt_tokens: Number(r.prompt_tokens),
+    completion_tokens: Number(r.completion_tokens),
+    total_tokens: Number(r.total_tokens),
+    status: r.status,
+    http_status: Number(r.http_status),
+    error_code: r.error_code,
+    latency_ms: Number(r.latency_ms),
+    ttft_ms: r.ttft_ms === null ? null : Number(r.ttft_ms),
+    stream: Boolean(Number(r.stream)),
+    params: parseJson(r.params),
+    usage_source: r.usage_source,
+    safety_verdict: r.safety_verdict,
+    safety_categories: parseJson(r.safety_categories) as string[] | null,
+  }));
+  const last = data.at(-1);
+  return { data, next: more && last ? { created_at: last.created_at, request_id: last.request_id } : null };
+}
+
+/** (created_at, request_id) compared with a cursor, as one row value. */
+function after(eb: any, c: Cursor, op: "<" | ">="): Expression<SqlBool> {
+  return eb(eb.refTuple("r.created_at", "r.request_id"), op, eb.tuple(c.created_at, c.request_id));
+}
+
+function parseJson(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** One page of a view, newest first; `next` continues it (null at the end). */
+export async function listRecords(
+  db: Db,
+  query: RecordQuery,
+  options: { limit: number; before?: Cursor | undefined },
+): Promise<{ data: ConsoleRecord[]; next: Cursor | null }> {
+  return page(db, await scopeOf(db, query), options.limit, options.before);
+}
+
+/**
+ * The whole view, newest first, in pages of EXPORT_PAGE records. The generator only queries
+ * the next page when its consumer asks for it, so a slow or vanished client stops the export.
+ */
+export async function* exportRecords(db: Db, query: RecordQuery): AsyncGenerator<ConsoleRecord[]> {
+  const scope = await scopeOf(db, query);
+  let before: Cursor | undefined;
+  for (;;) {
+    const { data, next } = await page(db, scope, EXPORT_PAGE, before);
+    if (data.length) yield data;
+    if (!next) return;
+    before = next;
+  }
+}
+
+export interface DailyRow {
+  day: string;
+  key_id: string | null;
+  key_prefix: string | null;
+  key_name: string | null;
+  model: string | null;
+  tokens: number;
+  calls: number;
+}
+
+/** The account's daily aggregates from `days` UTC days ago through today, by key and model. */
+export async function dailyUsage(
+  db: Db,
+  accountId: string,
+  days: number,
+  now = Date.now(),
+): Promise<DailyRow[]> {
+  const rows = await db
+    .selectFrom("daily_usage as d")
+    .leftJoin("api_keys as k", "k.id", "d.key_id")
+    .select(["d.day", "d.key_id", "k.prefix", "k.name", "d.model", "d.total_tokens", "d.calls"])
+    .where("d.account_id", "=", accountId)
+    .where("d.day", ">=", utcDay(windowStart(now, days)))
+    .orderBy("d.day")
+    .orderBy("d.key_id")
+    .orderBy("d.model")
+    .execute();
+  return rows.map((r) => ({
+    day: r.day,
+    key_id: r.key_id || null,
+    key_prefix: r.prefix ?? null,
+    key_name: r.name ?? null,
+    model: r.model || null,
+    tokens: Number(r.total_tokens),
+    calls: Number(r.calls),
+  }));
+}
+
+/** Whether the key exists in the account (deleted keys too: their records stay). */
+export async function accountHasKey(db: Db, accountId: string, keyId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom("api_keys")
+    .select("id")
+    .where("id", "=", keyId)
+    .where("account_id", "=", accountId)
+    .executeTakeFirst();
+  return row !== undefined;
+}

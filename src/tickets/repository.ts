@@ -1,0 +1,208 @@
+// Support tickets (spec 1: the ticket page) and their threads of replies. A ticket states
+// what support needs to find the problem: when it happened, the key, the model, the main
+// parameters, the error returned and the request id; plan upgrades, older history and extra
+// exports are asked for as tickets of their own kind (spec 8).
+import type { Kysely } from "kysely";
+import { newConsoleId } from "../accounts/users.ts";
+import type { Database } from "../store/schema.ts";
+
+type Db = Kysely<Database>;
+
+export const TICKET_KINDS = ["problem", "plan_upgrade", "older_history", "extra_export"] as const;
+export type TicketKind = (typeof TICKET_KINDS)[number];
+export const TICKET_STATUSES = ["open", "answered", "closed"] as const;
+export type TicketStatus = (typeof TICKET_STATUSES)[number];
+
+/** The most tickets one list answers, newest activity first. */
+export const TICKET_LIST_LIMIT = 1000;
+
+export interface Ticket {
+  id: string;
+  account_id: string;
+  account_name: string | null;
+  kind: TicketKind;
+  subject: string;
+  status: TicketStatus;
+  description: string;
+  problem_at: number | null;
+  key_id: string | null;
+  key_prefix: string | null;
+  model: string | null;
+  /** as the reporter gave them: usually the record's parameters (an object), or free text */
+  params: unknown;
+  error: string | null;
+  request_id: string | null;
+  /** user id */
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TicketMessage {
+  id: string;
+  author_email: string | null;
+  author_role: string | null;
+  body: string;
+  created_at: number;
+}
+
+export interface NewTicket {
+  account_id: string;
+  kind: TicketKind;
+  subject: string;
+  description: string;
+  problem_at?: number | null;
+  key_id?: string | null;
+  model?: string | null;
+  params?: unknown;
+  error?: string | null;
+  request_id?: string | null;
+  created_by: string;
+}
+
+function ticketQuery(db: Db) {
+  return db
+    .selectFrom("tickets as t")
+    .leftJoin("accounts as a", "a.id", "t.account_id")
+    .leftJoin("api_keys as k", "k.id", "t.key_id")
+    .selectAll("t")
+    .select(["a.name as account_name", "k.prefix as key_prefix"]);
+}
+
+type TicketRow = Awaited<ReturnType<ReturnType<typeof ticketQuery>["executeTakeFirstOrThrow"]>>;
+
+function parseParams(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function asTicket(r: TicketRow): Ticket {
+  return {
+    id: r.id,
+    account_id: r.account_id,
+    account_name: r.account_name ?? null,
+    kind: r.kind as TicketKind,
+    subject: r.subject,
+    status: r.status as TicketStatus,
+    description: r.description,
+    problem_at: r.problem_at === null ? null : Number(r.problem_at),
+    key_id: r.key_id,
+    key_prefix: r.key_prefix ?? null,
+    model: r.model,
+    params: parseParams(r.params),
+    error: r.error,
+    request_id: r.request_id,
+    created_by: r.created_by,
+    created_at: Number(r.created_at),
+    updated_at: Number(r.updated_at),
+  };
+}
+
+export async function createTicket(db: Db, input: NewTicket): Promise<Ticket> {
+  const now = Date.now();
+  const id = newConsoleId("tkt");
+  await db
+    .insertInto("tickets")
+    .values({
+      id,
+      account_id: input.account_id,
+      kind: input.kind,
+      subject: input.subject,
+      status: "open",
+      description: input.description,
+      problem_at: input.problem_at ?? null,
+      key_id: input.key_id ?? null,
+      model: input.model ?? null,
+      params: input.params === undefined || input.params === null ? null : JSON.stringify(input.params),
+      error: input.error ?? null,
+      request_id: input.request_id ?? null,
+      created_by: input.created_by,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return (await getTicket(db, id))!;
+}
+
+export async function getTicket(db: Db, id: string): Promise<Ticket | undefined> {
+  const row = await ticketQuery(db).where("t.id", "=", id).executeTakeFirst();
+  return row && asTicket(row);
+}
+
+/** Tickets of one account (or of every account), newest activity first. */
+export async function listTickets(
+  db: Db,
+  filter: { accountId?: string | undefined; status?: TicketStatus | undefined },
+): Promise<Ticket[]> {
+  let q = ticketQuery(db);
+  if (filter.accountId !== undefined) q = q.where("t.account_id", "=", filter.accountId);
+  if (filter.status !== undefined) q = q.where("t.status", "=", filter.status);
+  const rows = await q
+    .orderBy("t.updated_at", "desc")
+    .orderBy("t.id", "desc")
+    .limit(TICKET_LIST_LIMIT)
+    .execute();
+  return rows.map(asTicket);
+}
+
+function messageQuery(db: Db) {
+  return db
+    .selectFrom("ticket_messages as m")
+    .leftJoin("users as u", "u.id", "m.author_id")
+    .select(["m.id", "u.email", "u.role", "m.body", "m.created_at"]);
+}
+
+function asMessage(r: Awaited<ReturnType<ReturnType<typeof messageQuery>["executeTakeFirstOrThrow"]>>) {
+  return {
+    id: r.id,
+    author_email: r.email ?? null,
+    author_role: r.role ?? null,
+    body: r.body,
+    created_at: Number(r.created_at),
+  };
+}
+
+/** A ticket's thread, oldest first. */
+export async function listMessages(db: Db, ticketId: string): Promise<TicketMessage[]> {
+  const rows = await messageQuery(db)
+    .where("m.ticket_id", "=", ticketId)
+    .orderBy("m.created_at")
+    .orderBy("m.id")
+    .execute();
+  return rows.map(asMessage);
+}
+
+/** Adds a reply and moves the ticket to `status`, in one transaction. */
+export async function addMessage(
+  db: Db,
+  input: { ticket_id: string; author_id: string; body: string; status: TicketStatus },
+): Promise<TicketMessage> {
+  const now = Date.now();
+  const id = newConsoleId("msg");
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto("ticket_messages")
+      .values({
+        id,
+        ticket_id: input.ticket_id,
+        author_id: input.author_id,
+        body: input.body,
+        created_at: now,
+      })
+      .execute();
+    await trx
+      .updateTable("tickets")
+      .set({ status: input.status, updated_at: now })
+      .where("id", "=", input.ticket_id)
+      .execute();
+  });
+  return asMessage(await messageQuery(db).where("m.id", "=", id).executeTakeFirstOrThrow());
+}
+
+export async function setTicketStatus(db: Db, id: string, status: TicketStatus): Promise<void> {
+  await db.updateTable("tickets").set({ status, updated_at: Date.now() }).where("id", "=", id).execute();
+}
