@@ -9,6 +9,7 @@ import Fastify, {
 import type { AuthContext } from "./auth/key-cache.ts";
 import { newId } from "./auth/key-format.ts";
 import { GatewayError } from "./errors/index.ts";
+import { consoleStatic } from "./http/console-static.ts";
 import type { GatewayDeps } from "./http/deps.ts";
 import { clientErrorHandler, registerErrorHandling } from "./http/error-handler.ts";
 import { registerJsonBody } from "./http/json-body.ts";
@@ -91,5 +92,6 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
   app.register(opsRoutes, deps);
   app.register(v1Routes, deps);
   app.register(consoleRoutes, deps);
+  app.register(consoleStatic, {});
   return app;
 }

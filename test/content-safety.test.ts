@@ -343,9 +343,8 @@ for (const store of STORES) {
           liveKey,
         );
         const stream = parseStream(await res.text());
-        stream.events.forEach((e, i) =>
-          contract.assertValid("CreateChatCompletionStreamResponse", e, `chunk ${i}`),
-        );
+        for (const [i, e] of stream.events.entries())
+          contract.assertValid("CreateChatCompletionStreamResponse", e, `chunk ${i}`);
       }
     });
 

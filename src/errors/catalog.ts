@@ -225,6 +225,13 @@ export const catalog = {
     "The gateway could not record this call, so it did not complete it. Retry later.",
     "the call record could not be committed after retries (the store is down or full)",
   ),
+  console_not_built: entry(
+    503,
+    "dev_gateway_error",
+    "console_not_built",
+    "The web console has not been built. Run `npm run build:console`, then reload.",
+    "`/console` was requested but `dist/console` is missing (`npm start` and `npm test` build it)",
+  ),
   shutting_down: entry(
     503,
     "dev_gateway_error",

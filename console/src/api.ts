@@ -1,0 +1,146 @@
+// fetch() for /api/console: JSON in and out, the gateway's error envelope turned into an
+// ApiError, and one place that reacts to an expired session. The browser sends the session
+// cookie (same origin) and, for POST/PATCH/DELETE, the Origin header the server checks.
+import { useCallback, useEffect, useRef, useState } from "react";
+
+export const API = "/api/console";
+
+export class ApiError extends Error {
+  override name = "ApiError";
+  readonly status: number;
+  readonly code: string;
+  readonly param: string | null;
+
+  constructor(status: number, code: string, message: string, param: string | null = null) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.param = param;
+  }
+}
+
+let onUnauthenticated: (() => void) | null = null;
+/** Called when any call but the login answers 401: the session ended, show the login page. */
+export function setUnauthenticatedHandler(handler: (() => void) | null): void {
+  onUnauthenticated = handler;
+}
+
+let actingAccount: string | null = null;
+/** An admin looking at another account: account views get `?account=<id>` (the contract's scope). */
+export function setActingAccount(id: string | null): void {
+  actingAccount = id;
+}
+
+/**
+ * The account views, which an admin may point at another account (the contract's
+ * `?account=`). A ticket, once known by id, is not scoped: the server finds it by id.
+ */
+function accountScoped(path: string): boolean {
+  return /^\/(overview|models|plans|keys|records)(\/|$)/.test(path) || path === "/tickets";
+}
+
+/** path relative to /api/console, with the acting account added where it applies */
+export function apiUrl(path: string, query: Record<string, string | number | undefined | null> = {}): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query))
+    if (value !== undefined && value !== null && value !== "") params.set(name, String(value));
+  if (actingAccount && accountScoped(path) && !params.has("account")) params.set("account", actingAccount);
+  const qs = params.toString();
+  return `${API}${path}${qs ? `?${qs}` : ""}`;
+}
+
+interface CallOptions {
+  method?: "GET" | "POST" | "PATCH" | "DELETE";
+  body?: unknown;
+  query?: Record<string, string | number | undefined | null>;
+  signal?: AbortSignal;
+}
+
+export async function api<T>(path: string, options: CallOptions = {}): Promise<T> {
+  const method = options.method ?? "GET";
+  const headers: Record<string, string> = { accept: "application/json" };
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(options.body);
+  }
+  let res: Response;
+  try {
+    res = await fetch(apiUrl(path, options.query), {
+      method,
+      headers,
+      body,
+      credentials: "same-origin",
+      signal: options.signal,
+    });
+  } catch (err) {
+    if ((err as Error).name === "AbortError") throw err;
+    throw new ApiError(
+      0,
+      "network_error",
+      "The gateway could not be reached. Check your connection and retry.",
+    );
+  }
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let json: any = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: a proxy's page or a crash; described below
+  }
+  if (!res.ok) {
+    const envelope = json?.error;
+    const error = new ApiError(
+      res.status,
+      typeof envelope?.code === "string" ? envelope.code : `http_${res.status}`,
+      typeof envelope?.message === "string" ? envelope.message : `The gateway answered HTTP ${res.status}.`,
+      typeof envelope?.param === "string" ? envelope.param : null,
+    );
+    if (res.status === 401 && path !== "/login") onUnauthenticated?.();
+    throw error;
+  }
+  return json as T;
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof ApiError) return err.message;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: ApiError | Error | undefined;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** GETs `path` (again whenever `key` changes or reload() is called), cancelling stale calls. */
+export function useApi<T>(path: string | null, query: CallOptions["query"] = {}): Loaded<T> {
+  const key = path === null ? null : apiUrl(path, query);
+  const [state, setState] = useState<{ data?: T; error?: ApiError | Error; loading: boolean }>({
+    loading: path !== null,
+  });
+  const [tick, setTick] = useState(0);
+  const latest = useRef({ path, query });
+  latest.current = { path, query };
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `key` stands for path and query
+  useEffect(() => {
+    const { path: current, query: currentQuery } = latest.current;
+    if (current === null) return;
+    const controller = new AbortController();
+    setState((s) => ({ data: s.data, loading: true }));
+    api<T>(current, { query: currentQuery, signal: controller.signal }).then(
+      (data) => setState({ data, loading: false }),
+      (error: Error) => {
+        if (error.name !== "AbortError") setState({ error, loading: false });
+      },
+    );
+    return () => controller.abort();
+  }, [key, tick]);
+
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { data: state.data, error: state.error, loading: state.loading, reload };
+}

@@ -1,0 +1,121 @@
+import { useState } from "react";
+import { useApi } from "../api.ts";
+import { type ChartGroup, DailyChart } from "../components/DailyChart.tsx";
+import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
+import { PageHeader } from "../components/PageHeader.tsx";
+import { fmtInt, timeZone, utcDayStartLocal } from "../format.ts";
+import { Link } from "../router.tsx";
+import type { Overview } from "../types.ts";
+
+export function QuotaBar({ used, quota }: { used: number; quota: number }) {
+  const share = quota > 0 ? Math.min(1, used / quota) : 1;
+  const tone = share >= 0.9 ? "bad" : share >= 0.75 ? "warn" : "good";
+  return (
+    // the figures are written next to it; the bar only shows them
+    <div className={`meter meter-${tone}`} aria-hidden="true">
+      <span className="meter-fill" style={{ width: `${(share * 100).toFixed(1)}%` }} />
+    </div>
+  );
+}
+
+export function OverviewPage() {
+  const overview = useApi<Overview>("/overview");
+  const [group, setGroup] = useState<ChartGroup>("key");
+
+  return (
+    <>
+      <PageHeader title="Overview" />
+      {overview.error ? (
+        <ErrorNotice error={overview.error} onRetry={overview.reload} />
+      ) : !overview.data ? (
+        <Loading what="Loading the overview" />
+      ) : (
+        <OverviewBody data={overview.data} group={group} setGroup={setGroup} />
+      )}
+    </>
+  );
+}
+
+function OverviewBody({
+  data,
+  group,
+  setGroup,
+}: {
+  data: Overview;
+  group: ChartGroup;
+  setGroup: (g: ChartGroup) => void;
+}) {
+  const { account, today, daily } = data;
+  const quota = Number(account.quota_tokens);
+  const used = Number(account.used_tokens);
+  return (
+    <>
+      <section className="stats" aria-label="Account figures">
+        <div className="card stat">
+          <h2 className="stat-label">Plan</h2>
+          <p className="stat-value">{data.plan?.id ?? account.plan_id}</p>
+          <p className="muted small">
+            <Link to="/plan">Plans and upgrades</Link>
+          </p>
+        </div>
+        <div className="card stat stat-wide">
+          <h2 className="stat-label">Quota</h2>
+          <p className="stat-value">
+            {fmtInt(account.remaining_tokens)} <span className="stat-unit">tokens left</span>
+          </p>
+          <QuotaBar used={used} quota={quota} />
+          <p className="muted small">
+            {fmtInt(used)} used of {fmtInt(quota)}
+          </p>
+        </div>
+        <div className="card stat">
+          <h2 className="stat-label">Tokens today</h2>
+          <p className="stat-value">{fmtInt(today.tokens)}</p>
+          <p className="muted small">since 00:00 UTC</p>
+        </div>
+        <div className="card stat">
+          <h2 className="stat-label">Calls today</h2>
+          <p className="stat-value">{fmtInt(today.calls)}</p>
+          <p className="muted small">
+            <Link to="/records">See today's calls</Link>
+          </p>
+        </div>
+      </section>
+      {account.disabled && (
+        <div className="notice notice-error" role="alert">
+          <p>This account is disabled: its keys are refused. Open a ticket to find out why.</p>
+        </div>
+      )}
+      <section className="card section" aria-labelledby="chart-title">
+        <div className="section-head">
+          <h2 id="chart-title">Daily consumption, last 30 days</h2>
+          <fieldset className="segmented">
+            <legend className="sr-only">Split the bars by</legend>
+            {(["key", "model"] as const).map((g) => (
+              <label key={g} className={group === g ? "segment segment-on" : "segment"}>
+                <input
+                  type="radio"
+                  name="chart-group"
+                  value={g}
+                  checked={group === g}
+                  onChange={() => setGroup(g)}
+                />
+                By {g}
+              </label>
+            ))}
+          </fieldset>
+        </div>
+        <p className="muted small">
+          Bars are UTC days (a UTC day starts at {utcDayStartLocal()} in your time zone, {timeZone()}).
+        </p>
+        {daily.length === 0 ? (
+          <Empty title="No calls in the last 30 days yet.">
+            <Link to="/keys">Create a key</Link> and make a first call; it shows here the same day.
+          </Empty>
+        ) : (
+          <DailyChart rows={daily} group={group} />
+        )}
+      </section>
+    </>
+  );
+}

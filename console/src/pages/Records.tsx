@@ -1,0 +1,387 @@
+import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from "react";
+import { type ApiError, api, apiUrl, useApi } from "../api.ts";
+import { Badge } from "../components/Badge.tsx";
+import { Dialog } from "../components/Dialog.tsx";
+import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
+import { PageHeader } from "../components/PageHeader.tsx";
+import { Tabs } from "../components/Tabs.tsx";
+import {
+  fmtDateTime,
+  fmtInt,
+  fmtMs,
+  fmtShortDateTime,
+  fmtTime,
+  paramsText,
+  timeZone,
+  utcDayStartLocal,
+} from "../format.ts";
+import { Link, navigate, useLocation } from "../router.tsx";
+import { draftFromRecord, recordError } from "../tickets.ts";
+import { type CallRecord, type Key, type Model, RECORD_STATUSES } from "../types.ts";
+
+type View = "today" | "year";
+const PAGE = 100;
+
+interface Filters {
+  view: View;
+  key: string;
+  model: string;
+  status: string;
+}
+
+function filtersFrom(query: URLSearchParams): Filters {
+  return {
+    view: query.get("view") === "year" ? "year" : "today",
+    key: query.get("key") ?? "",
+    model: query.get("model") ?? "",
+    status: query.get("status") ?? "",
+  };
+}
+
+function queryOf(f: Filters): string {
+  const q = new URLSearchParams();
+  if (f.view !== "today") q.set("view", f.view);
+  if (f.key) q.set("key", f.key);
+  if (f.model) q.set("model", f.model);
+  if (f.status) q.set("status", f.status);
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+export function reportProblem(record: CallRecord): void {
+  navigate("/tickets/new", { state: { draft: draftFromRecord(record) } });
+}
+
+export function RecordsPage() {
+  const location = useLocation();
+  const filters = filtersFrom(location.query);
+  const keys = useApi<{ data: Key[] }>("/keys");
+  const models = useApi<{ data: Model[] }>("/models");
+  const [rows, setRows] = useState<CallRecord[] | null>(null);
+  const [next, setNext] = useState<string | null>(null);
+  const [error, setError] = useState<ApiError | Error | null>(null);
+  const [loadingMore, setLoadingMore] = useState(false);
+  const [detail, setDetail] = useState<CallRecord | null>(null);
+  const request = useRef<AbortController | null>(null);
+  const filterKey = queryOf(filters);
+
+  const load = useCallback(
+    async (before: string | null) => {
+      request.current?.abort();
+      const controller = new AbortController();
+      request.current = controller;
+      const f = filtersFrom(new URLSearchParams(filterKey));
+      if (before) setLoadingMore(true);
+      else {
+        setRows(null);
+        setNext(null);
+      }
+      setError(null);
+      try {
+        const page = await api<{ data: CallRecord[]; next_before: string | null }>("/records", {
+          query: { view: f.view, key: f.key, model: f.model, status: f.status, limit: PAGE, before },
+          signal: controller.signal,
+        });
+        setRows((current) => (before && current ? [...current, ...page.data] : page.data));
+        setNext(page.next_before ?? null);
+      } catch (err) {
+        if ((err as Error).name !== "AbortError") setError(err as Error);
+      } finally {
+        if (request.current === controller) setLoadingMore(false);
+      }
+    },
+    [filterKey],
+  );
+
+  useEffect(() => {
+    void load(null);
+    return () => request.current?.abort();
+  }, [load]);
+
+  const setFilters = (change: Partial<Filters>) =>
+    navigate(`/records${queryOf({ ...filters, ...change })}`, { replace: true });
+
+  const filtered = Boolean(filters.key || filters.model || filters.status);
+  const exportQuery = { view: filters.view, key: filters.key, model: filters.model, status: filters.status };
+  const keyId = useId();
+  const modelId = useId();
+  const statusId = useId();
+
+  return (
+    <>
+      <PageHeader title="Call records">
+        <p>Every call through your keys, with what it consumed and how it ended.</p>
+      </PageHeader>
+      <Tabs
+        label="Which records"
+        idBase="records"
+        value={filters.view}
+        onChange={(view) => setFilters({ view })}
+        items={[
+          { id: "today", label: "Today" },
+          { id: "year", label: "Last year" },
+        ]}
+      />
+      <section
+        className="card section tab-panel"
+        id="records-panel"
+        role="tabpanel"
+        aria-labelledby={`records-tab-${filters.view}`}
+      >
+        <p className="muted small view-note">
+          {filters.view === "today" ? (
+            <>
+              Every call of the current UTC day, failed ones too: since 00:00 UTC ({utcDayStartLocal()} in
+              your time zone). Times are in your time zone, {timeZone()}.
+            </>
+          ) : (
+            <>
+              The newest 1,000 calls that consumed tokens in the last 365 days (today included); filters apply
+              within those. Need more?{" "}
+              <Link
+                to="/tickets/new"
+                state={{ draft: { kind: "older_history", subject: "Older call history" } }}
+              >
+                Request older history
+              </Link>{" "}
+              or{" "}
+              <Link
+                to="/tickets/new"
+                state={{ draft: { kind: "extra_export", subject: "Extra export of call records" } }}
+              >
+                an extra export
+              </Link>
+              . Times are in your time zone, {timeZone()}.
+            </>
+          )}
+        </p>
+        <form className="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filter the records">
+          <div className="field">
+            <label htmlFor={keyId}>Key</label>
+            <select id={keyId} value={filters.key} onChange={(e) => setFilters({ key: e.target.value })}>
+              <option value="">All keys</option>
+              {keys.data?.data.map((k) => (
+                <option key={k.id} value={k.id}>
+                  {k.prefix}… {k.name ?? ""}
+                </option>
+              ))}
+              {filters.key && !keys.data?.data.some((k) => k.id === filters.key) && (
+                <option value={filters.key}>{filters.key}</option>
+              )}
+            </select>
+          </div>
+          <div className="field">
+            <label htmlFor={modelId}>Model</label>
+            <select
+              id={modelId}
+              value={filters.model}
+              onChange={(e) => setFilters({ model: e.target.value })}
+            >
+              <option value="">All models</option>
+              {models.data?.data.map((m) => (
+                <option key={m.id} value={m.id}>
+                  {m.id}
+                </option>
+              ))}
+              {filters.model && !models.data?.data.some((m) => m.id === filters.model) && (
+                <option value={filters.model}>{filters.model}</option>
+              )}
+            </select>
+          </div>
+          <div className="field">
+            <label htmlFor={statusId}>Status</label>
+            <select
+              id={statusId}
+              value={filters.status}
+              onChange={(e) => setFilters({ status: e.target.value })}
+            >
+              <option value="">All statuses</option>
+              {RECORD_STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s.replaceAll("_", " ")}
+                </option>
+              ))}
+            </select>
+          </div>
+          <div className="filter-actions">
+            {filtered && (
+              <button
+                type="button"
+                className="btn"
+                onClick={() => setFilters({ key: "", model: "", status: "" })}
+              >
+                Clear filters
+              </button>
+            )}
+            <a className="btn" href={apiUrl("/records/export", { ...exportQuery, format: "csv" })} download>
+              Export CSV
+            </a>
+            <a className="btn" href={apiUrl("/records/export", { ...exportQuery, format: "jsonl" })} download>
+              Export JSON Lines
+            </a>
+          </div>
+        </form>
+
+        {error ? (
+          <ErrorNotice error={error} onRetry={() => void load(null)} />
+        ) : rows === null ? (
+          <Loading what="Loading the records" />
+        ) : rows.length === 0 ? (
+          filtered ? (
+            <Empty title="No calls match these filters.">Clear a filter to see more.</Empty>
+          ) : filters.view === "today" ? (
+            <Empty title="No calls today yet.">
+              Calls made since 00:00 UTC appear here as soon as they finish. <Link to="/keys">Get a key</Link>{" "}
+              to make one.
+            </Empty>
+          ) : (
+            <Empty title="No calls with consumption in the last 365 days." />
+          )
+        ) : (
+          <>
+            <div className="table-wrap">
+              <table className="records">
+                <caption className="sr-only">
+                  Call records, {filters.view === "today" ? "today (UTC)" : "last year"}, newest first
+                </caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Time</th>
+                    <th scope="col">Key</th>
+                    <th scope="col">Model</th>
+                    <th scope="col" className="num">
+                      In
+                    </th>
+                    <th scope="col" className="num">
+                      Out
+                    </th>
+                    <th scope="col" className="num">
+                      Total
+                    </th>
+                    <th scope="col">Status</th>
+                    <th scope="col" className="num">
+                      Latency
+                    </th>
+                    <th scope="col">Request id</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {rows.map((r) => (
+                    <tr key={r.request_id} data-request-id={r.request_id}>
+                      <td className="nowrap" title={fmtDateTime(r.created_at)}>
+                        {filters.view === "today" ? fmtTime(r.created_at) : fmtShortDateTime(r.created_at)}
+                      </td>
+                      <td className="nowrap">
+                        {r.key_prefix ? (
+                          <>
+                            <code>{r.key_prefix}…</code>
+                            {r.key_name && (
+                              <span className="cell-sub cell-clip" title={r.key_name}>
+                                {r.key_name}
+                              </span>
+                            )}
+                          </>
+                        ) : (
+                          <span className="muted">no key</span>
+                        )}
+                      </td>
+                      <td className="nowrap">{r.model ?? <span className="muted">–</span>}</td>
+                      <td className="num">{fmtInt(r.prompt_tokens)}</td>
+                      <td className="num">{fmtInt(r.completion_tokens)}</td>
+                      <td className="num">{fmtInt(r.total_tokens)}</td>
+                      <td className="nowrap">
+                        <Badge value={r.status} />
+                        {r.status !== "ok" && (
+                          <span className="cell-sub">
+                            {r.http_status}
+                            {r.error_code && r.error_code !== r.status ? ` ${r.error_code}` : ""}
+                          </span>
+                        )}
+                      </td>
+                      <td className="num">{fmtMs(r.latency_ms)}</td>
+                      <td>
+                        <div className="cell-stack">
+                          <button
+                            type="button"
+                            className="link-button mono small"
+                            onClick={() => setDetail(r)}
+                            aria-label={`Details of ${r.request_id}`}
+                          >
+                            {r.request_id}
+                          </button>
+                          <button type="button" className="btn btn-small" onClick={() => reportProblem(r)}>
+                            Report a problem<span className="sr-only"> with {r.request_id}</span>
+                          </button>
+                        </div>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <div className="table-foot">
+              <span className="muted small" role="status">
+                {fmtInt(rows.length)} {rows.length === 1 ? "record" : "records"} shown
+                {next ? "; more below" : ""}
+              </span>
+              {next && (
+                <button type="button" className="btn" disabled={loadingMore} onClick={() => void load(next)}>
+                  {loadingMore ? "Loading…" : "Load more"}
+                </button>
+              )}
+            </div>
+          </>
+        )}
+      </section>
+      <Dialog open={detail !== null} title="Call record" onClose={() => setDetail(null)} wide>
+        {detail && <RecordDetail record={detail} />}
+      </Dialog>
+    </>
+  );
+}
+
+function RecordDetail({ record }: { record: CallRecord }) {
+  const rows: [string, ReactNode][] = [
+    ["Request id", <code key="id">{record.request_id}</code>],
+    ["Time", fmtDateTime(record.created_at)],
+    ["Key", record.key_prefix ? `${record.key_prefix}… ${record.key_name ?? ""}` : "no key"],
+    ["Model", record.model ?? "–"],
+    ["Status", `${record.status} (HTTP ${record.http_status})`],
+    ["Error", recordError(record) || "–"],
+    [
+      "Tokens",
+      `${fmtInt(record.prompt_tokens)} in, ${fmtInt(record.completion_tokens)} out, ${fmtInt(record.total_tokens)} total`,
+    ],
+    ["Usage from", record.usage_source],
+    ["Latency", fmtMs(record.latency_ms)],
+    ["First token after", fmtMs(record.ttft_ms)],
+    ["Streamed", record.stream ? "yes" : "no"],
+    [
+      "Content safety",
+      record.safety_verdict
+        ? `${record.safety_verdict}${record.safety_categories?.length ? ` (${record.safety_categories.join(", ")})` : ""}`
+        : "not reviewed",
+    ],
+  ];
+  return (
+    <>
+      <dl className="details">
+        {rows.map(([label, value]) => (
+          <div key={label}>
+            <dt>{label}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+      </dl>
+      <h3>Parameters</h3>
+      <pre className="code-block">
+        {paramsText(record.params) ? JSON.stringify(record.params, null, 2) : "none"}
+      </pre>
+      <div className="dialog-actions">
+        <button type="button" className="btn btn-primary" onClick={() => reportProblem(record)}>
+          Report a problem with this call
+        </button>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,564 @@
+// The web console end to end in a real browser: Debian's Chromium driven by playwright-core,
+// against a real gateway (SQLite store, the built console in dist/console) in front of the
+// mock upstream. An owner logs in, creates a key, uses it through /v1 with the openai SDK,
+// finds the calls in Today, exports them as CSV, reports a problem from a record; an admin
+// (second browser context) answers the ticket and the owner sees the answer. Every page is
+// captured at 1280 and 390 px into test-output/console-screenshots/ (not committed), and
+// none may overflow horizontally at 390 px.
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import OpenAI, { APIError } from "openai";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { createUser } from "../src/accounts/users.ts";
+import { CONSOLE_CSP, CONSOLE_DIST } from "../src/http/console-static.ts";
+import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
+import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/**
+ * Without the background-networking switches Chromium keeps trying to reach Google's
+ * services, which on a machine without outside network stalls it. playwright-core gives every
+ * launch a fresh temporary profile (user-data-dir) of its own.
+ */
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const SHOTS = fileURLToPath(new URL("../test-output/console-screenshots/", import.meta.url));
+const WIDE = { width: 1280, height: 800 };
+const NARROW = { width: 390, height: 844 };
+
+const OWNER = { email: "owner@acme.test", password: "owner-password-1234" };
+const ADMIN = { email: "admin@gateway.test", password: "admin-password-1234" };
+const MEMBER = { email: "member@acme.test", password: "member-password-1234" };
+
+/** RFC 4180: quoted fields may hold commas, quotes ("") and line breaks. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ",") {
+      row.push(cell);
+      cell = "";
+    } else if (c === "\n" || c === "\r") {
+      if (c === "\r" && text[i + 1] === "\n") i++;
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = "";
+    } else cell += c;
+  }
+  if (cell !== "" || row.length > 0) {
+    row.push(cell);
+    rows.push(row);
+  }
+  return rows;
+}
+
+/** Waits until the page's title is there and nothing is loading any more. */
+async function settled(page: Page): Promise<void> {
+  await page.locator("#page-title").first().waitFor();
+  // the first render shows "Loading…" until the data is there (a locator, not a function
+  // evaluated in the page: the console's Content-Security-Policy forbids eval)
+  await page.locator(".loading").first().waitFor({ state: "detached" });
+}
+
+/**
+ * Opens `path` below /console at both widths: a full-page screenshot each, and at 390 px
+ * the document must not be wider than the window (tables scroll inside their own box).
+ */
+async function capture(page: Page, path: string, name: string): Promise<void> {
+  for (const size of [WIDE, NARROW]) {
+    await page.setViewportSize(size);
+    await page.goto(`${new URL(page.url()).origin}/console${path}`);
+    await settled(page);
+    await page.screenshot({ path: join(SHOTS, `${name}-${size.width}.png`), fullPage: true });
+    if (size === NARROW) {
+      const overflow = await page.evaluate(() => {
+        // runs in the page; this project's types have no DOM
+        const win = globalThis as any;
+        return {
+          scrollWidth: win.document.documentElement.scrollWidth as number,
+          innerWidth: win.innerWidth as number,
+        };
+      });
+      assert.ok(
+        overflow.scrollWidth <= overflow.innerWidth,
+        `${path} overflows at 390 px: the document is ${overflow.scrollWidth} px wide`,
+      );
+    }
+  }
+  await page.setViewportSize(WIDE);
+}
+
+/** A link of the console's main navigation (pages also link to each other in their text). */
+async function go(page: Page, name: string): Promise<void> {
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name }).click();
+  await settled(page);
+}
+
+async function logIn(page: Page, origin: string, who: { email: string; password: string }): Promise<void> {
+  await page.goto(`${origin}/console/`);
+  await page.getByLabel("E-mail").fill(who.email);
+  await page.getByLabel("Password").fill(who.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+}
+
+describe("web console in Chromium", { timeout: 240_000 }, () => {
+  let upstream: MockUpstream;
+  let gw: TestGateway;
+  let browser: Browser;
+  let ownerContext: BrowserContext;
+  let adminContext: BrowserContext;
+  let owner: Page;
+  let admin: Page;
+  let accountId: string;
+  let secret: string;
+  let keyId: string;
+  /** the successful call and the failed one, made through /v1 */
+  let okCall: string;
+  let failedCall: string;
+  let ticketPath: string;
+  const pageErrors: string[] = [];
+
+  before(async () => {
+    // Never skip: a machine without the browser must fail this suite and say how to fix it.
+    if (!existsSync(CHROMIUM))
+      throw new Error(
+        `Chromium is not installed at ${CHROMIUM}, so the console's browser tests cannot run. ` +
+          "Install Debian's Chromium: `sudo apt-get update && sudo apt-get install -y --no-install-recommends chromium` " +
+          "(.ci/run does this), or point CHROMIUM_PATH at a Chromium binary.",
+      );
+    if (!existsSync(join(CONSOLE_DIST, "index.html")))
+      throw new Error("The console is not built: run `npm run build:console` first (`npm test` does).");
+    mkdirSync(SHOTS, { recursive: true });
+    upstream = await startMockUpstream();
+    gw = await startTestGateway({ upstream });
+    const db = gw.gateway.deps.store.db;
+    accountId = await gw.account("Acme");
+    const operators = await gw.account("Gateway operators");
+    await createUser(db, { account_id: accountId, role: "owner", ...OWNER });
+    await createUser(db, { account_id: accountId, role: "member", ...MEMBER });
+    await createUser(db, { account_id: operators, role: "admin", ...ADMIN });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+    ownerContext = await browser.newContext({ viewport: WIDE, locale: "en-US", acceptDownloads: true });
+    adminContext = await browser.newContext({ viewport: WIDE, locale: "en-US" });
+    // a step that cannot find what it waits for fails in seconds, not after half a minute
+    ownerContext.setDefaultTimeout(10_000);
+    adminContext.setDefaultTimeout(10_000);
+    owner = await ownerContext.newPage();
+    admin = await adminContext.newPage();
+    for (const page of [owner, admin]) {
+      page.on("pageerror", (err) => pageErrors.push(err.message));
+      // a violated Content-Security-Policy shows as a console error
+      page.on("console", (m) => {
+        if (m.type() === "error" && /Content Security Policy|Refused to/i.test(m.text()))
+          pageErrors.push(m.text());
+      });
+    }
+  });
+
+  after(async () => {
+    await browser?.close();
+    await gw?.close();
+    await upstream?.close();
+  });
+
+  test("the console page comes with its security headers", async () => {
+    const res = await fetch(`${gw.origin}/console/records`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-security-policy"), CONSOLE_CSP);
+    assert.equal(res.headers.get("x-frame-options"), "DENY");
+    assert.match(await res.text(), /<div id="root"><\/div>/);
+  });
+
+  test("the owner logs in", async () => {
+    await owner.goto(`${gw.origin}/console/`);
+    await owner.getByRole("heading", { name: "Sign in" }).waitFor();
+    for (const size of [WIDE, NARROW]) {
+      await owner.setViewportSize(size);
+      await owner.screenshot({ path: join(SHOTS, `login-${size.width}.png`), fullPage: true });
+    }
+    await owner.setViewportSize(WIDE);
+    await owner.getByLabel("E-mail").fill(OWNER.email);
+    await owner.getByLabel("Password").fill("not-the-password");
+    await owner.getByRole("button", { name: "Sign in" }).click();
+    await owner
+      .getByRole("alert")
+      .filter({ hasText: /invalid_credentials/ })
+      .waitFor();
+    await owner.getByLabel("Password").fill(OWNER.password);
+    await owner.getByRole("button", { name: "Sign in" }).click();
+    await owner.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+    assert.match(await owner.locator(".whoami").innerText(), /owner@acme\.test/);
+    assert.equal(await owner.getByRole("link", { name: "Administration" }).count(), 0);
+  });
+
+  test("a dialog opened from the keyboard closes with Escape and gives focus back", async () => {
+    await go(owner, "Keys");
+    const create = owner.getByRole("button", { name: "Create key" });
+    await create.focus();
+    await owner.keyboard.press("Enter");
+    const dialog = owner.getByRole("dialog", { name: "Create a key" });
+    await dialog.waitFor();
+    assert.equal(await dialog.locator(":focus").count(), 1, "the focus is inside the dialog");
+    await owner.keyboard.press("Escape");
+    await dialog.waitFor({ state: "hidden" });
+    assert.equal(await owner.locator(":focus").textContent(), "Create key");
+  });
+
+  test("the owner creates a key: the secret is shown once, with the advice and a copy button", async () => {
+    const originOfPosts: (string | undefined)[] = [];
+    owner.on("request", async (request) => {
+      if (request.method() === "POST" && request.url().endsWith("/api/console/keys"))
+        originOfPosts.push((await request.allHeaders()).origin);
+    });
+    await owner.getByRole("button", { name: "Create key" }).click();
+    const dialog = owner.getByRole("dialog", { name: "Create a key" });
+    await dialog.getByLabel("Name").fill("e2e-app");
+    await dialog.getByLabel("Token limit").fill("1,000,000");
+    await dialog.getByRole("button", { name: "Create key" }).click();
+    const shown = owner.getByRole("dialog", { name: "Your new key" });
+    await shown.waitFor();
+    secret = await shown.getByLabel("API key").inputValue();
+    assert.match(secret, /^sk-/);
+    assert.match(await shown.innerText(), /Use one key per application/);
+    assert.equal(await shown.getByRole("button", { name: "Copy" }).count(), 1);
+    await owner.screenshot({ path: join(SHOTS, "key-created-1280.png") });
+    await shown.getByRole("button", { name: "I have copied it" }).click();
+    await shown.waitFor({ state: "hidden" });
+    const row = owner.getByRole("row").filter({ hasText: "e2e-app" });
+    await row.waitFor();
+    assert.match(await row.innerText(), /1,000,000/); // the limit, with thousands separators
+    assert.doesNotMatch(await owner.locator("main").innerText(), new RegExp(secret));
+    // Chromium sent the Origin of a same-origin POST itself: the server's check relies on it
+    assert.deepEqual(originOfPosts, [gw.origin]);
+    const keys = await gw.gateway.deps.store.db
+      .selectFrom("api_keys")
+      .select(["id", "name"])
+      .where("account_id", "=", accountId)
+      .execute();
+    assert.equal(keys.length, 1);
+    assert.equal(keys[0]!.name, "e2e-app");
+    keyId = keys[0]!.id;
+  });
+
+  test("the key works through /v1 with the openai SDK", async () => {
+    const client = new OpenAI({ apiKey: secret, baseURL: gw.baseURL, maxRetries: 0 });
+    const { data, response } = await client.chat.completions
+      .create({
+        model: TEST_MODEL,
+        messages: [{ role: "user", content: "Hello from the console test mock:tokens=7" }],
+        max_tokens: 50,
+        temperature: 0.3,
+      })
+      .withResponse();
+    assert.equal(data.usage?.completion_tokens, 7);
+    okCall = response.headers.get("x-request-id")!;
+    assert.ok(okCall);
+    try {
+      await client.chat.completions.create({
+        model: TEST_MODEL,
+        messages: [{ role: "user", content: "This one fails mock:status=500" }],
+        max_tokens: 20,
+        temperature: 0.9,
+      });
+      assert.fail("the mock's 500 should fail the call");
+    } catch (err) {
+      assert.ok(err instanceof APIError);
+      failedCall = err.headers?.get("x-request-id") ?? "";
+    }
+    assert.ok(failedCall);
+  });
+
+  test("Today shows both calls, the failed one too, with their figures", async () => {
+    await go(owner, "Call records");
+    assert.equal(await owner.getByRole("tab", { name: "Today" }).getAttribute("aria-selected"), "true");
+    const stored = await gw.record(okCall);
+    const row = owner.locator(`tr[data-request-id="${okCall}"]`);
+    await row.waitFor();
+    const cells = await row.locator("td").allInnerTexts();
+    assert.match(cells[1]!, /e2e-app/);
+    assert.equal(cells[2], TEST_MODEL);
+    assert.equal(cells[3], stored.prompt_tokens.toLocaleString("en-US"));
+    assert.equal(cells[4], "7");
+    assert.equal(cells[5], stored.total_tokens.toLocaleString("en-US"));
+    assert.match(cells[6]!, /ok/);
+    assert.match(cells[8]!, new RegExp(okCall));
+    const failed = owner.locator(`tr[data-request-id="${failedCall}"]`);
+    await failed.waitFor();
+    const failedStored = await gw.record(failedCall);
+    const failedCells = await failed.locator("td").allInnerTexts();
+    assert.match(
+      failedCells[6]!,
+      new RegExp(`${failedStored.status}\\s+${failedStored.http_status} ${failedStored.error_code}`),
+    );
+    // the status filter narrows the view to the failed call
+    await owner.getByLabel("Status").selectOption(failedStored.status);
+    // the filtered page has arrived once "Clear filters" shows and nothing is loading
+    await owner.getByRole("button", { name: "Clear filters" }).waitFor();
+    await settled(owner);
+    await failed.waitFor();
+    assert.equal(await owner.locator("tr[data-request-id]").count(), 1);
+    assert.equal(new URL(owner.url()).searchParams.get("status"), failedStored.status);
+    await owner.getByRole("button", { name: "Clear filters" }).click();
+    await owner.getByRole("button", { name: "Clear filters" }).waitFor({ state: "detached" });
+    await settled(owner);
+    await row.waitFor();
+    assert.equal(await owner.locator("tr[data-request-id]").count(), 2);
+  });
+
+  test("Export CSV downloads the current view, and its rows match the calls", async () => {
+    const [download] = await Promise.all([
+      owner.waitForEvent("download"),
+      owner.getByRole("link", { name: "Export CSV" }).click(),
+    ]);
+    assert.match(download.suggestedFilename(), /^records-today-\d{4}-\d{2}-\d{2}\.csv$/);
+    const rows = parseCsv(readFileSync((await download.path())!, "utf8"));
+    const [header, ...data] = rows;
+    assert.ok(header);
+    const column = (name: string) => {
+      const i = header.indexOf(name);
+      assert.ok(i >= 0, `the CSV has a ${name} column`);
+      return i;
+    };
+    assert.equal(data.length, 2, "two calls today");
+    const byId = new Map(data.map((r) => [r[column("request_id")], r]));
+    for (const id of [okCall, failedCall]) {
+      const stored = await gw.record(id);
+      const r = byId.get(id);
+      assert.ok(r, `the export has ${id}`);
+      assert.equal(r[column("key_id")], keyId);
+      assert.equal(r[column("model")], TEST_MODEL);
+      assert.equal(r[column("status")], stored.status);
+      assert.equal(Number(r[column("prompt_tokens")]), stored.prompt_tokens);
+      assert.equal(Number(r[column("completion_tokens")]), stored.completion_tokens);
+      assert.equal(Number(r[column("total_tokens")]), stored.total_tokens);
+      assert.equal(Number(r[column("created_at")]), Number(stored.created_at));
+    }
+    assert.equal(JSON.parse(byId.get(okCall)![column("params")]!).temperature, 0.3);
+  });
+
+  test("Last year lists calls that consumed tokens, so not the failed one", async () => {
+    await owner.getByRole("tab", { name: "Last year" }).click();
+    await owner.locator(`tr[data-request-id="${okCall}"]`).waitFor();
+    assert.equal(new URL(owner.url()).searchParams.get("view"), "year");
+    assert.equal(await owner.locator(`tr[data-request-id="${failedCall}"]`).count(), 0);
+    // arrow keys move between the tabs (and select them)
+    await owner.getByRole("tab", { name: "Last year" }).focus();
+    await owner.keyboard.press("ArrowLeft");
+    await owner.locator(`tr[data-request-id="${failedCall}"]`).waitFor();
+    assert.equal(await owner.getByRole("tab", { name: "Today" }).getAttribute("aria-selected"), "true");
+  });
+
+  test("Report a problem opens the new-ticket form filled from the record", async () => {
+    const stored = await gw.record(failedCall);
+    await owner
+      .locator(`tr[data-request-id="${failedCall}"]`)
+      .getByRole("button", { name: /Report a problem/ })
+      .click();
+    await owner.getByRole("heading", { level: 1, name: "New ticket" }).waitFor();
+    await settled(owner);
+    assert.equal(await owner.getByLabel("Kind").inputValue(), "problem");
+    assert.equal(await owner.getByLabel("Request id").inputValue(), failedCall);
+    assert.equal(await owner.getByLabel("Model").inputValue(), TEST_MODEL);
+    assert.equal(await owner.getByLabel("Key").inputValue(), keyId);
+    assert.match(
+      await owner.getByLabel("Error returned").inputValue(),
+      new RegExp(`${stored.status}.*${stored.http_status}`),
+    );
+    assert.notEqual(await owner.getByLabel("Time of the problem").inputValue(), "");
+    assert.equal(JSON.parse(await owner.getByLabel("Main parameters").inputValue()).temperature, 0.9);
+    await owner.getByLabel("Description").fill("The call failed with a 502; what happened upstream?");
+    await owner.getByRole("button", { name: "Open ticket" }).click();
+    await owner.getByText("Ticket opened.").waitFor();
+    ticketPath = new URL(owner.url()).pathname.replace(/^\/console/, "");
+    assert.match(ticketPath, /^\/tickets\/[A-Za-z0-9_-]+$/);
+    const details = owner.locator("dl.details");
+    assert.equal(await details.locator('[data-field="Request id"]').innerText(), failedCall);
+    assert.equal(await details.locator('[data-field="Model"]').innerText(), TEST_MODEL);
+    assert.match(await details.locator('[data-field="Key"]').innerText(), /^sk-/);
+    assert.match(await details.locator('[data-field="Error returned"]').innerText(), /upstream_error/);
+    assert.match(await details.locator('[data-field="Time of the problem"]').innerText(), /\d/);
+    assert.match(await owner.locator('[data-field="Main parameters"]').innerText(), /"temperature": 0\.9/);
+    // and it is in the list, open
+    await go(owner, "Tickets");
+    const row = owner.getByRole("row").filter({ hasText: failedCall });
+    assert.match(await row.innerText(), /open/i);
+  });
+
+  test("an admin, in a second browser context, answers the ticket", async () => {
+    await logIn(admin, gw.origin, ADMIN);
+    await go(admin, "Administration");
+    await admin.getByRole("link", { name: "All tickets" }).click();
+    await settled(admin);
+    const row = admin.getByRole("row").filter({ hasText: failedCall });
+    assert.match(await row.innerText(), /Acme/); // admins see the account
+    await row.getByRole("link").click();
+    await settled(admin);
+    await admin
+      .getByLabel("Answer")
+      .fill("The upstream answered 500; nothing was charged beyond the prompt.");
+    await admin.getByRole("button", { name: "Send answer" }).click();
+    await admin.getByText("Reply sent.").waitFor();
+    await admin.locator(".ticket-meta").getByText("Answered").waitFor();
+    assert.match(await admin.locator("ol.thread").innerText(), /nothing was charged beyond the prompt/);
+  });
+
+  test("an admin opens an account's pages and comes back to their own", async () => {
+    await go(admin, "Administration");
+    await admin.getByRole("row").filter({ hasText: "Acme" }).getByRole("button", { name: /^Open/ }).click();
+    await admin.getByText("as an administrator").waitFor();
+    await go(admin, "Keys");
+    await admin.getByRole("row").filter({ hasText: "e2e-app" }).waitFor();
+    await admin.getByRole("button", { name: "Back to my account" }).click();
+    await admin.getByRole("row").filter({ hasText: "e2e-app" }).waitFor({ state: "detached" });
+    await admin.getByText("No keys yet.").waitFor();
+  });
+
+  test("the owner sees the answer", async () => {
+    await owner.goto(`${gw.origin}/console${ticketPath}`);
+    await settled(owner);
+    const thread = owner.locator("ol.thread");
+    assert.match(await thread.innerText(), /nothing was charged beyond the prompt/);
+    assert.match(await thread.innerText(), /Support/);
+    assert.match(await owner.locator(".ticket-meta").innerText(), /Answered/);
+  });
+
+  test("a member sees the account but no owner actions", async () => {
+    const context = await browser.newContext({ viewport: WIDE });
+    try {
+      const member = await context.newPage();
+      await logIn(member, gw.origin, MEMBER);
+      await member.goto(`${gw.origin}/console/keys`);
+      await settled(member);
+      await member.getByRole("row").filter({ hasText: "e2e-app" }).waitFor();
+      assert.equal(await member.getByRole("button", { name: "Create key" }).count(), 0);
+      assert.equal(await member.getByRole("button", { name: /^(Edit|Disable|Delete)/ }).count(), 0);
+      await member.goto(`${gw.origin}/console${ticketPath}`);
+      await settled(member);
+      assert.equal(await member.getByRole("button", { name: "Close ticket" }).count(), 0);
+      assert.equal(await member.getByRole("button", { name: "Send reply" }).count(), 1);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test("the owner renames, limits, disables, enables and deletes a key", async () => {
+    await go(owner, "Keys");
+    await owner.getByRole("button", { name: "Create key" }).click();
+    await owner.getByRole("dialog", { name: "Create a key" }).getByLabel("Name").fill("temporary");
+    await owner
+      .getByRole("dialog", { name: "Create a key" })
+      .getByRole("button", { name: "Create key" })
+      .click();
+    const shown = owner.getByRole("dialog", { name: "Your new key" });
+    const temporarySecret = await shown.getByLabel("API key").inputValue();
+    await shown.getByRole("button", { name: "I have copied it" }).click();
+    const row = () => owner.getByRole("row").filter({ hasText: /temporary|batch-job/ });
+    await row().getByRole("button", { name: /^Edit/ }).click();
+    const edit = owner.getByRole("dialog", { name: /^Edit key/ });
+    await edit.getByLabel("Name").fill("batch-job");
+    await edit.getByLabel("Token limit").fill("500");
+    await edit.getByRole("button", { name: "Save" }).click();
+    await owner.getByRole("status").filter({ hasText: "saved" }).waitFor();
+    assert.match(await row().innerText(), /batch-job[\s\S]*500/);
+    await row()
+      .getByRole("button", { name: /^Disable/ })
+      .click();
+    await row().getByText("disabled", { exact: true }).waitFor();
+    // the console's change reaches /v1 at once
+    const client = new OpenAI({ apiKey: temporarySecret, baseURL: gw.baseURL, maxRetries: 0 });
+    const refused = await client.models.list().then(
+      () => null,
+      (err: unknown) => err,
+    );
+    assert.ok(
+      refused instanceof APIError && refused.status === 403,
+      `a disabled key is refused: ${String(refused)}`,
+    );
+    await row()
+      .getByRole("button", { name: /^Enable/ })
+      .click();
+    await row().getByText("enabled", { exact: true }).waitFor();
+    await row()
+      .getByRole("button", { name: /^Delete/ })
+      .click();
+    const confirm = owner.getByRole("dialog", { name: "Delete this key?" });
+    // the safe choice has the focus, so Enter does not delete by accident
+    assert.equal(await confirm.locator(":focus").textContent(), "Keep the key");
+    await confirm.getByRole("button", { name: "Delete key" }).click();
+    await row().waitFor({ state: "detached" });
+    const gone = await client.models.list().then(
+      () => null,
+      (err: unknown) => err,
+    );
+    assert.ok(gone instanceof APIError && gone.status === 401, `a deleted key is refused: ${String(gone)}`);
+  });
+
+  test("every page, captured at 1280 and 390 px, without horizontal overflow at 390", async () => {
+    const ownerPages: [string, string][] = [
+      ["/", "overview"],
+      ["/keys", "keys"],
+      ["/records", "records-today"],
+      ["/records?view=year", "records-year"],
+      ["/models", "models"],
+      ["/tickets", "tickets"],
+      [ticketPath, "ticket"],
+      ["/tickets/new", "ticket-new"],
+      ["/plan", "plan"],
+    ];
+    for (const [path, name] of ownerPages) await capture(owner, path, name);
+    const adminPages: [string, string][] = [
+      ["/admin/accounts", "admin-accounts"],
+      ["/admin/users", "admin-users"],
+      ["/admin/tickets", "admin-tickets"],
+    ];
+    for (const [path, name] of adminPages) await capture(admin, path, name);
+    // the narrow layout collapses the navigation behind a button
+    await owner.setViewportSize(NARROW);
+    await owner.goto(`${gw.origin}/console/`);
+    await settled(owner);
+    const navLink = owner
+      .getByRole("navigation", { name: "Console" })
+      .getByRole("link", { name: "Call records" });
+    assert.equal(await navLink.isVisible(), false);
+    await owner.getByRole("button", { name: "Menu" }).click();
+    assert.equal(await navLink.isVisible(), true);
+    await owner.screenshot({ path: join(SHOTS, "menu-open-390.png") });
+    await owner.setViewportSize(WIDE);
+  });
+
+  test("the pages ran without script errors or policy violations", () => {
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("signing out returns to the login page, and pages need a new login", async () => {
+    await owner.getByRole("button", { name: "Sign out" }).click();
+    await owner.getByRole("heading", { name: "Sign in" }).waitFor();
+    await owner.goto(`${gw.origin}/console/keys`);
+    await owner.getByRole("heading", { name: "Sign in" }).waitFor();
+    const res = await owner.request.get(`${gw.origin}/api/console/keys`);
+    assert.equal(res.status(), 401);
+  });
+});
