@@ -69,6 +69,23 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** labelled children by stage, reviewer and outcome, as for requests above */
+  readonly #byReview = new Map<string, { reviews: { inc(): void }; seconds: { observe(v: number): void } }>();
+
+  observeReview(stage: string, reviewer: string, outcome: string, seconds: number): void {
+    const id = `${stage} ${reviewer} ${outcome}`;
+    let children = this.#byReview.get(id);
+    if (!children) {
+      children = {
+        reviews: this.safetyReviews.labels({ stage, reviewer, outcome }),
+        seconds: this.safetySeconds.labels({ reviewer, outcome }),
+      };
+      this.#byReview.set(id, children);
+    }
+    children.reviews.inc();
+    children.seconds.observe(seconds);
+  }
+
   readonly recordWriteErrors = new Counter({
     name: "gateway_record_write_errors_total",
     help: "Failed attempts to commit call records",

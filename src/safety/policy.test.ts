@@ -115,6 +115,21 @@ describe("SafetyPolicy.review", () => {
     assert.ok(sawAbort, "the reviewer's signal was aborted");
   });
 
+  test("a local reviewer runs without the deadline; a networked one after it still has it", async () => {
+    const local = { ...reviewer("rules", pass), local: true };
+    const stuck = reviewer("moderation-api", () => new Promise<ReviewVerdict>(() => {}));
+    const policy = new SafetyPolicy(config({ timeout_ms: 50 }), [local, stuck], new Metrics());
+    const client = new AbortController();
+    await assert.rejects(policy.review("output", "x", undefined, client.signal), /longer than 50 ms/);
+    assert.deepEqual(local.seen, ["x"]);
+    const alone = new SafetyPolicy(
+      config({ timeout_ms: 50 }),
+      [{ ...reviewer("rules", pass), local: true }],
+      new Metrics(),
+    );
+    assert.equal((await alone.review("output", "x", undefined, client.signal)).flagged, false);
+  });
+
   test("the client leaving ends the review with the client's reason", async () => {
     const client = new AbortController();
     const slow = reviewer("moderation-api", () => new Promise<ReviewVerdict>(() => {}));

@@ -3,7 +3,7 @@
 // within `safety.timeout_ms`, failing closed on any error or timeout.
 import type { PlanConfig, SafetyConfig } from "../config/schema.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import type { Reviewer, ReviewStage } from "./types.ts";
+import type { Reviewer, ReviewStage, ReviewVerdict } from "./types.ts";
 
 export type SafetyStreaming = "json" | "reviewed";
 
@@ -93,25 +93,23 @@ export class SafetyPolicy {
       this.#metrics.safetyReviews.inc({ stage, reviewer: "none", outcome: "error" });
       throw new ReviewFailed("no content safety reviewer is configured");
     }
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new ReviewFailed(`the review took longer than ${this.#config.timeout_ms} ms`)),
-      this.#config.timeout_ms,
-    );
-    const signal = AbortSignal.any([clientSignal, deadline.signal]);
-    // A reviewer that ignores its signal must not hold the call: the race ends at the abort.
-    let onAbort: () => void = () => {};
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-    });
-    aborted.catch(() => {});
+    // The deadline and its race cost more than a local reviewer's whole review (timers, an
+    // AbortSignal.any, listeners), and could not interrupt one anyway: a synchronous review
+    // holds the event loop. So they are set up only when the chain reaches a networked one.
+    let guard: ReviewGuard | undefined;
     try {
       for (const reviewer of this.#reviewers) {
         const one = performance.now();
         let outcome = "error";
         try {
-          const verdict = await Promise.race([reviewer.review({ text, stage, context, signal }), aborted]);
+          let verdict: ReviewVerdict;
+          if (reviewer.local) verdict = await reviewer.review({ text, stage, context, signal: clientSignal });
+          else {
+            guard ??= new ReviewGuard(clientSignal, this.#config.timeout_ms);
+            const request = { text, stage, context, signal: guard.signal };
+            // A reviewer that ignores its signal must not hold the call: the race ends at the abort.
+            verdict = await Promise.race([reviewer.review(request), guard.aborted]);
+          }
           outcome = verdict.flagged ? "flag" : "pass";
           if (verdict.flagged) {
             const categories = verdict.categories.length ? verdict.categories : [reviewer.type];
@@ -121,26 +119,56 @@ export class SafetyPolicy {
         } catch (err) {
           if (clientSignal.aborted) throw clientSignal.reason;
           // Past the deadline the reviewer's own abort error is not the story: the timeout is.
-          if (deadline.signal.aborted) throw deadline.signal.reason;
+          if (guard?.timedOut) throw guard.reason;
           if (err instanceof ReviewFailed) throw err;
           const reason = err instanceof Error ? err.message : String(err);
           throw new ReviewFailed(`the ${reviewer.type} reviewer failed: ${reason}`, { cause: err });
         } finally {
-          this.#metrics.safetyReviews.inc({ stage, reviewer: reviewer.type, outcome });
-          this.#metrics.safetySeconds.observe(
-            { reviewer: reviewer.type, outcome },
-            (performance.now() - one) / 1000,
-          );
+          this.#metrics.observeReview(stage, reviewer.type, outcome, (performance.now() - one) / 1000);
         }
       }
       return { flagged: false, categories: [], reviewer: null, ms: elapsed() };
     } finally {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onAbort);
+      guard?.dispose();
     }
   }
 
   async close(): Promise<void> {
     await Promise.all(this.#reviewers.map((r) => r.close?.()));
+  }
+}
+
+/** The deadline of one review and the client's abort, as one signal and one rejecting promise. */
+class ReviewGuard {
+  readonly signal: AbortSignal;
+  readonly aborted: Promise<never>;
+  readonly #deadline = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+  #onAbort: () => void = () => {};
+
+  constructor(clientSignal: AbortSignal, timeoutMs: number) {
+    this.#timer = setTimeout(
+      () => this.#deadline.abort(new ReviewFailed(`the review took longer than ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    this.signal = AbortSignal.any([clientSignal, this.#deadline.signal]);
+    this.aborted = new Promise<never>((_, reject) => {
+      this.#onAbort = () => reject(this.signal.reason);
+      this.signal.addEventListener("abort", this.#onAbort, { once: true });
+    });
+    this.aborted.catch(() => {});
+  }
+
+  get timedOut(): boolean {
+    return this.#deadline.signal.aborted;
+  }
+
+  get reason(): unknown {
+    return this.#deadline.signal.reason;
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.signal.removeEventListener("abort", this.#onAbort);
   }
 }

@@ -27,6 +27,11 @@ export interface ReviewVerdict {
 export interface Reviewer {
   /** the config's `type`, for metrics and logs */
   readonly type: "rules" | "moderation-api" | "model-judge";
+  /**
+   * True for a reviewer that does no I/O (rules): it runs without the deadline machinery,
+   * which costs more than its review and could not interrupt a synchronous one anyway.
+   */
+  readonly local?: boolean;
   /** Resolves with a verdict; rejects with ReviewerError when it cannot judge. */
   review(request: ReviewRequest): Promise<ReviewVerdict>;
   close?(): Promise<void>;

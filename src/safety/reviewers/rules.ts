@@ -9,6 +9,7 @@ type RulesConfig = Extract<ReviewerConfig, { type: "rules" }>;
 
 export class RulesReviewer implements Reviewer {
   readonly type = "rules";
+  readonly local = true;
   readonly #terms: TermMatcher;
   readonly #patterns: RegExp[];
   readonly #category: string;
