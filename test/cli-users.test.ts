@@ -2,16 +2,13 @@
 // child process against the store of a running gateway (SQLite and PostgreSQL), the password
 // given as a flag or piped to stdin, and the result used to log in to the console.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
+import { type CliResult, runCli } from "./support/cli.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 
-const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-const CLI_VARS = ["GATEWAY_CONFIG", "DATABASE_URL", "GATEWAY_DATA_DIR", "PORT", "HOST", "LOG_LEVEL"];
 const CONFIG_YAML = `providers:
   - id: demo
     type: demo
@@ -24,13 +21,6 @@ plans:
     models: [demo]
 `;
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  json: any;
-}
-
 let workDir: string;
 
 before(() => {
@@ -41,33 +31,8 @@ after(() => {
   rmSync(workDir, { recursive: true, force: true });
 });
 
-/** Runs the CLI; `stdin` is written to it and closed (an empty string: closed at once). */
 function run(args: string[], env: Record<string, string>, stdin = ""): Promise<CliResult> {
-  const childEnv: Record<string, string | undefined> = { ...process.env };
-  for (const name of [...CLI_VARS, "NODE_TEST_CONTEXT", "NODE_OPTIONS"]) delete childEnv[name];
-  Object.assign(childEnv, env);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: childEnv, cwd: workDir });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      let json: any;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-    child.stdin.end(stdin);
-  });
+  return runCli(args, env, { cwd: workDir, stdin });
 }
 
 for (const kind of ["sqlite", "postgres"] as const) {

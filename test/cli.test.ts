@@ -1,12 +1,10 @@
 // The CLI as users run it: `node src/main.ts … --json` in a child process, against a SQLite
 // folder or a PostgreSQL database, and its effect on a gateway that is already running.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import type { ConfigInput } from "../src/config/schema.ts";
 import { migrate, openStore } from "../src/store/db.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
@@ -14,20 +12,8 @@ import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 /** every migration of src/store/migrations, in order */
 const MIGRATIONS = ["001-initial", "002-rate-limits", "003-safety", "004-console", "005-console-indexes"];
 
+import { type CliResult, runCli } from "./support/cli.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
-
-const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-
-/** Variables the CLI reads; children get only the ones a test sets. */
-const CLI_VARS = ["GATEWAY_CONFIG", "DATABASE_URL", "GATEWAY_DATA_DIR", "PORT", "HOST", "LOG_LEVEL"];
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as one JSON document (undefined when it is not one) */
-  json: any;
-}
 
 let workDir: string;
 
@@ -40,31 +26,7 @@ after(() => {
 });
 
 function run(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
-  const childEnv: Record<string, string | undefined> = { ...process.env };
-  for (const name of [...CLI_VARS, "NODE_TEST_CONTEXT", "NODE_OPTIONS"]) delete childEnv[name];
-  Object.assign(childEnv, env);
-  return new Promise((resolve, reject) => {
-    // cwd is a scratch folder so nothing lands in the repository (e.g. a default ./data)
-    const child = spawn(process.execPath, [MAIN, ...args], { env: childEnv, cwd: workDir });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      let json: any;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-  });
+  return runCli(args, env, { cwd: workDir });
 }
 
 /** Runs with --json and expects success and one JSON document on stdout. */

@@ -8,8 +8,13 @@ import { type RateLimiter, type RateTicket, rateHeaders, rateSubjects } from "..
 import type { Ledger, Reservation } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry, ResolvedModel } from "../providers/registry.ts";
-import { type ChatCompletion, type ChatUsage, UpstreamError } from "../providers/types.ts";
-import type { CallDraft } from "../records/draft.ts";
+import {
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatUsage,
+  UpstreamError,
+} from "../providers/types.ts";
+import type { CallDraft, CallStatus } from "../records/draft.ts";
 import type { RecordWriter } from "../records/writer.ts";
 import type { ReviewOutcome, SafetyPolicy } from "../safety/policy.ts";
 import { REVIEW_OVERLAP_CHARS, Segmenter } from "../safety/segmenter.ts";
@@ -21,6 +26,8 @@ import { type ChatRequest, FORWARDED_FIELDS } from "./request-schema.ts";
 const PROMPT_MARGIN = 1.1;
 /** the smallest answer worth sending upstream; below it the request is refused */
 const MIN_OUTPUT_TOKENS = 16;
+/** how a call the client left is recorded: 499 is nginx's "client closed request" */
+const CLIENT_GONE = { status: "client_disconnect", httpStatus: 499, errorCode: "client_disconnect" } as const;
 /** what a client sees in place of model output that content safety withheld */
 export const WITHHELD_MESSAGE = "This response was withheld by the gateway's content safety review.";
 /** parameters kept in the call record (never message text) */
@@ -237,11 +244,7 @@ export class ChatRelay {
       if (ctx.clientSignal.aborted) {
         // The client left before the answer: charge the prompt the upstream already read.
         draft.setUsage(promptTokens, 0, "estimated");
-        await this.#finish(ctx, hold, {
-          status: "client_disconnect",
-          httpStatus: 499,
-          errorCode: "client_disconnect",
-        });
+        await this.#finish(ctx, hold, CLIENT_GONE);
         return undefined;
       }
       throw upstreamFailure(err);
@@ -272,11 +275,7 @@ export class ChatRelay {
         outcome = await this.#review(ctx, "output", text, lastUserText(req.messages));
       } catch (err) {
         if (!ctx.clientSignal.aborted) throw err; // safety_unavailable; the usage stays charged
-        await this.#finish(ctx, hold, {
-          status: "client_disconnect",
-          httpStatus: 499,
-          errorCode: "client_disconnect",
-        });
+        await this.#finish(ctx, hold, CLIENT_GONE);
         return undefined;
       }
       if (outcome.flagged) {
@@ -304,11 +303,7 @@ export class ChatRelay {
       outcome = await this.#review(ctx, "input", text, undefined);
     } catch (err) {
       if (!ctx.clientSignal.aborted) throw err;
-      await this.#finish(ctx, hold, {
-        status: "client_disconnect",
-        httpStatus: 499,
-        errorCode: "client_disconnect",
-      });
+      await this.#finish(ctx, hold, CLIENT_GONE);
       return false;
     }
     if (outcome.flagged)
@@ -357,13 +352,12 @@ export class ChatRelay {
   ): Promise<string | undefined> {
     const { draft } = ctx;
     const clientWantsUsage = req.stream_options?.include_usage === true;
-    const id = completionId(draft.requestId);
+    const stamp = new ChunkStamp(draft, req.model);
     const started = performance.now();
     const iterator = model.provider.stream(upstream)[Symbol.asyncIterator]();
     let usage: ChatUsage | undefined;
     let delivered = "";
     let streaming = false;
-    let created: number | undefined;
     try {
       for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
         const chunk = next.value;
@@ -380,14 +374,7 @@ export class ChatRelay {
         } else {
           for (const c of chunk.choices) delivered += choiceText(c.delta);
         }
-        if (clientWantsUsage) chunk.usage = reported ?? null;
-        else delete chunk.usage;
-        created ??= chunk.created ?? Math.floor(draft.startedAt / 1000);
-        chunk.id = id;
-        chunk.object = "chat.completion.chunk";
-        chunk.created = created;
-        chunk.model = req.model;
-        const wait = sink.event(JSON.stringify(chunk));
+        const wait = sink.event(stamp.chunk(chunk, clientWantsUsage ? (reported ?? null) : undefined));
         if (wait) await wait;
       }
       this.#observeUpstream(model, started, "ok");
@@ -396,11 +383,7 @@ export class ChatRelay {
       // Tokens delivered so far are charged, whoever broke off.
       draft.setUsage(promptTokens, countText(delivered), "estimated");
       if (ctx.clientSignal.aborted) {
-        await this.#finish(ctx, hold, {
-          status: "client_disconnect",
-          httpStatus: 499,
-          errorCode: "client_disconnect",
-        });
+        await this.#finish(ctx, hold, CLIENT_GONE);
         return undefined;
       }
       const failure = upstreamFailure(err);
@@ -408,48 +391,16 @@ export class ChatRelay {
         if (!delivered) draft.setUsage(0, 0, "none");
         throw failure;
       }
-      // Mid-stream: the error travels as an SSE event and the stream ends without [DONE]
-      // (also when the record cannot be written: the writer has logged that).
-      await this.#finish(ctx, hold, {
-        status: "upstream_error",
-        httpStatus: failure.status,
-        errorCode: failure.code,
-      }).catch(() => undefined);
-      await sink.event(JSON.stringify(failure.toBody()));
-      sink.end();
-      return undefined;
+      return this.#failMidStream(ctx, hold, sink, failure, "upstream_error");
     }
     if (!streaming) sink.start();
     if (usage) draft.setUsage(usage.prompt_tokens, usage.completion_tokens, "upstream");
     else draft.setUsage(promptTokens, countText(delivered), "estimated");
-    if (clientWantsUsage && !usage) {
-      // The client asked for usage and the upstream gave none: send ours, marked by the record.
-      await sink.event(
-        JSON.stringify({
-          id,
-          object: "chat.completion.chunk",
-          created: created ?? Math.floor(draft.startedAt / 1000),
-          model: req.model,
-          choices: [],
-          usage: {
-            prompt_tokens: draft.promptTokens,
-            completion_tokens: draft.completionTokens,
-            total_tokens: draft.totalTokens,
-          },
-        }),
-      );
-    }
-    try {
-      await this.#finish(ctx, hold, { status: "ok", httpStatus: 200 });
-    } catch (err) {
-      // Not recorded, so not complete: an error event and no [DONE].
-      await sink.event(JSON.stringify(upstreamFailure(err).toBody()));
-      sink.end();
-      return undefined;
-    }
-    await sink.event("[DONE]");
-    sink.end();
-    return undefined;
+    // The client asked for usage and the upstream gave none: ours goes out, marked by the record.
+    return this.#endStream(ctx, hold, sink, stamp, clientWantsUsage && !usage, {
+      status: "ok",
+      httpStatus: 200,
+    });
   }
 
   /**
@@ -469,7 +420,7 @@ export class ChatRelay {
   ): Promise<string | undefined> {
     const { draft } = ctx;
     const clientWantsUsage = req.stream_options?.include_usage === true;
-    const id = completionId(draft.requestId);
+    const stamp = new ChunkStamp(draft, req.model);
     const context = lastUserText(req.messages);
     const segmenter = new Segmenter(this.#deps.safety.segmentTokens);
     // A flag or a failed review must stop the upstream too, not only a client that left.
@@ -485,7 +436,6 @@ export class ChatRelay {
     const choices = new Set<number>();
     let usage: ChatUsage | undefined;
     let streaming = false;
-    let created: number | undefined;
     let flagged: ReviewOutcome | undefined;
 
     /** Reviews the held text, with the tail of what went before, and releases it if it passed. */
@@ -531,14 +481,7 @@ export class ChatRelay {
             heldText += text;
           }
         }
-        if (clientWantsUsage) chunk.usage = reported ?? null;
-        else delete chunk.usage;
-        created ??= chunk.created ?? Math.floor(draft.startedAt / 1000);
-        chunk.id = id;
-        chunk.object = "chat.completion.chunk";
-        chunk.created = created;
-        chunk.model = req.model;
-        held.push(JSON.stringify(chunk));
+        held.push(stamp.chunk(chunk, clientWantsUsage ? (reported ?? null) : undefined));
         if (segmenter.ready(heldText) && !(await release())) break;
       }
       if (!flagged) await release(); // the rest of the output, once the upstream finished
@@ -550,25 +493,20 @@ export class ChatRelay {
       // What the upstream produced is charged, released or not: it did the work.
       draft.setUsage(promptTokens, countText(received), "estimated");
       if (ctx.clientSignal.aborted) {
-        await this.#finish(ctx, hold, {
-          status: "client_disconnect",
-          httpStatus: 499,
-          errorCode: "client_disconnect",
-        });
+        await this.#finish(ctx, hold, CLIENT_GONE);
         return undefined;
       }
       if (!streaming) {
         if (!received) draft.setUsage(0, 0, "none");
         throw failure;
       }
-      await this.#finish(ctx, hold, {
-        status: failure.code === "safety_unavailable" ? "error" : "upstream_error",
-        httpStatus: failure.status,
-        errorCode: failure.code,
-      }).catch(() => undefined);
-      await sink.event(JSON.stringify(failure.toBody()));
-      sink.end();
-      return undefined;
+      return this.#failMidStream(
+        ctx,
+        hold,
+        sink,
+        failure,
+        failure.code === "safety_unavailable" ? "error" : "upstream_error",
+      );
     }
 
     const verdict = flagged as ReviewOutcome | undefined;
@@ -576,18 +514,10 @@ export class ChatRelay {
     // A flag at the very end comes after the upstream's usage; one earlier stopped it first.
     if (usage) draft.setUsage(usage.prompt_tokens, usage.completion_tokens, "upstream");
     else draft.setUsage(promptTokens, countText(received), "estimated");
-    created ??= Math.floor(draft.startedAt / 1000);
-    if (!streaming) {
-      sink.start();
-      streaming = true;
-    }
+    if (!streaming) sink.start();
     if (verdict)
       await sink.event(
-        JSON.stringify({
-          id,
-          object: "chat.completion.chunk",
-          created,
-          model: req.model,
+        stamp.event({
           choices: [...(choices.size ? choices : [0])].map((index) => ({
             index,
             delta: {},
@@ -597,14 +527,36 @@ export class ChatRelay {
           safety: safetyExtension(verdict),
         }),
       );
-    if (clientWantsUsage && (verdict || !usage))
-      // The client asked for usage and the upstream's never reached it: send ours.
+    // The client asked for usage and the upstream's never reached it (stopped, or none): ours.
+    return this.#endStream(
+      ctx,
+      hold,
+      sink,
+      stamp,
+      clientWantsUsage && (verdict !== undefined || !usage),
+      verdict
+        ? { status: "content_filter", httpStatus: 200, errorCode: "content_filter" }
+        : { status: "ok", httpStatus: 200 },
+    );
+  }
+
+  /**
+   * The end of a stream that went well: our own usage chunk when one is owed, the record, then
+   * `[DONE]`. A record that cannot be written makes it an error event and no `[DONE]`: not
+   * recorded, not complete.
+   */
+  async #endStream(
+    ctx: CallContext,
+    hold: Hold,
+    sink: StreamSink,
+    stamp: ChunkStamp,
+    sendUsage: boolean,
+    outcome: Parameters<CallDraft["finish"]>[0],
+  ): Promise<undefined> {
+    const { draft } = ctx;
+    if (sendUsage)
       await sink.event(
-        JSON.stringify({
-          id,
-          object: "chat.completion.chunk",
-          created,
-          model: req.model,
+        stamp.event({
           choices: [],
           usage: {
             prompt_tokens: draft.promptTokens,
@@ -614,19 +566,32 @@ export class ChatRelay {
         }),
       );
     try {
-      await this.#finish(
-        ctx,
-        hold,
-        verdict
-          ? { status: "content_filter", httpStatus: 200, errorCode: "content_filter" }
-          : { status: "ok", httpStatus: 200 },
-      );
+      await this.#finish(ctx, hold, outcome);
     } catch (err) {
       await sink.event(JSON.stringify(upstreamFailure(err).toBody()));
       sink.end();
       return undefined;
     }
     await sink.event("[DONE]");
+    sink.end();
+    return undefined;
+  }
+
+  /**
+   * A failure after the stream began: it travels as an SSE error event and the stream ends
+   * without [DONE] (also when the record cannot be written: the writer has logged that).
+   */
+  async #failMidStream(
+    ctx: CallContext,
+    hold: Hold,
+    sink: StreamSink,
+    failure: GatewayError,
+    status: CallStatus,
+  ): Promise<undefined> {
+    await this.#finish(ctx, hold, { status, httpStatus: failure.status, errorCode: failure.code }).catch(
+      () => undefined,
+    );
+    await sink.event(JSON.stringify(failure.toBody()));
     sink.end();
     return undefined;
   }
@@ -659,6 +624,47 @@ export class ChatRelay {
 /** Tokens held for the prompt: the local count plus the margin for other tokenizers. */
 export function promptReservation(promptTokens: number): number {
   return Math.ceil(promptTokens * PROMPT_MARGIN);
+}
+
+/**
+ * What every chunk of one streamed answer carries: our completion id, the public model, and
+ * one `created` (the upstream's first, else the call's start).
+ */
+class ChunkStamp {
+  readonly #id: string;
+  readonly #model: string;
+  readonly #startedAt: number;
+  #created: number | undefined;
+
+  constructor(draft: CallDraft, model: string) {
+    this.#id = completionId(draft.requestId);
+    this.#model = model;
+    this.#startedAt = draft.startedAt;
+  }
+
+  /** An upstream chunk restamped; `usage` undefined removes it, null sends `usage: null`. */
+  chunk(chunk: ChatCompletionChunk, usage: ChatUsage | null | undefined): string {
+    if (usage === undefined) delete chunk.usage;
+    else chunk.usage = usage;
+    this.#created ??= chunk.created ?? Math.floor(this.#startedAt / 1000);
+    chunk.id = this.#id;
+    chunk.object = "chat.completion.chunk";
+    chunk.created = this.#created;
+    chunk.model = this.#model;
+    return JSON.stringify(chunk);
+  }
+
+  /** A chunk of the gateway's own (a finish or usage chunk), in the same answer. */
+  event(fields: { choices: unknown[]; [extra: string]: unknown }): string {
+    this.#created ??= Math.floor(this.#startedAt / 1000);
+    return JSON.stringify({
+      id: this.#id,
+      object: "chat.completion.chunk",
+      created: this.#created,
+      model: this.#model,
+      ...fields,
+    });
+  }
 }
 
 /** The text of the caller's last user message: the context a judge reads an answer in. */

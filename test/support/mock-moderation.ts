@@ -27,7 +27,7 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenForTests } from "./listen.ts";
 import type { ReceivedRequest } from "./mock-openai-upstream.ts";
 
 export interface MockModerationOptions {
@@ -395,34 +395,28 @@ export function startMockModeration(options: MockModerationOptions = {}): Promis
   });
 
   let closePromise: Promise<void> | undefined;
-  return new Promise<MockModeration>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off("error", reject);
-      const addr = server.address() as AddressInfo;
-      const hostForUrl = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
-      resolve({
-        url: `http://${hostForUrl}:${addr.port}/v1`,
-        requests,
-        inFlight: () => active.size,
-        aborted: () => aborted,
-        reset: () => {
-          requests.length = 0;
-          aborted = 0;
-          gen++;
-        },
-        close: () => {
-          closePromise ??= new Promise<void>((done) => {
-            closing = true;
-            server.close(() => {
-              for (const state of active) finish(state);
-              done();
-            });
-            server.closeAllConnections();
+  return listenForTests(server, options.port ?? 0, host).then(
+    (url): MockModeration => ({
+      url,
+      requests,
+      inFlight: () => active.size,
+      aborted: () => aborted,
+      reset: () => {
+        requests.length = 0;
+        aborted = 0;
+        gen++;
+      },
+      close: () => {
+        closePromise ??= new Promise<void>((done) => {
+          closing = true;
+          server.close(() => {
+            for (const state of active) finish(state);
+            done();
           });
-          return closePromise;
-        },
-      });
-    });
-  });
+          server.closeAllConnections();
+        });
+        return closePromise;
+      },
+    }),
+  );
 }

@@ -36,9 +36,9 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { listenForTests } from "./listen.ts";
 
 export interface MockUpstreamOptions {
   /** Delay before the response headers (default 0); the per-request `mock:latency=MS` directive overrides. */
@@ -832,37 +832,31 @@ export function startMockUpstream(
 
   let closePromise: Promise<void> | undefined;
 
-  return new Promise<MockUpstream>((resolvePromise, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      const addr = server.address() as AddressInfo;
-      const hostForUrl = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
-      resolvePromise({
-        url: `http://${hostForUrl}:${addr.port}/v1`,
-        requests,
-        inFlight: () => active.size,
-        aborted: () => aborted,
-        reset: () => {
-          requests.length = 0;
-          aborted = 0;
-          gen++;
-        },
-        close: () => {
-          closePromise ??= new Promise<void>((done) => {
-            closing = true;
-            server.close(() => {
-              // Sockets are destroyed; settle bookkeeping for requests whose 'close' event is still queued.
-              for (const state of active) finishActive(state);
-              done();
-            });
-            server.closeAllConnections();
+  return listenForTests(server, port, host).then(
+    (url): MockUpstream => ({
+      url,
+      requests,
+      inFlight: () => active.size,
+      aborted: () => aborted,
+      reset: () => {
+        requests.length = 0;
+        aborted = 0;
+        gen++;
+      },
+      close: () => {
+        closePromise ??= new Promise<void>((done) => {
+          closing = true;
+          server.close(() => {
+            // Sockets are destroyed; settle bookkeeping for requests whose 'close' event is still queued.
+            for (const state of active) finishActive(state);
+            done();
           });
-          return closePromise;
-        },
-      });
-    });
-  });
+          server.closeAllConnections();
+        });
+        return closePromise;
+      },
+    }),
+  );
 }
 
 // ---------------------------------------------------------------------------

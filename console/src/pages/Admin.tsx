@@ -2,6 +2,7 @@ import { type FormEvent, useId, useState } from "react";
 import { api, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
 import { Dialog } from "../components/Dialog.tsx";
+import { FormActions } from "../components/FormActions.tsx";
 import { Empty, ErrorNotice, Loading, Status } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
 import { fmtDate, fmtInt } from "../format.ts";
@@ -265,14 +266,9 @@ function AccountForm({
           <label htmlFor={`${id}-disabled`}>Disabled: every key of the account is refused</label>
         </div>
       )}
-      <div className="dialog-actions">
-        <button type="button" className="btn" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" className="btn btn-primary" disabled={busy}>
-          {busy ? "Saving…" : account ? "Save" : "Create account"}
-        </button>
-      </div>
+      <FormActions onCancel={onCancel} disabled={busy}>
+        {busy ? "Saving…" : account ? "Save" : "Create account"}
+      </FormActions>
     </form>
   );
 }
@@ -509,14 +505,9 @@ function CreateUserForm({
           onChange={(e) => setPassword(e.target.value)}
         />
       </div>
-      <div className="dialog-actions">
-        <button type="button" className="btn" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" className="btn btn-primary" disabled={busy}>
-          {busy ? "Creating…" : "Create user"}
-        </button>
-      </div>
+      <FormActions onCancel={onCancel} disabled={busy}>
+        {busy ? "Creating…" : "Create user"}
+      </FormActions>
     </form>
   );
 }
@@ -549,14 +540,9 @@ function RoleForm({
     <form onSubmit={submit}>
       <ErrorNotice error={error} />
       <RoleSelect id={id} value={role} onChange={setRole} />
-      <div className="dialog-actions">
-        <button type="button" className="btn" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" className="btn btn-primary" disabled={role === user.role}>
-          Save role
-        </button>
-      </div>
+      <FormActions onCancel={onCancel} disabled={role === user.role}>
+        Save role
+      </FormActions>
     </form>
   );
 }
@@ -612,14 +598,7 @@ function PasswordForm({
           onChange={(e) => setAgain(e.target.value)}
         />
       </div>
-      <div className="dialog-actions">
-        <button type="button" className="btn" onClick={onCancel}>
-          Cancel
-        </button>
-        <button type="submit" className="btn btn-primary">
-          Reset password
-        </button>
-      </div>
+      <FormActions onCancel={onCancel}>Reset password</FormActions>
     </form>
   );
 }

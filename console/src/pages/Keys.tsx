@@ -3,6 +3,7 @@ import { api, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
 import { CopyButton } from "../components/CopyButton.tsx";
 import { Dialog } from "../components/Dialog.tsx";
+import { FormActions } from "../components/FormActions.tsx";
 import { Empty, ErrorNotice, Loading, Status } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
 import { fmtDate, fmtDateTime, fmtInt, utcToday } from "../format.ts";
@@ -352,14 +353,9 @@ function CreateKeyDialog({
       <form onSubmit={submit}>
         <ErrorNotice error={error} />
         <KeyFields name={name} setName={setName} limit={limit} setLimit={setLimit} />
-        <div className="dialog-actions">
-          <button type="button" className="btn" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" className="btn btn-primary" disabled={busy}>
-            {busy ? "Creating…" : "Create key"}
-          </button>
-        </div>
+        <FormActions onCancel={onClose} disabled={busy}>
+          {busy ? "Creating…" : "Create key"}
+        </FormActions>
       </form>
     </Dialog>
   );
@@ -423,14 +419,9 @@ function EditKeyForm({
       <ErrorNotice error={error} />
       <KeyFields name={name} setName={setName} limit={limit} setLimit={setLimit} />
       <p className="muted small">Used so far: {fmtInt(keyToEdit.used_tokens)} tokens.</p>
-      <div className="dialog-actions">
-        <button type="button" className="btn" onClick={onClose}>
-          Cancel
-        </button>
-        <button type="submit" className="btn btn-primary" disabled={busy}>
-          {busy ? "Saving…" : "Save"}
-        </button>
-      </div>
+      <FormActions onCancel={onClose} disabled={busy}>
+        {busy ? "Saving…" : "Save"}
+      </FormActions>
     </form>
   );
 }

@@ -1,0 +1,16 @@
+// Starts a test server listening and says where: the base URL the mock providers hand out.
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** Listens on host:port (0: any free port); resolves with `http://host:port/v1`. */
+export function listenForTests(server: Server, port: number, host: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      const addr = server.address() as AddressInfo;
+      const hostForUrl = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
+      resolve(`http://${hostForUrl}:${addr.port}/v1`);
+    });
+  });
+}
