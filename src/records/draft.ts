@@ -1,8 +1,9 @@
 // The call record of one request, filled in as the request goes (auth, model, usage) and
 // finished by whoever ends the request: the relay on success, the error handler otherwise.
+import type { CallOutcome } from "./outcomes.ts";
 import type { CallRecord } from "./writer.ts";
 
-export type CallStatus = "ok" | "error" | "client_disconnect" | "upstream_error" | "content_filter";
+export type { CallStatus } from "./outcomes.ts";
 export type UsageSource = "upstream" | "estimated" | "none";
 /** how a call was answered when safety applied to it (null: safety was off) */
 export type SafetyMode = "json" | "reviewed";
@@ -56,7 +57,7 @@ export class CallDraft {
     return this.promptTokens + this.completionTokens;
   }
 
-  finish(outcome: { status: CallStatus; httpStatus: number; errorCode?: string | null }): CallRecord {
+  finish(outcome: CallOutcome): CallRecord {
     this.written = true;
     return {
       request_id: this.requestId,

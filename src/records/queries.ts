@@ -10,17 +10,10 @@
 import { type Expression, type Kysely, type SqlBool, sql } from "kysely";
 import type { Database } from "../store/schema.ts";
 import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
+import type { CallStatus } from "./outcomes.ts";
 
 type Db = Kysely<Database>;
 
-export const RECORD_STATUSES = [
-  "ok",
-  "error",
-  "client_disconnect",
-  "upstream_error",
-  "content_filter",
-] as const;
-export type RecordStatus = (typeof RECORD_STATUSES)[number];
 export type RecordView = "today" | "year";
 
 /** The Last-year view: the newest this many consumption records of the last YEAR_DAYS UTC days. */
@@ -38,7 +31,7 @@ export interface RecordQuery {
   view: RecordView;
   keyId?: string | undefined;
   model?: string | undefined;
-  status?: RecordStatus | undefined;
+  status?: CallStatus | undefined;
   /** for tests; defaults to the current time */
   now?: number;
 }

@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Account } from "../../../accounts/repository.ts";
 import { utcDay } from "../../../records/days.ts";
+import { CALL_STATUSES, type CallStatus } from "../../../records/outcomes.ts";
 import {
   accountHasKey,
   type ConsoleRecord,
@@ -13,9 +14,7 @@ import {
   exportRecords,
   listRecords,
   RECORD_FIELDS,
-  RECORD_STATUSES,
   type RecordQuery,
-  type RecordStatus,
   type RecordView,
 } from "../../../records/queries.ts";
 import type { GatewayDeps } from "../../deps.ts";
@@ -28,7 +27,7 @@ const viewFields = {
   view: z.enum(["today", "year"]).default("today"),
   key: idParam.optional(),
   model: z.string().min(1).max(200).optional(),
-  status: z.enum(RECORD_STATUSES).optional(),
+  status: z.enum(CALL_STATUSES).optional(),
 };
 
 const listQuery = z
@@ -76,7 +75,7 @@ export async function recordRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
       view: RecordView;
       key?: string | undefined;
       model?: string | undefined;
-      status?: RecordStatus | undefined;
+      status?: CallStatus | undefined;
     },
   ): Promise<RecordQuery> {
     if (q.key !== undefined && !(await accountHasKey(deps.store.db, account.id, q.key)))
