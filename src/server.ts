@@ -19,7 +19,8 @@ import { Metrics } from "./observability/metrics.ts";
 import { Registry } from "./providers/registry.ts";
 import { RetentionJob } from "./records/retention.ts";
 import { RecordWriter } from "./records/writer.ts";
-import { ChatRelay } from "./relay/chat-relay.ts";
+import { CallFinisher } from "./relay/finish.ts";
+import { Relay } from "./relay/relay.ts";
 import { SafetyPolicy } from "./safety/policy.ts";
 import { buildReviewers } from "./safety/reviewers/index.ts";
 import { migrate, openStore } from "./store/db.ts";
@@ -117,7 +118,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     buildReviewers(config.safety.reviewers, { registry, env }),
     metrics,
   );
-  const relay = new ChatRelay({ registry, ledger, rates, records, metrics, safety, logger });
+  const finisher = new CallFinisher({ records, metrics, logger });
+  const relay = new Relay({ registry, ledger, rates, finisher, metrics, safety, logger });
   let closing = false;
   const deps: GatewayDeps = {
     config,
@@ -128,6 +130,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     keys,
     records,
     relay,
+    finisher,
     metrics,
     logger,
     isClosing: () => closing,

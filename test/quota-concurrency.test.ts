@@ -3,7 +3,7 @@
 // account's quota shared by two keys. Run on SQLite and on PostgreSQL.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { promptReservation } from "../src/relay/chat-relay.ts";
+import { promptReservation } from "../src/providers/prompt-bound.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";

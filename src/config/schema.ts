@@ -1,57 +1,10 @@
 // The configuration file's schema: one place for every field, its type and its default.
 // The README's configuration reference documents these fields; keep them in step.
 import { z } from "zod";
-
-const id = z
-  .string()
-  .min(1)
-  .max(128)
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9._:/-]*$/,
-    "must be letters, digits and . _ : / - (starting with a letter or digit)",
-  );
+import { providerSchema } from "../providers/catalog.ts";
+import { configId as id } from "../providers/config-fields.ts";
 
 const positiveInt = z.number().int().positive();
-
-/** Upstream timeouts; every one bounds a different way an upstream can stall. */
-const timeouts = z
-  .object({
-    connect_ms: positiveInt.default(5_000),
-    /** from sending the request to the response headers */
-    first_byte_ms: positiveInt.default(60_000),
-    /** longest silence between two body chunks */
-    idle_ms: positiveInt.default(30_000),
-    /** the whole upstream call */
-    total_ms: positiveInt.default(600_000),
-  })
-  .strict()
-  .prefault({});
-
-const openaiCompatibleProvider = z
-  .object({
-    id,
-    type: z.literal("openai-compatible"),
-    base_url: z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, "")),
-    /** name of the environment variable that holds the upstream key (the key itself never goes in the file) */
-    api_key_env: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
-      .optional(),
-    /** extra headers sent upstream, e.g. an organisation id */
-    headers: z.record(z.string(), z.string()).default({}),
-    timeouts,
-    max_connections: positiveInt.max(4096).default(256),
-  })
-  .strict();
-
-const demoProvider = z
-  .object({
-    id,
-    type: z.literal("demo"),
-  })
-  .strict();
-
-export const providerSchema = z.discriminatedUnion("type", [openaiCompatibleProvider, demoProvider]);
 
 export const modelSchema = z
   .object({
@@ -271,7 +224,7 @@ export const configSchema = z
 
 export type ConfigInput = z.input<typeof configSchema>;
 export type Config = z.output<typeof configSchema>;
-export type ProviderConfig = z.output<typeof providerSchema>;
+export type { ProviderConfig } from "../providers/catalog.ts";
 export type ModelConfig = z.output<typeof modelSchema>;
 export type PlanConfig = z.output<typeof planSchema>;
 export type SafetyConfig = z.output<typeof safetySchema>;

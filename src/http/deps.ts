@@ -6,7 +6,8 @@ import type { Ledger } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry } from "../providers/registry.ts";
 import type { RecordWriter } from "../records/writer.ts";
-import type { ChatRelay } from "../relay/chat-relay.ts";
+import type { CallFinisher } from "../relay/finish.ts";
+import type { Relay } from "../relay/relay.ts";
 import type { Store } from "../store/db.ts";
 
 /** Everything the HTTP layer uses; built by server.ts, replaced piecewise in tests. */
@@ -18,7 +19,8 @@ export interface GatewayDeps {
   rates: RateLimiter;
   keys: KeyCache;
   records: RecordWriter;
-  relay: ChatRelay;
+  relay: Relay;
+  finisher: CallFinisher;
   metrics: Metrics;
   logger: Logger;
   /** true once shutdown began: new requests get 503 */

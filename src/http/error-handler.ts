@@ -42,20 +42,7 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
       return reply;
     }
     const draft = request.call;
-    if (draft && !draft.written) {
-      try {
-        await deps.records.write(
-          draft.finish({
-            // a refused prompt is its own status, so the console can tell it from failures
-            status: error.code === "content_filter" ? "content_filter" : "error",
-            httpStatus: error.status,
-            errorCode: error.code,
-          }),
-        );
-      } catch (writeErr) {
-        request.log.error({ err: writeErr }, "could not record a failed call");
-      }
-    }
+    if (draft && !draft.written) await deps.finisher.fail(draft, error);
     if (reply.raw.destroyed) return reply; // the client left: nobody to answer
     if (error.headers) reply.headers(error.headers);
     // Refused before its body was read (no key, too large): close rather than let Node

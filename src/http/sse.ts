@@ -2,7 +2,7 @@
 // backpressure (a slow client makes the relay wait instead of buffering the whole answer).
 import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyReply } from "fastify";
-import type { StreamSink } from "../relay/chat-relay.ts";
+import type { StreamSink } from "../relay/call.ts";
 
 export function sseSink(reply: FastifyReply): StreamSink {
   const raw = reply.raw;

@@ -1,8 +1,7 @@
 // Builds the providers from the configuration and answers "which model is this, and may
 // this plan use it". The model list per plan is built once, not per request.
 import type { Config, ModelConfig, PlanConfig } from "../config/schema.ts";
-import { DemoProvider } from "./demo/provider.ts";
-import { OpenAICompatibleProvider } from "./openai-compatible/provider.ts";
+import { createProvider } from "./catalog.ts";
 import type { Provider } from "./types.ts";
 
 export interface ResolvedModel {
@@ -28,7 +27,7 @@ export class Registry {
   constructor(config: Config, created: ReadonlyMap<string, number>, env: Record<string, string | undefined>) {
     const providers = new Map<string, Provider>();
     for (const p of config.providers) {
-      const provider = p.type === "demo" ? new DemoProvider(p.id) : new OpenAICompatibleProvider(p, env);
+      const provider = createProvider(p, env);
       providers.set(p.id, provider);
       this.#providers.push(provider);
     }

@@ -1,30 +1,60 @@
-// The provider adapter contract. An adapter takes an OpenAI-shaped request and yields
-// OpenAI-shaped results, so the relay never knows which upstream it talks to. Adapters for
-// Anthropic, Gemini or Azure translate both ways inside their own folder.
+// The provider adapter contract, types only. An adapter receives the validated chat request
+// with the output bound the relay reserved, speaks its upstream's wire format, and returns
+// canonical results: OpenAI-shaped choices, usage in our own figures, finish reasons from
+// one set. The relay never sees a wire format; a new provider is a folder implementing
+// `ProviderModule` plus one line in ./catalog.ts.
+import type { z } from "zod";
+import type { ChatRequest } from "../apis/chat-completions/request.ts";
 
-export interface ChatUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
+/** Why a choice ended, whatever the upstream called it. */
+export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "function_call";
+
+/**
+ * What the upstream counted, in our convention: `prompt` is everything the model read
+ * (fresh input, cache reads and cache writes), `completion` everything it wrote (reasoning
+ * included). The others break those figures down.
+ */
+export interface Usage {
+  prompt: number;
+  completion: number;
+  /** of `prompt`, tokens read from the provider's prompt cache */
+  cachedInput: number;
+  /** of `prompt`, tokens written to the provider's prompt cache */
+  cacheWrite: number;
+  /** of `completion`, reasoning (thinking) tokens */
+  reasoning: number;
+  /**
+   * OpenAI usage fields the upstream sent beyond the three totals (prompt_tokens_details,
+   * completion_tokens_details, …), passed on to the client as they came.
+   */
+  details?: Record<string, unknown>;
+}
+
+export interface ChoiceMessage {
+  role: string;
+  content: string | null;
   [extra: string]: unknown;
 }
 
-export interface ChatCompletion {
+/** A whole answer, OpenAI-shaped but for `usage`, which is canonical. */
+export interface Completion {
   id?: string;
   object: "chat.completion";
   created?: number;
   model?: string;
   choices: Array<{
     index: number;
-    message: { role: string; content: string | null; [extra: string]: unknown };
-    finish_reason: string | null;
+    message: ChoiceMessage;
+    finish_reason: FinishReason | null;
     [extra: string]: unknown;
   }>;
-  usage?: ChatUsage | null;
+  /** absent when the upstream reported none; the relay then estimates */
+  usage?: Usage | undefined;
   [extra: string]: unknown;
 }
 
-export interface ChatCompletionChunk {
+/** One piece of a streamed answer, OpenAI-shaped but for `usage`, which is canonical. */
+export interface Chunk {
   id?: string;
   object: "chat.completion.chunk";
   created?: number;
@@ -32,49 +62,42 @@ export interface ChatCompletionChunk {
   choices: Array<{
     index: number;
     delta: { role?: string; content?: string | null; [extra: string]: unknown };
-    finish_reason: string | null;
+    finish_reason: FinishReason | null;
     [extra: string]: unknown;
   }>;
-  usage?: ChatUsage | null;
+  usage?: Usage | undefined;
   [extra: string]: unknown;
 }
 
-export interface UpstreamRequest {
+/** One call to an upstream, as the relay asks for it. */
+export interface UpstreamCall {
+  /** the validated client request; its own max_tokens fields are superseded by `outputBound` */
+  request: ChatRequest;
   /** the upstream's name for the model */
-  model: string;
-  /** the OpenAI request fields to send, without `model` and `stream` */
-  body: Record<string, unknown>;
+  upstreamModel: string;
+  /** the most output tokens per choice the upstream may produce: what was reserved */
+  outputBound: number;
   /** aborts the upstream call: client gone, total timeout, shutdown */
   signal: AbortSignal;
 }
 
 export interface Provider {
   readonly id: string;
-  complete(request: UpstreamRequest): Promise<ChatCompletion>;
-  /** Chunks in upstream order. Must ask the upstream for usage where it can. */
-  stream(request: UpstreamRequest): AsyncIterable<ChatCompletionChunk>;
+  /**
+   * An upper bound of the prompt tokens this upstream can count for the request, template
+   * and provider-added prompts included: the prompt part of the reservation.
+   */
+  promptBound(request: ChatRequest): number;
+  /** Throws UpstreamError (./upstream-error.ts) or the signal's abort reason. */
+  complete(call: UpstreamCall): Promise<Completion>;
+  /** Chunks in upstream order, the last carrying usage where the upstream reports it. */
+  stream(call: UpstreamCall): AsyncIterable<Chunk>;
   close(): Promise<void>;
 }
 
-export type UpstreamFailure =
-  /** the upstream answered an HTTP error */
-  | "status"
-  /** a connect, first-byte, idle or total timeout */
-  | "timeout"
-  /** the connection failed or broke */
-  | "network"
-  /** the upstream's reply was not what the protocol promises */
-  | "malformed";
-
-/** What adapters throw. `message` is already safe to show a client. */
-export class UpstreamError extends Error {
-  override name = "UpstreamError";
-  readonly failure: UpstreamFailure;
-  readonly status: number | undefined;
-
-  constructor(failure: UpstreamFailure, message: string, options: { status?: number; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.failure = failure;
-    this.status = options.status;
-  }
+/** A provider type: its configuration schema beside the adapter that configuration builds. */
+export interface ProviderModule<Config extends { id: string; type: string } = { id: string; type: string }> {
+  readonly type: Config["type"];
+  readonly config: z.ZodType<Config>;
+  create(config: Config, env: Record<string, string | undefined>): Provider;
 }

@@ -3,8 +3,9 @@
 // provider registry, so it shares the provider's pool, timeouts and key. Llama Guard's chat
 // template builds its classification prompt from the conversation and judges the last turn:
 // the caller's message (input stage) or the model's answer to it (output stage).
+import type { ChatRequest } from "../../apis/chat-completions/request.ts";
 import type { ResolvedModel } from "../../providers/registry.ts";
-import { UpstreamError } from "../../providers/types.ts";
+import { UpstreamError } from "../../providers/upstream-error.ts";
 import { type Reviewer, ReviewerError, type ReviewRequest, type ReviewVerdict } from "../types.ts";
 
 /** "safe", or "unsafe" and the codes on the next line; nothing more is needed */
@@ -41,7 +42,7 @@ export class ModelJudgeReviewer implements Reviewer {
   }
 
   async review(request: ReviewRequest): Promise<ReviewVerdict> {
-    const messages =
+    const messages: ChatRequest["messages"] =
       request.stage === "input"
         ? [{ role: "user", content: request.text }]
         : [
@@ -52,8 +53,9 @@ export class ModelJudgeReviewer implements Reviewer {
     let content: unknown;
     try {
       const completion = await this.#model.provider.complete({
-        model: this.#model.upstreamModel,
-        body: { messages, temperature: 0, max_tokens: MAX_TOKENS },
+        request: { model, messages, temperature: 0 },
+        upstreamModel: this.#model.upstreamModel,
+        outputBound: MAX_TOKENS,
         signal: request.signal,
       });
       content = completion.choices[0]?.message?.content;

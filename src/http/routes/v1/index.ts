@@ -1,10 +1,11 @@
 // The OpenAI-compatible API under /v1. Every route here is authenticated by key.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { parseChatRequest } from "../../../apis/chat-completions/request.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
-import { ClientGone } from "../../../relay/chat-relay.ts";
-import { parseChatRequest } from "../../../relay/request-schema.ts";
+import { CLIENT_GONE } from "../../../records/outcomes.ts";
+import { ClientGone } from "../../../relay/call.ts";
 import { authHook } from "../../auth-hook.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { sseSink } from "../../sse.ts";
@@ -14,8 +15,8 @@ const CHAT_ROUTE = "/v1/chat/completions";
 export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   const authenticate = authHook(deps);
   const recordGone = (draft: CallDraft) =>
-    deps.records
-      .write(draft.finish({ status: "client_disconnect", httpStatus: 499, errorCode: "client_disconnect" }))
+    deps.finisher
+      .finish(draft, CLIENT_GONE)
       .catch((err) => deps.logger.error({ err }, "could not record a call the client left"));
 
   app.addHook("onRequest", async (request, reply) => {

@@ -2,7 +2,7 @@
 // Fields not listed here are dropped (not forwarded); the README lists the forwarded ones.
 // `null` counts as "not given" for every optional field, as many clients send it that way.
 import { z } from "zod";
-import { GatewayError } from "../errors/index.ts";
+import { GatewayError } from "../../errors/index.ts";
 
 const contentPart = z.looseObject({ type: z.string().min(1) });
 const content = z.union([z.string(), z.array(contentPart).min(1)]);
@@ -27,7 +27,11 @@ const message = z.discriminatedUnion("role", [
   z.looseObject({ role: z.literal("function"), content: z.string().nullable(), name: z.string() }),
 ]);
 
-const opt = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
+const opt = <T extends z.ZodType>(schema: T) =>
+  schema
+    .nullish()
+    .transform((v) => v ?? undefined)
+    .optional();
 
 /** Fields forwarded to OpenAI-compatible upstreams as they are, when present. */
 export const FORWARDED_FIELDS = [

@@ -2,21 +2,39 @@
 // llama.cpp, LM Studio, …). One keep-alive undici Pool per provider; never a connection per
 // request.
 import { Pool } from "undici";
-import type { ProviderConfig } from "../../config/schema.ts";
+import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import { Deadline } from "../deadline.ts";
+import { estimatedPromptBound } from "../prompt-bound.ts";
 import { sanitizeUpstreamMessage } from "../sanitize.ts";
 import { readSse } from "../sse-reader.ts";
-import {
-  type ChatCompletion,
-  type ChatCompletionChunk,
-  type Provider,
-  UpstreamError,
-  type UpstreamRequest,
-} from "../types.ts";
-
-type Config = Extract<ProviderConfig, { type: "openai-compatible" }>;
+import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
+import { retryAfterMs, UpstreamError } from "../upstream-error.ts";
+import type { OpenAICompatibleConfig } from "./config.ts";
+import { chunkSchema, completionSchema, errorSchema, readUsage } from "./wire.ts";
 
 const MAX_ERROR_BODY = 64 * 1024;
+
+/** The request body for this upstream: the forwarded fields and exactly one output bound. */
+export function wireBody(call: UpstreamCall, stream: boolean): Record<string, unknown> {
+  const { request } = call;
+  const body: Record<string, unknown> = { model: call.upstreamModel, messages: request.messages };
+  for (const field of FORWARDED_FIELDS) {
+    const value = request[field];
+    if (value !== undefined) body[field] = value;
+  }
+  // Exactly one bound goes upstream, the reserved one: a second, larger one left in the body
+  // could let an upstream that honours it produce more than was held.
+  delete body.max_tokens;
+  delete body.max_completion_tokens;
+  body[request.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens"] =
+    call.outputBound;
+  if (stream) {
+    body.stream = true;
+    // Always ask for usage: billing uses the upstream's count, not a local guess.
+    body.stream_options = { ...request.stream_options, include_usage: true };
+  } else delete body.stream_options;
+  return body;
+}
 
 export class OpenAICompatibleProvider implements Provider {
   readonly id: string;
@@ -25,7 +43,7 @@ export class OpenAICompatibleProvider implements Provider {
   readonly #headers: Record<string, string>;
   readonly #totalMs: number;
 
-  constructor(config: Config, env: Record<string, string | undefined>) {
+  constructor(config: OpenAICompatibleConfig, env: Record<string, string | undefined>) {
     this.id = config.id;
     const url = new URL(config.base_url);
     this.#path = `${url.pathname.replace(/\/+$/, "")}/chat/completions`;
@@ -47,23 +65,28 @@ export class OpenAICompatibleProvider implements Provider {
     };
   }
 
-  async complete(request: UpstreamRequest): Promise<ChatCompletion> {
-    const { body, deadline } = await this.#send(request, false);
-    let parsed: unknown;
+  promptBound = estimatedPromptBound;
+
+  async complete(call: UpstreamCall): Promise<Completion> {
+    const { body, deadline } = await this.#send(call, false);
+    let raw: unknown;
     try {
-      parsed = await body.json();
+      raw = await body.json();
     } catch (err) {
       throw this.#failure(err, deadline.signal, "the upstream's reply is not JSON");
     } finally {
       deadline.end();
     }
-    if (!isCompletion(parsed))
+    const parsed = completionSchema.safeParse(raw);
+    if (!parsed.success)
       throw new UpstreamError("malformed", "the upstream's reply is not a chat completion");
-    return parsed;
+    const completion = parsed.data as unknown as Completion;
+    completion.usage = readUsage(parsed.data.usage);
+    return completion;
   }
 
-  async *stream(request: UpstreamRequest): AsyncGenerator<ChatCompletionChunk> {
-    const { body, deadline } = await this.#send(request, true);
+  async *stream(call: UpstreamCall): AsyncGenerator<Chunk> {
+    const { body, deadline } = await this.#send(call, true);
     let done = false;
     try {
       for await (const event of readSse(body)) {
@@ -74,16 +97,23 @@ export class OpenAICompatibleProvider implements Provider {
           done = true;
           continue;
         }
-        let chunk: any;
+        let raw: unknown;
         try {
-          chunk = JSON.parse(event.data);
+          raw = JSON.parse(event.data);
         } catch {
           throw new UpstreamError("malformed", "the upstream sent a stream event that is not JSON");
         }
-        if (chunk?.error) throw upstreamStatusError(undefined, chunk);
-        if (!Array.isArray(chunk?.choices))
+        // An error reported inside a 200 stream (vLLM, Azure and others do so).
+        if ((raw as { error?: unknown } | null)?.error != null) {
+          const error = errorSchema.safeParse(raw);
+          throw statusError(undefined, error.success ? error.data : undefined, undefined);
+        }
+        const parsed = chunkSchema.safeParse(raw);
+        if (!parsed.success)
           throw new UpstreamError("malformed", "the upstream sent a stream event that is not a chunk");
-        yield chunk as ChatCompletionChunk;
+        const chunk = parsed.data as unknown as Chunk;
+        chunk.usage = readUsage(parsed.data.usage);
+        yield chunk;
       }
       // The stream ended without [DONE]: the upstream broke off.
       if (!done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
@@ -96,24 +126,15 @@ export class OpenAICompatibleProvider implements Provider {
     }
   }
 
-  async #send(request: UpstreamRequest, stream: boolean) {
-    const deadline = new Deadline(request.signal, this.#totalMs);
-    const payload: Record<string, unknown> = { model: request.model, ...request.body };
-    if (stream) {
-      payload.stream = true;
-      // Always ask for usage: billing uses the upstream's count, not a local guess.
-      payload.stream_options = {
-        ...(request.body.stream_options as object | undefined),
-        include_usage: true,
-      };
-    }
+  async #send(call: UpstreamCall, stream: boolean) {
+    const deadline = new Deadline(call.signal, this.#totalMs);
     let response: Awaited<ReturnType<Pool["request"]>>;
     try {
       response = await this.#pool.request({
         path: this.#path,
         method: "POST",
         headers: this.#headers,
-        body: JSON.stringify(payload),
+        body: JSON.stringify(wireBody(call, stream)),
         signal: deadline.signal,
       });
     } catch (err) {
@@ -129,7 +150,12 @@ export class OpenAICompatibleProvider implements Provider {
       } catch {
         parsed = undefined;
       }
-      throw upstreamStatusError(response.statusCode, parsed);
+      const error = errorSchema.safeParse(parsed);
+      throw statusError(
+        response.statusCode,
+        error.success ? error.data : undefined,
+        retryAfterMs(response.headers["retry-after"]),
+      );
     }
     return { body: response.body, deadline };
   }
@@ -162,13 +188,17 @@ export class OpenAICompatibleProvider implements Provider {
   }
 }
 
-function upstreamStatusError(status: number | undefined, parsed: any): UpstreamError {
-  const raw = typeof parsed?.error?.message === "string" ? parsed.error.message : "";
+function statusError(
+  status: number | undefined,
+  parsed: { error: { message?: string | undefined } } | undefined,
+  retryAfter: number | undefined,
+): UpstreamError {
+  const raw = parsed?.error.message ?? "";
   const detail = raw ? `: ${sanitizeUpstreamMessage(raw)}` : "";
   const message = status
     ? `the upstream answered HTTP ${status}${detail}`
     : `the upstream reported an error${detail}`;
-  return new UpstreamError("status", message, status === undefined ? {} : { status });
+  return new UpstreamError("status", message, { status, retryAfterMs: retryAfter });
 }
 
 async function readBounded(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
@@ -183,8 +213,4 @@ async function readBounded(body: AsyncIterable<Buffer> & { destroy(): void }): P
     }
   }
   return Buffer.concat(parts).toString("utf8");
-}
-
-function isCompletion(value: any): value is ChatCompletion {
-  return typeof value === "object" && value !== null && Array.isArray(value.choices);
 }

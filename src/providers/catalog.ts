@@ -1,0 +1,23 @@
+// Every provider type the gateway speaks. A new provider is a folder with its config schema
+// and adapter (an index.ts exporting its ProviderModule), plus one line in this list.
+import { z } from "zod";
+import { demo } from "./demo/index.ts";
+import { openaiCompatible } from "./openai-compatible/index.ts";
+import type { Provider } from "./types.ts";
+
+export const PROVIDER_MODULES = [openaiCompatible, demo] as const;
+
+type Schemas<T extends readonly { config: unknown }[]> = { -readonly [K in keyof T]: T[K]["config"] };
+
+/** The `providers[]` entry of the configuration: one schema per type, chosen by `type`. */
+export const providerSchema = z.discriminatedUnion(
+  "type",
+  PROVIDER_MODULES.map((m) => m.config) as Schemas<typeof PROVIDER_MODULES>,
+);
+export type ProviderConfig = z.output<typeof providerSchema>;
+
+export function createProvider(config: ProviderConfig, env: Record<string, string | undefined>): Provider {
+  const module = PROVIDER_MODULES.find((m) => m.type === config.type)!;
+  // The schema chose this module by the same `type`, so the config is the module's own.
+  return module.create(config as never, env);
+}

@@ -1,0 +1,6 @@
+import { z } from "zod";
+import { configId } from "../config-fields.ts";
+
+export const demoConfig = z.object({ id: configId, type: z.literal("demo") }).strict();
+
+export type DemoConfig = z.output<typeof demoConfig>;

@@ -1,0 +1,10 @@
+import type { ProviderModule } from "../types.ts";
+import { OpenAICompatibleProvider } from "./adapter.ts";
+import { type OpenAICompatibleConfig, openaiCompatibleConfig } from "./config.ts";
+
+export const openaiCompatible = {
+  type: "openai-compatible",
+  config: openaiCompatibleConfig,
+  create: (config: OpenAICompatibleConfig, env: Record<string, string | undefined>) =>
+    new OpenAICompatibleProvider(config, env),
+} as const satisfies ProviderModule<OpenAICompatibleConfig>;

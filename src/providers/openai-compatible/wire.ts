@@ -1,0 +1,70 @@
+// OpenAI's chat completions wire format as upstreams send it, read leniently: what the relay
+// needs is checked, everything else passes through untouched.
+import { z } from "zod";
+import type { FinishReason, Usage } from "../types.ts";
+
+const count = z.number().int().nonnegative();
+
+/** OpenAI's usage object; a figure that is missing or not a count makes the whole usage absent. */
+const usageSchema = z.looseObject({
+  prompt_tokens: count,
+  completion_tokens: count,
+  prompt_tokens_details: z.looseObject({ cached_tokens: count.nullish() }).nullish().catch(undefined),
+  completion_tokens_details: z.looseObject({ reasoning_tokens: count.nullish() }).nullish().catch(undefined),
+});
+
+const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>([
+  "stop",
+  "length",
+  "tool_calls",
+  "content_filter",
+  "function_call",
+]);
+
+/** OpenAI's own finish reasons pass; another server's word for "it ended" reads as stop. */
+const finishReason = z
+  .string()
+  .nullish()
+  .transform((r): FinishReason | null =>
+    r == null ? null : FINISH_REASONS.has(r) ? (r as FinishReason) : "stop",
+  );
+
+const choice = z.looseObject({ index: z.number().int().nonnegative(), finish_reason: finishReason });
+
+export const completionSchema = z.looseObject({
+  choices: z.array(choice.extend({ message: z.looseObject({ role: z.string().catch("assistant") }) })),
+  usage: z.unknown().optional(),
+});
+
+export const chunkSchema = z.looseObject({
+  choices: z.array(choice.extend({ delta: z.looseObject({}).catch({}) })),
+  usage: z.unknown().optional(),
+});
+
+/** An error object, in a 4xx/5xx body or inside a 200 stream. */
+export const errorSchema = z.looseObject({
+  error: z
+    .looseObject({
+      message: z.string().optional().catch(undefined),
+      code: z.union([z.string(), z.number()]).nullish().catch(undefined),
+      param: z.string().nullish().catch(undefined),
+      type: z.string().nullish().catch(undefined),
+    })
+    .or(z.string().transform((message) => ({ message }))),
+});
+
+/** The upstream's usage in our figures; undefined when it sent none or not a valid one. */
+export function readUsage(raw: unknown): Usage | undefined {
+  if (raw == null) return undefined;
+  const parsed = usageSchema.safeParse(raw);
+  if (!parsed.success) return undefined;
+  const { prompt_tokens, completion_tokens, total_tokens: _total, ...details } = parsed.data;
+  return {
+    prompt: prompt_tokens,
+    completion: completion_tokens,
+    cachedInput: parsed.data.prompt_tokens_details?.cached_tokens ?? 0,
+    cacheWrite: 0,
+    reasoning: parsed.data.completion_tokens_details?.reasoning_tokens ?? 0,
+    details,
+  };
+}

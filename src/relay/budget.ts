@@ -1,0 +1,37 @@
+// What one call reserves: the prompt bound the provider states, plus the output bound per
+// choice. The ledger may hold less than wanted (down to the minimum); the output bound sent
+// upstream is then cut to what was held, so no upstream can produce more than was reserved.
+import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ResolvedModel } from "../providers/registry.ts";
+
+/** the smallest answer worth sending upstream; below it the request is refused */
+export const MIN_OUTPUT_TOKENS = 16;
+
+export interface Budget {
+  promptBound: number;
+  /** output tokens per choice the client asked for (or the model's default bound) */
+  outputBound: number;
+  choices: number;
+  /** what the call would like to hold */
+  wanted: number;
+  /** the least worth holding: the prompt and a minimal answer per choice */
+  minimum: number;
+}
+
+export function reservationBudget(model: ResolvedModel, req: ChatRequest): Budget {
+  const promptBound = model.provider.promptBound(req);
+  const choices = req.n ?? 1;
+  const outputBound = req.max_completion_tokens ?? req.max_tokens ?? model.config.max_output_tokens;
+  return {
+    promptBound,
+    outputBound,
+    choices,
+    wanted: promptBound + outputBound * choices,
+    minimum: promptBound + Math.min(MIN_OUTPUT_TOKENS, outputBound) * choices,
+  };
+}
+
+/** The output bound per choice that fits in what the ledger actually held. */
+export function cappedOutput(budget: Budget, heldTokens: number): number {
+  return Math.floor((heldTokens - budget.promptBound) / budget.choices);
+}

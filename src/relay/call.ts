@@ -1,0 +1,43 @@
+// What the HTTP layer hands the relay for one call, and what the relay needs to run it.
+import type { Logger } from "pino";
+import type { AuthContext } from "../auth/key-cache.ts";
+import type { RateLimiter } from "../ledger/rate-limiter.ts";
+import type { Ledger } from "../ledger/types.ts";
+import type { Metrics } from "../observability/metrics.ts";
+import type { Registry } from "../providers/registry.ts";
+import type { CallDraft } from "../records/draft.ts";
+import type { SafetyPolicy } from "../safety/policy.ts";
+import type { CallFinisher } from "./finish.ts";
+
+/** The reason the HTTP layer aborts with when the client goes away. */
+export class ClientGone extends Error {
+  override name = "ClientGone";
+}
+
+/** What the relay writes a stream to; the HTTP layer implements it over the raw response. */
+export interface StreamSink {
+  /** sends the status line and SSE headers; after this, errors travel as SSE events */
+  start(): void;
+  /** writes one `data:` event; resolves when the socket can take more (backpressure) */
+  event(data: string): Promise<void> | undefined;
+  end(): void;
+}
+
+export interface CallContext {
+  auth: AuthContext;
+  draft: CallDraft;
+  /** aborted with ClientGone when the client disconnects */
+  clientSignal: AbortSignal;
+  /** sets response headers (the rate-limit windows) before the answer starts */
+  setHeaders(headers: Record<string, string>): void;
+}
+
+export interface RelayDeps {
+  registry: Registry;
+  ledger: Ledger;
+  rates: RateLimiter;
+  finisher: CallFinisher;
+  metrics: Metrics;
+  safety: SafetyPolicy;
+  logger: Logger;
+}

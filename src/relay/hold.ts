@@ -1,0 +1,79 @@
+// Admission: the rate limits and the ledger, taken together into one hold that is closed
+// exactly once, whichever path ends the call.
+import type { AuthContext } from "../auth/key-cache.ts";
+import type { PlanConfig } from "../config/schema.ts";
+import { GatewayError } from "../errors/index.ts";
+import { type RateLimiter, type RateTicket, rateHeaders, rateSubjects } from "../ledger/rate-limiter.ts";
+import type { Ledger, Reservation } from "../ledger/types.ts";
+import type { Budget } from "./budget.ts";
+
+export interface HoldDeps {
+  ledger: Ledger;
+  rates: RateLimiter;
+}
+
+/** The reservation of one request and its rate-limit ticket, closed exactly once. */
+export class Hold {
+  readonly #deps: HoldDeps;
+  readonly #ticket: RateTicket;
+  readonly reservation: Reservation;
+  #closed = false;
+
+  constructor(deps: HoldDeps, reservation: Reservation, ticket: RateTicket) {
+    this.#deps = deps;
+    this.reservation = reservation;
+    this.#ticket = ticket;
+  }
+
+  /** Charges `tokens` (releasing the rest), or releases everything when 0. No-op after the first. */
+  async close(tokens: number): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#deps.rates.settle(this.#ticket, tokens);
+    if (tokens > 0) await this.#deps.ledger.settle(this.reservation, tokens);
+    else await this.#deps.ledger.release(this.reservation);
+  }
+}
+
+/**
+ * Takes the call's request and tokens from its rate limits, then holds its tokens in the
+ * ledger. Refusals throw the catalog's 429s; the rate-limit headers are set either way.
+ */
+export async function admit(
+  deps: HoldDeps,
+  auth: AuthContext,
+  plan: PlanConfig | undefined,
+  budget: Budget,
+  setHeaders: (headers: Record<string, string>) => void,
+): Promise<Hold> {
+  const admitted = deps.rates.admit(rateSubjects(auth.key, auth.account.id, plan), budget.wanted);
+  setHeaders(rateHeaders(admitted.state));
+  if (!admitted.ok) {
+    const seconds = Math.max(1, Math.ceil(admitted.retryAfterMs / 1000));
+    throw new GatewayError(admitted.kind === "requests" ? "rate_limited_requests" : "rate_limited_tokens", {
+      headers: { "retry-after": String(seconds), "retry-after-ms": String(admitted.retryAfterMs) },
+    });
+  }
+  const reserved = await deps.ledger.reserve(
+    {
+      accountId: auth.account.id,
+      accountQuota: auth.account.quota_tokens ?? plan?.quota_tokens ?? 0,
+      accountUsed: auth.account.used_tokens,
+      keyId: auth.key.id,
+      keyLimit: auth.key.limit_tokens,
+      keyUsed: auth.key.used_tokens,
+    },
+    budget.wanted,
+    budget.minimum,
+  );
+  if (!reserved.ok) {
+    deps.rates.settle(admitted.ticket, 0); // the request counts; its tokens were never used
+    throw new GatewayError(reserved.reason === "key_limit" ? "key_limit_exceeded" : "quota_exceeded", {
+      message:
+        reserved.reason === "key_limit"
+          ? `This API key's token limit cannot cover this request (${reserved.remaining} tokens left).`
+          : `The account's token quota cannot cover this request (${reserved.remaining} tokens left).`,
+    });
+  }
+  return new Hold(deps, reserved.reservation, admitted.ticket);
+}

@@ -1,0 +1,133 @@
+// One chat completion, as its steps: resolve the model -> admit (rate limits and ledger into
+// one hold) -> open the upstream answer -> deliver it (JSON or a stream) -> finish (settle and
+// record). Every hold is closed exactly once and every call recorded once, on every path.
+import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import { fromUpstream, GatewayError } from "../errors/index.ts";
+import { localPromptTokens } from "../providers/prompt-bound.ts";
+import type { ResolvedModel } from "../providers/registry.ts";
+import type { UpstreamCall } from "../providers/types.ts";
+import { CLIENT_GONE } from "../records/outcomes.ts";
+import { answerFor } from "./answer-mode.ts";
+import { cappedOutput, reservationBudget } from "./budget.ts";
+import type { CallContext, RelayDeps, StreamSink } from "./call.ts";
+import { deliverJson } from "./deliver-json.ts";
+import { deliverStream } from "./deliver-stream.ts";
+import { admit, type Hold } from "./hold.ts";
+import { type Opened, openAnswer } from "./open.ts";
+import { recordedParams } from "./recorded-params.ts";
+import { reviewInput } from "./review.ts";
+
+export class Relay {
+  readonly #deps: RelayDeps;
+  /** calls in flight, so shutdown can wait for their records after their sockets are gone */
+  readonly #running = new Set<Promise<unknown>>();
+
+  constructor(deps: RelayDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Runs the call. Non-streaming: returns the JSON body to send. Streaming, or when the
+   * client left: writes or drops the answer itself and returns undefined. Before any byte is
+   * sent, failures are recorded here and thrown as GatewayError for the HTTP error handler
+   * to answer.
+   */
+  run(ctx: CallContext, req: ChatRequest, sink: StreamSink): Promise<string | undefined> {
+    const running = this.#run(ctx, req, sink);
+    this.#running.add(running);
+    const forget = () => this.#running.delete(running);
+    running.then(forget, forget);
+    return running;
+  }
+
+  /**
+   * Resolves when every call in flight has finished (and so queued its record). Shutdown
+   * calls it after closing the connections: a cut call reaches its record a moment later.
+   */
+  async drain(): Promise<void> {
+    while (this.#running.size) await Promise.allSettled([...this.#running]);
+  }
+
+  async #run(ctx: CallContext, req: ChatRequest, sink: StreamSink): Promise<string | undefined> {
+    const deps = this.#deps;
+    const { auth, draft } = ctx;
+    draft.stream = req.stream === true;
+    draft.publicModel = req.model;
+    draft.params = recordedParams(req);
+    const model = this.#resolve(ctx, req);
+    const plan = deps.registry.plan(auth.account.plan_id);
+    const safety = deps.safety.settings(auth.account, plan);
+    const answer = answerFor(draft.stream, safety);
+    draft.safetyMode = answer.safetyMode;
+    if (answer.headers) ctx.setHeaders(answer.headers);
+
+    const budget = reservationBudget(model, req);
+    const hold = await admit(deps, auth, plan, budget, ctx.setHeaders);
+    const call: UpstreamCall = {
+      request: req,
+      upstreamModel: model.upstreamModel,
+      outputBound: cappedOutput(budget, hold.reservation.tokens),
+      signal: ctx.clientSignal,
+    };
+    try {
+      if (safety.enabled && deps.safety.reviewInput && !(await this.#reviewInput(ctx, req, hold)))
+        return undefined;
+      const opened = await this.#open(ctx, req, hold, model, call, answer.mode !== "json");
+      if (!opened) return undefined;
+      if (opened.kind === "completion")
+        return await deliverJson(deps, ctx, req, opened.completion, safety.enabled, hold);
+      return await deliverStream(deps, ctx, req, opened, answer.mode === "reviewed", sink, hold);
+    } catch (err) {
+      // Nothing reached the client yet: the call ends here with the error it is answered with.
+      const failure = fromUpstream(err);
+      await deps.finisher.fail(draft, failure, hold);
+      throw failure;
+    } finally {
+      // Whatever happened, the reservation is closed (a no-op if a path closed it already).
+      await hold.close(draft.totalTokens);
+    }
+  }
+
+  #resolve(ctx: CallContext, req: ChatRequest): ResolvedModel {
+    const model = this.#deps.registry.resolve(ctx.auth.account.plan_id, req.model);
+    if (!model)
+      throw new GatewayError("model_not_found", {
+        message: `The model '${req.model}' does not exist or your plan does not include it.`,
+        param: "model",
+      });
+    ctx.draft.upstreamModel = model.upstreamModel;
+    ctx.draft.provider = model.config.provider;
+    return model;
+  }
+
+  /** False when the client left during the review (recorded: nothing was charged). */
+  async #reviewInput(ctx: CallContext, req: ChatRequest, hold: Hold): Promise<boolean> {
+    try {
+      await reviewInput(this.#deps, ctx, req);
+      return true;
+    } catch (err) {
+      if (!ctx.clientSignal.aborted) throw err;
+      await this.#deps.finisher.finish(ctx.draft, CLIENT_GONE, hold);
+      return false;
+    }
+  }
+
+  /** The upstream's answer; undefined when the client left first (charged the prompt the upstream read). */
+  async #open(
+    ctx: CallContext,
+    req: ChatRequest,
+    hold: Hold,
+    model: ResolvedModel,
+    call: UpstreamCall,
+    stream: boolean,
+  ): Promise<Opened | undefined> {
+    try {
+      return await openAnswer(this.#deps.metrics, model, call, stream);
+    } catch (err) {
+      if (!ctx.clientSignal.aborted) throw err;
+      ctx.draft.setUsage(localPromptTokens(req), 0, "estimated");
+      await this.#deps.finisher.finish(ctx.draft, CLIENT_GONE, hold);
+      return undefined;
+    }
+  }
+}

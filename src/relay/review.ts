@@ -1,0 +1,94 @@
+// The review step of content safety: one review noted on the call's draft (verdict,
+// categories, time), the input review that can refuse a call, and what a client sees in
+// place of output that was withheld.
+import type { Logger } from "pino";
+import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import { GatewayError } from "../errors/index.ts";
+import type { Completion } from "../providers/types.ts";
+import type { ReviewOutcome, SafetyPolicy } from "../safety/policy.ts";
+import type { ReviewStage } from "../safety/types.ts";
+import { messageText } from "../tokens/count.ts";
+import type { CallContext } from "./call.ts";
+
+/** what a client sees in place of model output that content safety withheld */
+export const WITHHELD_MESSAGE = "This response was withheld by the gateway's content safety review.";
+
+export interface ReviewDeps {
+  safety: SafetyPolicy;
+  logger: Logger;
+}
+
+/**
+ * One review. A review that cannot finish becomes 503 safety_unavailable; when the client
+ * left, its abort reason is rethrown.
+ */
+export async function review(
+  deps: ReviewDeps,
+  ctx: CallContext,
+  stage: ReviewStage,
+  text: string,
+  context: string | undefined,
+): Promise<ReviewOutcome> {
+  const { draft } = ctx;
+  const started = performance.now();
+  try {
+    const outcome = await deps.safety.review(stage, text, context, ctx.clientSignal);
+    if (outcome.flagged) {
+      draft.safetyVerdict = "flagged";
+      draft.safetyCategories = outcome.categories;
+    } else draft.safetyVerdict ??= "pass";
+    return outcome;
+  } catch (err) {
+    if (ctx.clientSignal.aborted) throw err;
+    draft.safetyVerdict = "error";
+    deps.logger.warn(
+      { request_id: draft.requestId, stage, reason: err instanceof Error ? err.message : String(err) },
+      "content safety review failed; the call fails closed",
+    );
+    throw new GatewayError("safety_unavailable", { cause: err });
+  } finally {
+    draft.safetyMs = (draft.safetyMs ?? 0) + Math.round(performance.now() - started);
+  }
+}
+
+/** Reviews the caller's messages before anything goes upstream; a flag refuses the call (400). */
+export async function reviewInput(deps: ReviewDeps, ctx: CallContext, req: ChatRequest): Promise<void> {
+  let text = "";
+  for (const m of req.messages) text += `${messageText(m.content).text}\n`;
+  const outcome = await review(deps, ctx, "input", text, undefined);
+  if (outcome.flagged)
+    throw new GatewayError("content_filter", {
+      message: `The request was blocked by the content safety review (${outcome.categories.join(", ")}).`,
+      param: "messages",
+    });
+}
+
+/** The text of the caller's last user message: the context a judge reads an answer in. */
+export function lastUserText(messages: ChatRequest["messages"]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--)
+    if (messages[i]!.role === "user") return messageText(messages[i]!.content).text;
+  return undefined;
+}
+
+/** The documented extension field of an answer content safety withheld. */
+export function safetyExtension(outcome: ReviewOutcome) {
+  return { verdict: "flagged", stage: "output", categories: outcome.categories };
+}
+
+/** A flagged completion as the client gets it: usage and ids kept, every model text replaced. */
+export function withheldCompletion(completion: Completion, usage: unknown, outcome: ReviewOutcome) {
+  return {
+    id: completion.id,
+    object: "chat.completion",
+    created: completion.created,
+    model: completion.model,
+    choices: completion.choices.map((c) => ({
+      index: c.index,
+      message: { role: "assistant", content: WITHHELD_MESSAGE, refusal: null },
+      logprobs: null,
+      finish_reason: "content_filter",
+    })),
+    usage,
+    safety: safetyExtension(outcome),
+  };
+}

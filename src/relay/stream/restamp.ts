@@ -1,0 +1,58 @@
+// Stream stage: every chunk of one answer carries our completion id, the public model and
+// one `created` (the upstream's first, else the call's start), and usage only where the
+// client asked for it. Yields each chunk as the JSON of one SSE event.
+import type { Chunk } from "../../providers/types.ts";
+import { openaiUsage } from "../usage.ts";
+
+export function completionId(requestId: string): string {
+  return `chatcmpl-${requestId.slice(requestId.indexOf("_") + 1)}`;
+}
+
+export class ChunkStamp {
+  readonly #id: string;
+  readonly #model: string;
+  readonly #startedAt: number;
+  #created: number | undefined;
+
+  constructor(requestId: string, model: string, startedAt: number) {
+    this.#id = completionId(requestId);
+    this.#model = model;
+    this.#startedAt = startedAt;
+  }
+
+  /**
+   * The chunks as events. With `withUsage` every chunk carries `usage` (null but on the
+   * upstream's usage chunk), as OpenAI sends it; without, usage is removed and chunks that
+   * carried nothing else (the usage chunk the gateway asked for on its own behalf) dropped.
+   */
+  async *events(chunks: AsyncIterable<Chunk>, withUsage: boolean): AsyncGenerator<string> {
+    for await (const chunk of chunks) {
+      if (!withUsage && !chunk.choices.length) continue;
+      yield this.chunk(chunk, withUsage);
+    }
+  }
+
+  chunk(chunk: Chunk, withUsage: boolean): string {
+    const out = chunk as Record<string, unknown>;
+    if (withUsage) out.usage = chunk.usage ? openaiUsage(chunk.usage) : null;
+    else delete out.usage;
+    this.#created ??= chunk.created ?? Math.floor(this.#startedAt / 1000);
+    out.id = this.#id;
+    out.object = "chat.completion.chunk";
+    out.created = this.#created;
+    out.model = this.#model;
+    return JSON.stringify(out);
+  }
+
+  /** A chunk of the gateway's own (a finish or usage chunk), in the same answer. */
+  event(fields: { choices: unknown[]; [extra: string]: unknown }): string {
+    this.#created ??= Math.floor(this.#startedAt / 1000);
+    return JSON.stringify({
+      id: this.#id,
+      object: "chat.completion.chunk",
+      created: this.#created,
+      model: this.#model,
+      ...fields,
+    });
+  }
+}
