@@ -21,13 +21,14 @@ const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>([
   "function_call",
 ]);
 
-/** OpenAI's own finish reasons pass; another server's word for "it ended" reads as stop. */
+/**
+ * OpenAI's own finish reasons pass; another server's word for "it ended" reads as stop. An
+ * empty string is "not finished" (Ollama and SGLang send it on every chunk before the last).
+ */
 const finishReason = z
   .string()
   .nullish()
-  .transform((r): FinishReason | null =>
-    r == null ? null : FINISH_REASONS.has(r) ? (r as FinishReason) : "stop",
-  );
+  .transform((r): FinishReason | null => (!r ? null : FINISH_REASONS.has(r) ? (r as FinishReason) : "stop"));
 
 const choice = z.looseObject({ index: z.number().int().nonnegative(), finish_reason: finishReason });
 

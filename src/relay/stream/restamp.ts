@@ -36,7 +36,8 @@ export class ChunkStamp {
     const out = chunk as Record<string, unknown>;
     if (withUsage) out.usage = chunk.usage ? openaiUsage(chunk.usage) : null;
     else delete out.usage;
-    this.#created ??= chunk.created ?? Math.floor(this.#startedAt / 1000);
+    // Azure's prompt-filter chunk says created: 0; only a real time dates the answer.
+    this.#created ??= chunk.created || Math.floor(this.#startedAt / 1000);
     out.id = this.#id;
     out.object = "chat.completion.chunk";
     out.created = this.#created;

@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { type ChatRequest, parseChatRequest } from "../apis/chat-completions/request.ts";
+import type { ResolvedModel } from "../providers/registry.ts";
+import { cappedOutput, MIN_OUTPUT_TOKENS, reservationBudget } from "./budget.ts";
+
+const PROMPT_BOUND = 100;
+
+function model(maxOutput = 4096, seen: ChatRequest[] = []): ResolvedModel {
+  return {
+    config: { id: "m", provider: "p", max_output_tokens: maxOutput },
+    upstreamModel: "m",
+    ownedBy: "p",
+    provider: {
+      id: "p",
+      promptBound: (req) => {
+        seen.push(req);
+        return PROMPT_BOUND;
+      },
+      complete: () => Promise.reject(new Error("not used")),
+      stream: () => {
+        throw new Error("not used");
+      },
+      close: async () => {},
+    },
+  };
+}
+
+const req = (fields: Record<string, unknown> = {}) =>
+  parseChatRequest({ model: "m", messages: [{ role: "user", content: "hi" }], ...fields });
+
+describe("reservationBudget", () => {
+  test("without a client bound: the model's default output bound, one choice", () => {
+    const seen: ChatRequest[] = [];
+    const r = req();
+    assert.deepEqual(reservationBudget(model(4096, seen), r), {
+      promptBound: PROMPT_BOUND,
+      outputBound: 4096,
+      choices: 1,
+      wanted: PROMPT_BOUND + 4096,
+      minimum: PROMPT_BOUND + MIN_OUTPUT_TOKENS,
+    });
+    assert.deepEqual(seen, [r], "the prompt bound is the provider's, for this request");
+  });
+
+  test("max_tokens is the output bound", () => {
+    const b = reservationBudget(model(), req({ max_tokens: 300 }));
+    assert.equal(b.outputBound, 300);
+    assert.equal(b.wanted, PROMPT_BOUND + 300);
+  });
+
+  test("max_completion_tokens wins over max_tokens", () => {
+    const b = reservationBudget(model(), req({ max_tokens: 300, max_completion_tokens: 50 }));
+    assert.equal(b.outputBound, 50);
+    assert.equal(b.wanted, PROMPT_BOUND + 50);
+  });
+
+  test("n multiplies the output part of both wanted and minimum", () => {
+    const b = reservationBudget(model(), req({ max_completion_tokens: 200, n: 3 }));
+    assert.equal(b.choices, 3);
+    assert.equal(b.wanted, PROMPT_BOUND + 600);
+    assert.equal(b.minimum, PROMPT_BOUND + MIN_OUTPUT_TOKENS * 3);
+  });
+
+  test("an output bound below the minimal answer is the minimum itself", () => {
+    const b = reservationBudget(model(), req({ max_tokens: 5, n: 2 }));
+    assert.equal(b.minimum, PROMPT_BOUND + 10);
+    assert.equal(b.minimum, b.wanted);
+  });
+});
+
+describe("cappedOutput", () => {
+  test("all that was wanted held: the output bound as asked", () => {
+    const b = reservationBudget(model(), req({ max_tokens: 300, n: 2 }));
+    assert.equal(cappedOutput(b, b.wanted), 300);
+  });
+
+  test("less held: what is left after the prompt, shared by the choices, rounded down", () => {
+    const b = reservationBudget(model(), req({ max_tokens: 300, n: 3 }));
+    assert.equal(cappedOutput(b, PROMPT_BOUND + 100), 33);
+    assert.equal(cappedOutput(b, b.minimum), MIN_OUTPUT_TOKENS);
+  });
+});
