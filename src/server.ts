@@ -119,7 +119,16 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     metrics,
   );
   const finisher = new CallFinisher({ records, metrics, logger });
-  const relay = new Relay({ registry, ledger, rates, finisher, metrics, safety, logger });
+  const relay = new Relay({
+    registry,
+    ledger,
+    rates,
+    finisher,
+    metrics,
+    safety,
+    logger,
+    keepAliveMs: config.server.sse_keepalive_ms,
+  });
   let closing = false;
   const deps: GatewayDeps = {
     config,

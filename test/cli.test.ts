@@ -10,7 +10,14 @@ import { migrate, openStore } from "../src/store/db.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 
 /** every migration of src/store/migrations, in order */
-const MIGRATIONS = ["001-initial", "002-rate-limits", "003-safety", "004-console", "005-console-indexes"];
+const MIGRATIONS = [
+  "001-initial",
+  "002-rate-limits",
+  "003-safety",
+  "004-console",
+  "005-console-indexes",
+  "006-uncharged-tokens",
+];
 
 import { type CliResult, runCli } from "./support/cli.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";

@@ -93,6 +93,7 @@ function fabricated(
     prompt_tokens: 3,
     completion_tokens: 4,
     total_tokens: 7,
+    uncharged_tokens: 0,
     usage_source: "upstream",
     latency_ms: 9,
     ttft_ms: null,

@@ -160,7 +160,7 @@ describe("content safety with the moderation API reviewer", () => {
     ["modgarbage", "an answer that is not JSON"],
     ["modhang", "a review past timeout_ms"],
   ] as const)
-    test(`fails closed on ${what}: 503, no model output, the upstream's usage charged and recorded`, async () => {
+    test(`fails closed on ${what}: 503, no model output, nothing charged, the upstream's usage recorded as uncharged`, async () => {
       const before = await gw.recorded("key_id", key.id);
       const res = await call(gw, key.secret, {
         messages: say(`mock:text=${trigger} mock:tokens=4`),
@@ -178,9 +178,10 @@ describe("content safety with the moderation API reviewer", () => {
       assert.equal(Number(row.http_status), 503);
       assert.equal(row.safety_verdict, "error");
       assert.equal(row.usage_source, "upstream");
-      assert.ok(Number(row.total_tokens) > 0);
+      assert.equal(Number(row.total_tokens), 0, "the gateway's own failure is not charged (issue #17)");
+      assert.ok(Number(row.uncharged_tokens) > 0, "the upstream's work stays visible as the operator's cost");
       const after = await gw.recorded("key_id", key.id);
-      assert.equal(after.tokens - before.tokens, Number(row.total_tokens), "the upstream's work is charged");
+      assert.equal(after.tokens, before.tokens, "nothing charged to the key");
       assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
     });
 
@@ -343,7 +344,7 @@ describe("content safety with the model judge and an unreachable reviewer", () =
     assert.deepEqual(two.safety.categories, ["S1: violent crimes", "S10: hate"]);
   });
 
-  test("a judge answer that is not safe/unsafe, or a judge error, fails closed and charges the answer", async () => {
+  test("a judge answer that is not safe/unsafe, or a judge error, fails closed and charges nothing", async () => {
     for (const trigger of ["judgegarbage", "judgefail"]) {
       const res = await call(judged, secret, { messages: say(`mock:text=${trigger} mock:tokens=2`) });
       assert.equal(res.status, 503, trigger);
@@ -351,7 +352,8 @@ describe("content safety with the model judge and an unreachable reviewer", () =
       assert.ok(!res.body.includes(trigger));
       const row = await judged.record(res.requestId);
       assert.equal(row.safety_verdict, "error");
-      assert.ok(Number(row.total_tokens) > 0, "the upstream's answer is charged");
+      assert.equal(Number(row.total_tokens), 0, "the gateway's own failure is not charged");
+      assert.ok(Number(row.uncharged_tokens) > 0, "the upstream's answer is the operator's cost");
     }
   });
 

@@ -2,7 +2,8 @@
 // The README's configuration reference documents these fields; keep them in step.
 import { z } from "zod";
 import { providerSchema } from "../providers/catalog.ts";
-import { configId as id } from "../providers/config-fields.ts";
+import { outputBoundField } from "../providers/config-fields.ts";
+import { configId as id } from "./id.ts";
 
 const positiveInt = z.number().int().positive();
 
@@ -16,6 +17,8 @@ export const modelSchema = z
     owned_by: z.string().min(1).optional(),
     /** output bound reserved when a request gives no max_tokens */
     max_output_tokens: positiveInt.default(4096),
+    /** the field the output bound is sent upstream in, where the provider's setting is not right for this model */
+    output_bound_field: outputBoundField.optional(),
   })
   .strict();
 
@@ -144,6 +147,10 @@ export const configSchema = z
         port: z.number().int().min(0).max(65535).default(8080),
         /** largest request body accepted; larger ones get 413 before they are read */
         body_limit_bytes: positiveInt.default(1_048_576),
+        /** a streamed answer that sends nothing for this long sends an SSE comment line (0: never) */
+        sse_keepalive_ms: z.number().int().nonnegative().default(15_000),
+        /** a streaming client that reads nothing for this long is cut off, as if it had left */
+        stream_stall_ms: positiveInt.default(60_000),
         /** how long SIGTERM waits for in-flight requests before closing them */
         shutdown_grace_ms: positiveInt.default(30_000),
       })

@@ -11,15 +11,24 @@ export interface CatalogEntry {
   message: string;
   /** when it happens, for the README's table */
   when: string;
+  /**
+   * What a client should do about retrying, for the SDKs that retry 429s and 5xx on their
+   * own: "never" sends `x-should-retry: false` (the same request cannot succeed until
+   * something changes); a number sends `retry-after` with those seconds (unless the error
+   * carries its own).
+   */
+  retry?: "never" | number;
 }
 
-const entry = (status: number, type: string, code: string, message: string, when: string): CatalogEntry => ({
-  status,
-  type,
-  code,
-  message,
-  when,
-});
+const entry = (
+  status: number,
+  type: string,
+  code: string,
+  message: string,
+  when: string,
+  retry?: CatalogEntry["retry"],
+): CatalogEntry =>
+  retry === undefined ? { status, type, code, message, when } : { status, type, code, message, when, retry };
 
 export const catalog = {
   missing_api_key: entry(
@@ -56,6 +65,7 @@ export const catalog = {
     "key_limit_exceeded",
     "This API key has reached its token limit.",
     "the key's token limit cannot cover the request",
+    "never",
   ),
   quota_exceeded: entry(
     429,
@@ -63,6 +73,7 @@ export const catalog = {
     "insufficient_quota",
     "The account has exhausted its token quota.",
     "the account's token quota cannot cover the request",
+    "never",
   ),
   rate_limited_requests: entry(
     429,
@@ -195,7 +206,7 @@ export const catalog = {
     "invalid_request_error",
     "upstream_bad_request",
     "The upstream model rejected the request.",
-    "the upstream answered 400 or 422: the request is valid here but not for that model",
+    "the upstream answered 400 or 422: the request is valid here but not for that model. The upstream's own `code` (e.g. `context_length_exceeded`), `param` and message are passed on when it gave them; `upstream_bad_request` when it gave none",
   ),
   upstream_timeout: entry(
     504,
@@ -216,7 +227,8 @@ export const catalog = {
     "dev_gateway_error",
     "safety_unavailable",
     "The content safety review could not be completed, so no model output was released. Retry later.",
-    "a reviewer failed or exceeded `safety.timeout_ms`; the upstream usage already incurred is charged",
+    "a reviewer failed or exceeded `safety.timeout_ms`; nothing is charged (the record keeps the upstream's usage as `uncharged_tokens`)",
+    1,
   ),
   store_unavailable: entry(
     503,
@@ -224,6 +236,7 @@ export const catalog = {
     "store_unavailable",
     "The gateway could not record this call, so it did not complete it. Retry later.",
     "the call record could not be committed after retries (the store is down or full)",
+    1,
   ),
   console_not_built: entry(
     503,
@@ -238,6 +251,7 @@ export const catalog = {
     "shutting_down",
     "The gateway is shutting down; retry on another instance.",
     "a request arrived after SIGTERM",
+    1,
   ),
   internal_error: entry(
     500,

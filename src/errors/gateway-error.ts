@@ -6,8 +6,10 @@ export class GatewayError extends Error {
   readonly entry: CatalogEntry;
   readonly errorName: ErrorName;
   readonly param: string | null;
-  /** extra response headers, e.g. retry-after */
+  /** response headers: the caller's (e.g. retry-after), and what the catalog says of retrying */
   readonly headers: Record<string, string> | undefined;
+  /** the upstream's own code, kept for a client error the upstream reported (issue #17) */
+  readonly #code: string | undefined;
 
   constructor(
     name: ErrorName,
@@ -15,6 +17,8 @@ export class GatewayError extends Error {
       message?: string;
       param?: string | null;
       headers?: Record<string, string>;
+      /** replaces the catalog's code: an upstream's own code for the error it reported */
+      code?: string | undefined;
       cause?: unknown;
     } = {},
   ) {
@@ -26,7 +30,8 @@ export class GatewayError extends Error {
     this.entry = entry;
     this.errorName = name;
     this.param = options.param ?? null;
-    this.headers = options.headers;
+    this.#code = options.code;
+    this.headers = retryHeaders(entry, options.headers);
   }
 
   get status(): number {
@@ -34,17 +39,27 @@ export class GatewayError extends Error {
   }
 
   get code(): string {
-    return this.entry.code;
+    return this.#code ?? this.entry.code;
   }
 
   /** The spec's envelope (section 7) plus OpenAI's `param`, which the SDKs read. */
   toBody(): ErrorBody {
     return {
-      error: { message: this.message, type: this.entry.type, param: this.param, code: this.entry.code },
+      error: { message: this.message, type: this.entry.type, param: this.param, code: this.code },
     };
   }
 }
 
 export interface ErrorBody {
   error: { message: string; type: string; param: string | null; code: string };
+}
+
+function retryHeaders(
+  entry: CatalogEntry,
+  headers: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  if (entry.retry === "never") return { ...headers, "x-should-retry": "false" };
+  if (typeof entry.retry === "number" && !headers?.["retry-after"])
+    return { ...headers, "retry-after": String(entry.retry) };
+  return headers;
 }

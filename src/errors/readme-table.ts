@@ -1,16 +1,22 @@
 // Renders the README's error table from the catalog. `npm run docs:errors` rewrites the
 // table in place; errors/readme-table.test.ts fails when the two drift apart.
 import { readFileSync, writeFileSync } from "node:fs";
-import { catalog } from "./catalog.ts";
+import { type CatalogEntry, catalog } from "./catalog.ts";
 
 export const START = "<!-- errors:start (generated from src/errors/catalog.ts by `npm run docs:errors`) -->";
 export const END = "<!-- errors:end -->";
 
 export function renderErrorTable(): string {
   const rows = Object.values(catalog).map(
-    (e) => `| ${e.status} | \`${e.type}\` | \`${e.code}\` | ${e.when} |`,
+    (e: CatalogEntry) => `| ${e.status} | \`${e.type}\` | \`${e.code}\` | ${e.when} | ${retryCell(e)} |`,
   );
-  return [START, "| status | type | code | when |", "|---|---|---|---|", ...rows, END].join("\n");
+  return [START, "| status | type | code | when | retry |", "|---|---|---|---|---|", ...rows, END].join("\n");
+}
+
+function retryCell(e: CatalogEntry): string {
+  if (e.retry === "never") return "`x-should-retry: false`";
+  if (typeof e.retry === "number") return `\`retry-after: ${e.retry}\``;
+  return e.status === 429 ? "`retry-after`" : "";
 }
 
 /** The README with its error table replaced by the current one. */

@@ -10,7 +10,14 @@ export function fromUpstream(err: unknown): GatewayError {
     if (err.failure === "timeout")
       return new GatewayError("upstream_timeout", { message: err.message, cause: err });
     if (err.failure === "status" && (err.status === 400 || err.status === 422))
-      return new GatewayError("upstream_bad_request", { message: err.message, cause: err });
+      // The request is wrong for that model: clients act on the upstream's own code and param
+      // (LangChain tells context overflow by `context_length_exceeded`), so both pass on.
+      return new GatewayError("upstream_bad_request", {
+        message: err.detail?.message ?? err.message,
+        code: err.detail?.code,
+        param: err.detail?.param ?? null,
+        cause: err,
+      });
     return new GatewayError("upstream_error", { message: err.message, cause: err });
   }
   if (err instanceof DOMException && err.name === "TimeoutError")

@@ -1,11 +1,33 @@
 // The SSE writer behind a streaming answer: raw Node response, `data: …\n\n` framing, and
-// backpressure (a slow client makes the relay wait instead of buffering the whole answer).
+// backpressure (a slow client makes the relay wait instead of buffering the answer). A client
+// that reads nothing for `stalledMs` is cut off, so it cannot hold a call (and its upstream
+// connection) open forever; the relay then ends the call as for a disconnect.
 import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyReply } from "fastify";
 import type { StreamSink } from "../relay/call.ts";
 
-export function sseSink(reply: FastifyReply): StreamSink {
+export interface SseOptions {
+  /** the longest a write may wait for the client to read before the connection is closed */
+  stalledMs: number;
+}
+
+export function sseSink(reply: FastifyReply, options: SseOptions): StreamSink {
   const raw = reply.raw;
+  const waitForDrain = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        raw.off("drain", done);
+        raw.off("close", done);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        done();
+        raw.destroy(); // the close aborts the call: charged what was delivered
+      }, options.stalledMs);
+      raw.on("drain", done);
+      raw.on("close", done);
+    });
   return {
     start() {
       reply.hijack();
@@ -21,15 +43,10 @@ export function sseSink(reply: FastifyReply): StreamSink {
     event(data: string) {
       if (raw.destroyed || raw.writableEnded) return undefined;
       if (raw.write(`data: ${data}\n\n`)) return undefined;
-      return new Promise<void>((resolve) => {
-        const done = () => {
-          raw.off("drain", done);
-          raw.off("close", done);
-          resolve();
-        };
-        raw.on("drain", done);
-        raw.on("close", done);
-      });
+      return waitForDrain();
+    },
+    comment(text: string) {
+      if (!raw.destroyed && !raw.writableEnded) raw.write(`: ${text}\n\n`);
     },
     end() {
       if (!raw.writableEnded) raw.end();

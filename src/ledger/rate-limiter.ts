@@ -92,6 +92,34 @@ export class RateLimiter {
     return { ok: true, ticket: { subjects, tokens }, state: this.#state(subjects, now) };
   }
 
+  /**
+   * Takes `tokens` more for an admitted ticket from its token buckets, or none if one is
+   * short. The request itself stays counted either way: it was admitted.
+   */
+  admitTokens(ticket: RateTicket, tokens: number): Admission {
+    const now = this.#now();
+    const taken: Bucket[] = [];
+    for (const s of ticket.subjects) {
+      if (s.tpm === undefined) continue;
+      const b = this.#bucket(`${s.id}|tokens`, s.tpm, now);
+      const wanted = Math.min(tokens, b.capacity);
+      if (b.level < wanted)
+        return {
+          ok: false,
+          kind: "tokens",
+          retryAfterMs: Math.ceil(((wanted - b.level) * MINUTE) / b.capacity),
+          state: this.#state(ticket.subjects, now),
+        };
+      taken.push(b);
+    }
+    for (const b of taken) b.level -= tokens;
+    return {
+      ok: true,
+      ticket: { subjects: ticket.subjects, tokens: ticket.tokens + tokens },
+      state: this.#state(ticket.subjects, now),
+    };
+  }
+
   /** Gives back the part of the admitted tokens that was not used (or takes the excess). */
   settle(ticket: RateTicket, actualTokens: number): void {
     const now = this.#now();

@@ -1,15 +1,7 @@
 // Configuration fields every provider type shares, so each type's schema (beside its
-// adapter) states only what is its own; and the id format the whole configuration uses.
+// adapter) states only what is its own.
 import { z } from "zod";
-
-export const configId = z
-  .string()
-  .min(1)
-  .max(128)
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9._:/-]*$/,
-    "must be letters, digits and . _ : / - (starting with a letter or digit)",
-  );
+import { configId } from "../config/id.ts";
 
 const positiveInt = z.number().int().positive();
 
@@ -42,3 +34,11 @@ export const httpProviderFields = {
 };
 
 export type Timeouts = z.output<typeof timeouts>;
+
+/**
+ * Which field an OpenAI-shaped upstream gets the output bound in. `auto`: the field the
+ * client used, and `max_completion_tokens` when it gave none and the upstream is OpenAI's own
+ * API (its reasoning models refuse `max_tokens`); other servers get `max_tokens`, which
+ * every OpenAI-compatible server accepts.
+ */
+export const outputBoundField = z.enum(["max_tokens", "max_completion_tokens"]);

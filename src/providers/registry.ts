@@ -20,7 +20,10 @@ export interface ModelObject {
 
 export class Registry {
   readonly #models = new Map<string, ResolvedModel>();
-  readonly #plans = new Map<string, { plan: PlanConfig; allowed: Set<string>; list: string }>();
+  readonly #plans = new Map<
+    string,
+    { plan: PlanConfig; allowed: Set<string>; list: string; objects: Map<string, string> }
+  >();
   readonly #providers: Provider[] = [];
 
   /** `created`: when each model record was first registered (see store models_seen). */
@@ -51,6 +54,7 @@ export class Registry {
         plan,
         allowed: new Set(plan.models),
         list: JSON.stringify({ object: "list", data }),
+        objects: new Map(data.map((m) => [m.id, JSON.stringify(m)])),
       });
     }
   }
@@ -62,6 +66,11 @@ export class Registry {
   /** The JSON body of GET /v1/models for a plan. */
   modelListJson(planId: string): string {
     return this.#plans.get(planId)?.list ?? '{"object":"list","data":[]}';
+  }
+
+  /** The JSON body of GET /v1/models/{model}: the model object, if the plan includes it. */
+  modelJson(planId: string, modelId: string): string | undefined {
+    return this.#plans.get(planId)?.objects.get(modelId);
   }
 
   /** The model if it exists and the plan includes it. */

@@ -31,3 +31,13 @@ export function sanitizeUpstreamMessage(message: string): string {
     .trim();
   return clean.length > MAX_LENGTH ? `${clean.slice(0, MAX_LENGTH)}…` : clean;
 }
+
+/** An upstream's error code, passed to clients only when it looks like one (`context_length_exceeded`). */
+export function wireCode(code: unknown): string | undefined {
+  return typeof code === "string" && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : undefined;
+}
+
+/** An upstream's `param`, passed on only when it looks like a parameter path (`messages[0].content`). */
+export function wireParam(param: unknown): string | undefined {
+  return typeof param === "string" && /^[A-Za-z_][A-Za-z0-9_.[\]]{0,127}$/.test(param) ? param : undefined;
+}

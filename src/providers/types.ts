@@ -69,6 +69,8 @@ export interface Chunk {
   [extra: string]: unknown;
 }
 
+export type OutputBoundField = "max_tokens" | "max_completion_tokens";
+
 /** One call to an upstream, as the relay asks for it. */
 export interface UpstreamCall {
   /** the validated client request; its own max_tokens fields are superseded by `outputBound` */
@@ -77,6 +79,11 @@ export interface UpstreamCall {
   upstreamModel: string;
   /** the most output tokens per choice the upstream may produce: what was reserved */
   outputBound: number;
+  /**
+   * The model's own setting of the field the bound travels in, where the upstream's API has
+   * several (OpenAI: `max_tokens`, which reasoning models refuse, or `max_completion_tokens`).
+   */
+  outputBoundField?: OutputBoundField | undefined;
   /** aborts the upstream call: client gone, total timeout, shutdown */
   signal: AbortSignal;
 }

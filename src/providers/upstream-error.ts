@@ -18,6 +18,10 @@ export interface UpstreamErrorOptions {
   retryable?: boolean | undefined;
   /** how long the upstream asked us to wait (Retry-After), in milliseconds */
   retryAfterMs?: number | undefined;
+  /** what the upstream said of its error, already sanitised: passed on for client errors */
+  detail?:
+    | { message?: string | undefined; code?: string | undefined; param?: string | undefined }
+    | undefined;
   cause?: unknown;
 }
 
@@ -31,12 +35,14 @@ export class UpstreamError extends Error {
   readonly status: number | undefined;
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
+  readonly detail: UpstreamErrorOptions["detail"];
 
   constructor(failure: UpstreamFailure, message: string, options: UpstreamErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.failure = failure;
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
+    this.detail = options.detail;
     this.retryable =
       options.retryable ??
       (failure === "status" ? options.status === undefined || RETRYABLE_STATUS.has(options.status) : true);

@@ -23,6 +23,8 @@ export class CallDraft {
   promptTokens = 0;
   completionTokens = 0;
   usageSource: UsageSource = "none";
+  /** tokens the upstream counted that are not charged: see waiveCharge() */
+  unchargedTokens = 0;
   ttftMs: number | null = null;
   safetyMode: SafetyMode | null = null;
   safetyVerdict: SafetyVerdict | null = null;
@@ -53,6 +55,23 @@ export class CallDraft {
     this.usageSource = source;
   }
 
+  /**
+   * The call failed through the gateway's own fault: the account is charged nothing, and
+   * what the upstream counted stays in the record as the operator's cost.
+   */
+  waiveCharge(): void {
+    this.unchargedTokens += this.totalTokens;
+    this.promptTokens = 0;
+    this.completionTokens = 0;
+  }
+
+  /** An estimate never charges more than was reserved; reported usage is charged as reported. */
+  capEstimate(reserved: number): void {
+    if (this.usageSource !== "estimated" || this.totalTokens <= reserved) return;
+    this.promptTokens = Math.min(this.promptTokens, reserved);
+    this.completionTokens = reserved - this.promptTokens;
+  }
+
   get totalTokens(): number {
     return this.promptTokens + this.completionTokens;
   }
@@ -75,6 +94,7 @@ export class CallDraft {
       prompt_tokens: this.promptTokens,
       completion_tokens: this.completionTokens,
       total_tokens: this.totalTokens,
+      uncharged_tokens: this.unchargedTokens,
       usage_source: this.usageSource,
       latency_ms: this.elapsedMs(),
       ttft_ms: this.ttftMs,

@@ -9,7 +9,7 @@ import { createAccount } from "../accounts/repository.ts";
 import { newId } from "../auth/key-format.ts";
 import { createLogger } from "../observability/logger.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
-import { DAY_MS, startOfUtcDay, windowStart } from "./days.ts";
+import { DAY_MS, startOfUtcDay, utcDay, windowStart } from "./days.ts";
 import { pruneRecords, RetentionJob } from "./retention.ts";
 import { type CallRecord, RecordWriter } from "./writer.ts";
 
@@ -35,6 +35,7 @@ function record(created_at: number, account_id: string | null, tokens: number, i
     prompt_tokens: tokens,
     completion_tokens: 0,
     total_tokens: tokens,
+    uncharged_tokens: 0,
     usage_source: "upstream",
     latency_ms: 1,
     ttft_ms: null,
@@ -77,10 +78,11 @@ for (const kind of ["sqlite", "postgres"] as const) {
       return new Set(rows.filter(where).map((r) => r.request_id));
     }
 
-    async function dailyTotals(): Promise<string> {
+    async function dailyTotals(fromDay = ""): Promise<string> {
       const rows = await store.db
         .selectFrom("daily_usage")
         .selectAll()
+        .where("day", ">=", fromDay)
         .orderBy("account_id")
         .orderBy("day")
         .orderBy("key_id")
@@ -89,7 +91,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
       return JSON.stringify(rows.map((r) => [r.account_id, r.day, Number(r.total_tokens), Number(r.calls)]));
     }
 
-    test("each rule deletes what it should and keeps everything else; daily aggregates stay", async () => {
+    test("each rule deletes what it should and keeps everything else; daily aggregates stay for the window", async () => {
       const a = (await createAccount(store.db, { name: "busy", plan_id: "default" })).id;
       const b = (await createAccount(store.db, { name: "quiet", plan_id: "default" })).id;
       const c = (await createAccount(store.db, { name: "today-only", plan_id: "default" })).id;
@@ -124,21 +126,28 @@ for (const kind of ["sqlite", "postgres"] as const) {
       drop.push(record(TODAY - hour, null, 0), record(TODAY - 2 * DAY_MS, null, 0));
 
       await Promise.all([...keep, ...drop].map((r) => writer.write(r)));
-      const dailyBefore = await dailyTotals();
+      const firstDay = utcDay(windowStart(NOW, 10));
+      const dailyBefore = await dailyTotals(firstDay);
 
       const counts = await pruneRecords(store.db, SETTINGS, NOW);
-      assert.deepEqual(counts, { no_consumption: 5, expired: 3, beyond_kept: 6 });
+      // a's days 10, 12 and 20 days ago and b's day 10 days ago are older than the window
+      assert.deepEqual(counts, { no_consumption: 5, expired: 3, beyond_kept: 6, daily_rows: 4 });
       const left = await ids();
       for (const r of keep) assert.ok(left.has(r.request_id), `kept ${JSON.stringify(r)}`);
       for (const r of drop) assert.ok(!left.has(r.request_id), `deleted ${JSON.stringify(r)}`);
       assert.equal(left.size, keep.length);
-      assert.equal(await dailyTotals(), dailyBefore, "daily_usage is never pruned");
+      assert.equal(
+        await dailyTotals(),
+        dailyBefore,
+        "daily_usage is kept for the window, whatever records went",
+      );
 
       // a second run finds nothing more to delete
       assert.deepEqual(await pruneRecords(store.db, SETTINGS, NOW), {
         no_consumption: 0,
         expired: 0,
         beyond_kept: 0,
+        daily_rows: 0,
       });
       assert.equal((await ids()).size, keep.length);
 
@@ -147,7 +156,8 @@ for (const kind of ["sqlite", "postgres"] as const) {
       const next = await pruneRecords(store.db, SETTINGS, tomorrow);
       // yesterday's zero-token records (3 of a, 1 of b, 1 without account); b's record on
       // what is now the 11th day; 2 of c's 7 consumption records of yesterday
-      assert.deepEqual(next, { no_consumption: 5, expired: 1, beyond_kept: 2 });
+      // and b's aggregate of what is now the 11th day
+      assert.deepEqual(next, { no_consumption: 5, expired: 1, beyond_kept: 2, daily_rows: 1 });
       const consumptionLeft = await store.db
         .selectFrom("call_records")
         .select(["account_id"])

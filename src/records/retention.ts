@@ -5,14 +5,15 @@
 //   2. records older than `days` UTC days;
 //   3. per account, consumption records of past days beyond the account's newest
 //      `records_kept` consumption records (today's count towards them but are never deleted).
-// Today's records are all kept until the day ends. daily_usage is never pruned: the charts
-// outlive the records. Deletes run in chunks of CHUNK rows, each its own statement, with a
+//   4. daily_usage rows of days older than `days` UTC days (the charts show no further back).
+// Today's records are all kept until the day ends. Within `days`, daily_usage outlives the
+// records: the charts keep the days whose records were pruned. Deletes run in chunks of CHUNK rows, each its own statement, with a
 // turn of the event loop between them, so SQLite's single writer (the record writer) is never
 // held up for long. Several instances may each run it: every delete is idempotent.
 import { type Kysely, type SqlBool, sql } from "kysely";
 import type { Logger } from "pino";
 import type { Database } from "../store/schema.ts";
-import { startOfUtcDay, windowStart } from "./days.ts";
+import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
 
 type Db = Kysely<Database>;
 
@@ -30,6 +31,8 @@ export interface RetentionCounts {
   expired: number;
   /** consumption records of past days beyond an account's newest `records_kept` */
   beyond_kept: number;
+  /** daily_usage rows of days older than `days` */
+  daily_rows: number;
 }
 
 /**
@@ -75,7 +78,7 @@ export async function pruneRecords(
 ): Promise<RetentionCounts> {
   const today = startOfUtcDay(now);
   const cutoff = windowStart(now, settings.days);
-  const counts: RetentionCounts = { no_consumption: 0, expired: 0, beyond_kept: 0 };
+  const counts: RetentionCounts = { no_consumption: 0, expired: 0, beyond_kept: 0, daily_rows: 0 };
 
   counts.no_consumption = await deleteInChunks(
     db,
@@ -134,6 +137,10 @@ export async function pruneRecords(
           .limit(limit),
       stopped,
     );
+  }
+  if (!stopped()) {
+    const r = await db.deleteFrom("daily_usage").where("day", "<", utcDay(cutoff)).executeTakeFirst();
+    counts.daily_rows = Number(r.numDeletedRows);
   }
   return counts;
 }

@@ -31,6 +31,7 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
+    uncharged_tokens: 0,
     usage_source: "upstream",
     latency_ms: 12,
     ttft_ms: null,

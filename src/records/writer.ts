@@ -46,7 +46,8 @@ const DAILY_COLUMNS = [
 /**
  * The batch's records summed per account, UTC day, key and model, sorted so that concurrent
  * transactions (other instances on PostgreSQL) lock daily_usage rows in one order and cannot
- * deadlock. Records without an account are not aggregated: no console shows them.
+ * deadlock. Records without an account are not aggregated: no console shows them. Calls
+ * naming no known model are summed under the model "".
  */
 function dailyDeltas(records: Iterable<CallRecord>): DailyDelta[] {
   const groups = new Map<string, DailyDelta>();
@@ -54,7 +55,9 @@ function dailyDeltas(records: Iterable<CallRecord>): DailyDelta[] {
     if (!r.account_id) continue;
     const day = utcDay(r.created_at);
     const keyId = r.key_id ?? "";
-    const model = r.public_model ?? "";
+    // Only models the gateway resolved (an upstream was chosen) get rows of their own: any
+    // string a client sends as `model` would otherwise add a row that is kept for a year.
+    const model = r.upstream_model === null ? "" : (r.public_model ?? "");
     const id = `${r.account_id}\u0000${day}\u0000${keyId}\u0000${model}`;
     let g = groups.get(id);
     if (!g) {
@@ -95,6 +98,7 @@ const COLUMNS = [
   "prompt_tokens",
   "completion_tokens",
   "total_tokens",
+  "uncharged_tokens",
   "usage_source",
   "latency_ms",
   "ttft_ms",

@@ -1,7 +1,7 @@
 // What the HTTP layer hands the relay for one call, and what the relay needs to run it.
 import type { Logger } from "pino";
 import type { AuthContext } from "../auth/key-cache.ts";
-import type { RateLimiter } from "../ledger/rate-limiter.ts";
+import type { RateLimiter, RateTicket } from "../ledger/rate-limiter.ts";
 import type { Ledger } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry } from "../providers/registry.ts";
@@ -20,6 +20,8 @@ export interface StreamSink {
   start(): void;
   /** writes one `data:` event; resolves when the socket can take more (backpressure) */
   event(data: string): Promise<void> | undefined;
+  /** writes an SSE comment line (`: text`), which clients ignore and proxies see as traffic */
+  comment(text: string): void;
   end(): void;
 }
 
@@ -30,6 +32,8 @@ export interface CallContext {
   clientSignal: AbortSignal;
   /** sets response headers (the rate-limit windows) before the answer starts */
   setHeaders(headers: Record<string, string>): void;
+  /** the call's request, already taken from its rate limits (admitRequest) */
+  rateTicket: RateTicket;
 }
 
 export interface RelayDeps {
@@ -40,4 +44,6 @@ export interface RelayDeps {
   metrics: Metrics;
   safety: SafetyPolicy;
   logger: Logger;
+  /** SSE keep-alive comments while a stream sends nothing else (server.sse_keepalive_ms) */
+  keepAliveMs: number;
 }

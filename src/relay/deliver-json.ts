@@ -44,7 +44,7 @@ export async function deliverJson(
     try {
       outcome = await review(deps, ctx, "output", text, lastUserText(req.messages));
     } catch (err) {
-      if (!ctx.clientSignal.aborted) throw err; // safety_unavailable; the usage stays charged
+      if (!ctx.clientSignal.aborted) throw err; // safety_unavailable: recorded, nothing charged
       await deps.finisher.finish(draft, CLIENT_GONE, hold);
       return undefined;
     }

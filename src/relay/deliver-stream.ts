@@ -7,9 +7,9 @@ import { ANSWERED, type CallOutcome, CLIENT_GONE, WITHHELD } from "../records/ou
 import type { SafetyPolicy } from "../safety/policy.ts";
 import { countText } from "../tokens/count.ts";
 import type { CallContext, StreamSink } from "./call.ts";
-import type { CallFinisher } from "./finish.ts";
+import { type CallFinisher, isGatewayFault } from "./finish.ts";
 import type { Hold } from "./hold.ts";
-import type { Opened } from "./open.ts";
+import type { OpenedStream } from "./open.ts";
 import { lastUserText, type ReviewDeps, review, safetyExtension } from "./review.ts";
 import { Meter } from "./stream/meter.ts";
 import { ChunkStamp } from "./stream/restamp.ts";
@@ -20,13 +20,20 @@ import { clientUsage, noteUsage } from "./usage.ts";
 export interface StreamDeps extends ReviewDeps {
   finisher: CallFinisher;
   safety: SafetyPolicy;
+  /** SSE keep-alive comments while nothing else is sent; 0 for none */
+  keepAliveMs: number;
 }
 
+/**
+ * Opens the upstream stream with `open` and delivers it. Until the response has started (the
+ * first event, or a keep-alive after a long silence) a failure is thrown for a status; after,
+ * it ends the stream with an error event.
+ */
 export async function deliverStream(
   deps: StreamDeps,
   ctx: CallContext,
   req: ChatRequest,
-  opened: Extract<Opened, { kind: "stream" }>,
+  open: () => Promise<OpenedStream>,
   reviewed: boolean,
   sink: StreamSink,
   hold: Hold,
@@ -41,23 +48,29 @@ export async function deliverStream(
         deps.safety.segmentTokens,
       )
     : undefined;
-  const writer = new EventWriter(sink, () => draft.markFirstToken());
+  const writer = new EventWriter(sink, () => draft.markFirstToken(), deps.keepAliveMs);
 
+  let opened: OpenedStream | undefined;
   try {
+    opened = await open();
     const metered = meter.pass(opened.chunks);
     await writer.writeAll(stamp.events(gate ? gate.pass(metered) : metered, withUsage));
     opened.observe("ok");
   } catch (err) {
-    if (gate) await opened.stop();
+    if (gate) await opened?.stop();
     const failure = fromUpstream(err);
-    if (failure.code !== "safety_unavailable") opened.observe("error");
-    // What the upstream produced is charged, delivered or not: it did the work.
+    // (a failure to open was observed by openAnswer itself)
+    if (opened && failure.code !== "safety_unavailable") opened.observe("error");
+    // What the upstream produced is charged, delivered or not: it did the work. A client
+    // gone before the first chunk is charged the prompt the upstream read.
     draft.setUsage(localPromptTokens(req), countText(meter.text), "estimated");
     if (ctx.clientSignal.aborted) {
+      writer.dispose();
       await deps.finisher.finish(draft, CLIENT_GONE, hold);
       return undefined;
     }
     if (!writer.started) {
+      writer.dispose();
       if (!meter.text) draft.setUsage(0, 0, "none");
       throw failure;
     }
@@ -116,7 +129,8 @@ async function failMidStream(
   writer: EventWriter,
   failure: GatewayError,
 ): Promise<undefined> {
-  const status = failure.code === "safety_unavailable" ? "error" : "upstream_error";
+  const status = isGatewayFault(failure) ? "error" : "upstream_error";
+  if (isGatewayFault(failure)) ctx.draft.waiveCharge();
   // When the record cannot be written the writer has logged it; the client still hears why.
   await deps.finisher
     .finish(ctx.draft, { status, httpStatus: failure.status, errorCode: failure.code }, hold)

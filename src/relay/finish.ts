@@ -10,6 +10,11 @@ import type { CallOutcome } from "../records/outcomes.ts";
 import type { RecordWriter } from "../records/writer.ts";
 import type { Hold } from "./hold.ts";
 
+/** The gateway itself failed (not the client, not the upstream): a retry may work, a charge is not fair. */
+export function isGatewayFault(error: GatewayError): boolean {
+  return error.status >= 500 && error.entry.type === "dev_gateway_error";
+}
+
 /** A failure's outcome: a refused prompt is its own status, so the console tells it from failures. */
 export function failureOutcome(error: GatewayError): CallOutcome {
   return {
@@ -31,29 +36,34 @@ export class CallFinisher {
   }
 
   /**
-   * Closes the hold with the draft's usage and commits the record. Without its record a call
-   * is not complete: a record that cannot be committed throws store_unavailable. The charge
-   * stays in the ledger (the upstream did the work), which errs against overspending.
+   * Commits the record, then closes the hold with the draft's usage. An estimate is never
+   * charged beyond what was held. Without its record a call is not complete: a record that
+   * cannot be committed releases the hold (the call failed through the gateway's fault, so
+   * nothing is charged) and throws store_unavailable.
    */
   async finish(draft: CallDraft, outcome: CallOutcome, hold?: Hold): Promise<void> {
     if (draft.written) return;
-    if (hold) await hold.close(draft.totalTokens);
+    if (hold) draft.capEstimate(hold.reservation.tokens);
+    try {
+      await this.#records.write(draft.finish(outcome));
+    } catch (err) {
+      await hold?.close(0);
+      throw new GatewayErrorClass("store_unavailable", { cause: err });
+    }
+    await hold?.close(draft.totalTokens);
     if (draft.totalTokens && draft.publicModel) {
       this.#metrics.tokens.inc({ model: draft.publicModel, kind: "prompt" }, draft.promptTokens);
       this.#metrics.tokens.inc({ model: draft.publicModel, kind: "completion" }, draft.completionTokens);
     }
-    try {
-      await this.#records.write(draft.finish(outcome));
-    } catch (err) {
-      throw new GatewayErrorClass("store_unavailable", { cause: err });
-    }
   }
 
   /**
-   * A call that failed with `error`: recorded with the error's outcome. The client is told
+   * A call that failed with `error`: recorded with the error's outcome. A failure of the
+   * gateway's own (a reviewer or the store unavailable) charges nothing. The client is told
    * the error itself, so a record that cannot be committed is only logged here.
    */
   async fail(draft: CallDraft, error: GatewayError, hold?: Hold): Promise<void> {
+    if (isGatewayFault(error)) draft.waiveCharge();
     try {
       await this.finish(draft, failureOutcome(error), hold);
     } catch (err) {

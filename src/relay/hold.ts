@@ -3,7 +3,13 @@
 import type { AuthContext } from "../auth/key-cache.ts";
 import type { PlanConfig } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
-import { type RateLimiter, type RateTicket, rateHeaders, rateSubjects } from "../ledger/rate-limiter.ts";
+import {
+  type Admission,
+  type RateLimiter,
+  type RateTicket,
+  rateHeaders,
+  rateSubjects,
+} from "../ledger/rate-limiter.ts";
 import type { Ledger, Reservation } from "../ledger/types.ts";
 import type { Budget } from "./budget.ts";
 
@@ -35,25 +41,45 @@ export class Hold {
   }
 }
 
+/** The 429 of a rate-limit refusal, with the waits the OpenAI SDKs honour. */
+function rateLimited(refusal: Extract<Admission, { ok: false }>): GatewayError {
+  const seconds = Math.max(1, Math.ceil(refusal.retryAfterMs / 1000));
+  return new GatewayError(refusal.kind === "requests" ? "rate_limited_requests" : "rate_limited_tokens", {
+    headers: { "retry-after": String(seconds), "retry-after-ms": String(refusal.retryAfterMs) },
+  });
+}
+
 /**
- * Takes the call's request and tokens from its rate limits, then holds its tokens in the
- * ledger. Refusals throw the catalog's 429s; the rate-limit headers are set either way.
+ * Takes the call's request from its rate limits: the first step of every call, before its
+ * body is validated or anything costly is done, so refused and malformed calls count too.
+ */
+export function admitRequest(
+  rates: RateLimiter,
+  auth: AuthContext,
+  plan: PlanConfig | undefined,
+  setHeaders: (headers: Record<string, string>) => void,
+): RateTicket {
+  const admitted = rates.admit(rateSubjects(auth.key, auth.account.id, plan), 0);
+  setHeaders(rateHeaders(admitted.state));
+  if (!admitted.ok) throw rateLimited(admitted);
+  return admitted.ticket;
+}
+
+/**
+ * Takes the call's tokens from its rate limits, then holds them in the ledger. Refusals
+ * throw the catalog's 429s; the rate-limit headers are set either way.
  */
 export async function admit(
   deps: HoldDeps,
   auth: AuthContext,
   plan: PlanConfig | undefined,
+  ticket: RateTicket,
   budget: Budget,
   setHeaders: (headers: Record<string, string>) => void,
 ): Promise<Hold> {
-  const admitted = deps.rates.admit(rateSubjects(auth.key, auth.account.id, plan), budget.wanted);
+  const admitted = deps.rates.admitTokens(ticket, budget.wanted);
   setHeaders(rateHeaders(admitted.state));
-  if (!admitted.ok) {
-    const seconds = Math.max(1, Math.ceil(admitted.retryAfterMs / 1000));
-    throw new GatewayError(admitted.kind === "requests" ? "rate_limited_requests" : "rate_limited_tokens", {
-      headers: { "retry-after": String(seconds), "retry-after-ms": String(admitted.retryAfterMs) },
-    });
-  }
+  if (!admitted.ok) throw rateLimited(admitted);
   const reserved = await deps.ledger.reserve(
     {
       accountId: auth.account.id,

@@ -17,6 +17,21 @@ export type Opened =
       observe(outcome: "ok" | "error"): void;
     };
 
+export type OpenedStream = Extract<Opened, { kind: "stream" }>;
+export type OpenedCompletion = Extract<Opened, { kind: "completion" }>;
+
+export function openAnswer(
+  metrics: Metrics,
+  model: ResolvedModel,
+  call: UpstreamCall,
+  stream: true,
+): Promise<OpenedStream>;
+export function openAnswer(
+  metrics: Metrics,
+  model: ResolvedModel,
+  call: UpstreamCall,
+  stream: false,
+): Promise<OpenedCompletion>;
 export async function openAnswer(
   metrics: Metrics,
   model: ResolvedModel,

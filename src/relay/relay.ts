@@ -13,7 +13,7 @@ import type { CallContext, RelayDeps, StreamSink } from "./call.ts";
 import { deliverJson } from "./deliver-json.ts";
 import { deliverStream } from "./deliver-stream.ts";
 import { admit, type Hold } from "./hold.ts";
-import { type Opened, openAnswer } from "./open.ts";
+import { type OpenedCompletion, openAnswer } from "./open.ts";
 import { recordedParams } from "./recorded-params.ts";
 import { reviewInput } from "./review.ts";
 
@@ -62,21 +62,24 @@ export class Relay {
     if (answer.headers) ctx.setHeaders(answer.headers);
 
     const budget = reservationBudget(model, req);
-    const hold = await admit(deps, auth, plan, budget, ctx.setHeaders);
+    const hold = await admit(deps, auth, plan, ctx.rateTicket, budget, ctx.setHeaders);
     const call: UpstreamCall = {
       request: req,
       upstreamModel: model.upstreamModel,
       outputBound: cappedOutput(budget, hold.reservation.tokens),
+      outputBoundField: model.config.output_bound_field,
       signal: ctx.clientSignal,
     };
     try {
       if (safety.enabled && deps.safety.reviewInput && !(await this.#reviewInput(ctx, req, hold)))
         return undefined;
-      const opened = await this.#open(ctx, req, hold, model, call, answer.mode !== "json");
+      if (answer.mode !== "json") {
+        const open = () => openAnswer(deps.metrics, model, call, true);
+        return await deliverStream(deps, ctx, req, open, answer.mode === "reviewed", sink, hold);
+      }
+      const opened = await this.#open(ctx, req, hold, model, call);
       if (!opened) return undefined;
-      if (opened.kind === "completion")
-        return await deliverJson(deps, ctx, req, opened.completion, safety.enabled, hold);
-      return await deliverStream(deps, ctx, req, opened, answer.mode === "reviewed", sink, hold);
+      return await deliverJson(deps, ctx, req, opened.completion, safety.enabled, hold);
     } catch (err) {
       // Nothing reached the client yet: the call ends here with the error it is answered with.
       const failure = fromUpstream(err);
@@ -112,17 +115,16 @@ export class Relay {
     }
   }
 
-  /** The upstream's answer; undefined when the client left first (charged the prompt the upstream read). */
+  /** The upstream's whole answer; undefined when the client left first (charged the prompt the upstream read). */
   async #open(
     ctx: CallContext,
     req: ChatRequest,
     hold: Hold,
     model: ResolvedModel,
     call: UpstreamCall,
-    stream: boolean,
-  ): Promise<Opened | undefined> {
+  ): Promise<OpenedCompletion | undefined> {
     try {
-      return await openAnswer(this.#deps.metrics, model, call, stream);
+      return await openAnswer(this.#deps.metrics, model, call, false);
     } catch (err) {
       if (!ctx.clientSignal.aborted) throw err;
       ctx.draft.setUsage(localPromptTokens(req), 0, "estimated");

@@ -1,6 +1,8 @@
 // Row types of the store's tables, as Kysely sees them. Times are Unix milliseconds;
 // booleans are 0/1 integers so both dialects read them the same way.
+
 import type { Generated } from "kysely";
+import type { CallStatus } from "../records/outcomes.ts";
 
 export interface AccountsTable {
   id: string;
@@ -59,13 +61,14 @@ export interface CallRecordsTable {
   /** JSON of the main parameters (temperature, top_p, max_tokens, n, …); never message text */
   params: string | null;
   stream: number;
-  /** ok | error | client_disconnect | upstream_error | content_filter */
-  status: string;
+  status: CallStatus;
   http_status: number;
   error_code: string | null;
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** tokens the upstream counted that were not charged (the gateway's own failure): the operator's cost */
+  uncharged_tokens: number;
   /** upstream | estimated | none */
   usage_source: string;
   latency_ms: number;

@@ -8,6 +8,8 @@
  * Behaviour is steered by directives in the text of the LAST `user` message:
  *   mock:tokens=N       completion length in words/tokens (capped by max_completion_tokens ?? max_tokens)
  *   mock:status=CODE    answer HTTP CODE (400..599) with an OpenAI error envelope
+ *   mock:context-overflow  answer 400 as OpenAI does for a prompt over the context window
+ *                       (code context_length_exceeded, param messages)
  *   mock:latency=MS     delay before the response headers
  *   mock:hang           never answer (until the client closes)
  *   mock:hang-after=K   stream: send K content chunks, then stall forever
@@ -16,6 +18,9 @@
  *   mock:refusal        refusal instead of content
  *   mock:tool           one `get_weather` tool call
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
+ *
+ * A `model` of OpenAI's reasoning families (o1, o3, gpt-5, …) is refused with OpenAI's 400
+ * `unsupported_parameter` when the body carries `max_tokens`, as OpenAI refuses it.
  *
  * Judge mode: when the requested `model` contains "guard" (in any case: "Llama-Guard-3-8B"),
  * the mock answers as a Llama Guard safety judge instead, classifying the text of the LAST
@@ -178,6 +183,7 @@ interface Directives {
   hangAfter: number | undefined;
   dropAfter: number | undefined;
   noUsage: boolean;
+  contextOverflow: boolean;
   refusal: boolean;
   tool: boolean;
   text: string | undefined;
@@ -200,6 +206,7 @@ function parseDirectives(text: string): Directives {
     hangAfter: undefined,
     dropAfter: undefined,
     noUsage: false,
+    contextOverflow: false,
     refusal: false,
     tool: false,
     text: undefined,
@@ -231,6 +238,9 @@ function parseDirectives(text: string): Directives {
         break;
       case "no-usage":
         d.noUsage = true;
+        break;
+      case "context-overflow":
+        d.contextOverflow = true;
         break;
       case "refusal":
         d.refusal = true;
@@ -317,6 +327,9 @@ function sendError(
 }
 
 type ErrorSpec = [message: string, type: string, param: string | null, code: string | null];
+
+/** OpenAI's reasoning models (o1, o3, o4-mini, gpt-5…) refuse `max_tokens`, as OpenAI does. */
+const REASONING_MODEL = /^(?:o\d|gpt-5)/;
 
 /** The error OpenAI would send for a given status (used by `mock:status=CODE`). */
 function statusError(status: number, model: string): ErrorSpec {
@@ -624,6 +637,14 @@ export function startMockUpstream(
         "messages",
         "empty_array",
       ];
+    } else if (REASONING_MODEL.test(body.model) && body.max_tokens !== undefined) {
+      err = [
+        400,
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+        "invalid_request_error",
+        "max_tokens",
+        "unsupported_parameter",
+      ];
     }
     if (err === undefined) return true;
     sendError(res, ...err);
@@ -667,6 +688,18 @@ export function startMockUpstream(
       if (d.status !== undefined) {
         state.done = true;
         sendError(res, d.status, ...statusError(d.status, body.model));
+        return;
+      }
+      if (d.contextOverflow) {
+        state.done = true;
+        sendError(
+          res,
+          400,
+          "This model's maximum context length is 128000 tokens. However, your messages resulted in 200000 tokens. Please reduce the length of the messages.",
+          "invalid_request_error",
+          "messages",
+          "context_length_exceeded",
+        );
         return;
       }
       if (!stream && d.dropAfter !== undefined) {

@@ -24,12 +24,16 @@ export interface Stream {
   done: boolean;
 }
 
-/** An SSE body as the gateway sends it: `data: …` events, [DONE] at most once and last. */
+/**
+ * An SSE body as the gateway sends it: `data: …` events, [DONE] at most once and last, and
+ * keep-alive comments (`: …`), which clients ignore.
+ */
 export function parseStream(text: string): Stream {
   assert.ok(text.endsWith("\n\n"), "the SSE body ends with a blank line");
   const payloads = text
     .slice(0, -2)
     .split("\n\n")
+    .filter((e) => !e.startsWith(": "))
     .map((e) => {
       assert.ok(e.startsWith("data: "), `event framed as "data: …": ${JSON.stringify(e)}`);
       return e.slice("data: ".length);

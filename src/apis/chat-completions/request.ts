@@ -2,9 +2,20 @@
 // Fields not listed here are dropped (not forwarded); the README lists the forwarded ones.
 // `null` counts as "not given" for every optional field, as many clients send it that way.
 import { z } from "zod";
+import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../config/id.ts";
 import { GatewayError } from "../../errors/index.ts";
 
-const contentPart = z.looseObject({ type: z.string().min(1) });
+/** The content part types OpenAI documents; a part of another type, or missing its payload, is refused. */
+const contentPart = z.discriminatedUnion("type", [
+  z.looseObject({ type: z.literal("text"), text: z.string() }),
+  z.looseObject({ type: z.literal("image_url"), image_url: z.looseObject({ url: z.string().min(1) }) }),
+  z.looseObject({
+    type: z.literal("input_audio"),
+    input_audio: z.looseObject({ data: z.string(), format: z.string() }),
+  }),
+  z.looseObject({ type: z.literal("file"), file: z.looseObject({}) }),
+  z.looseObject({ type: z.literal("refusal"), refusal: z.string() }),
+]);
 const content = z.union([z.string(), z.array(contentPart).min(1)]);
 
 const toolCall = z.looseObject({
@@ -69,7 +80,13 @@ export const FORWARDED_FIELDS = [
 ] as const;
 
 export const chatRequestSchema = z.object({
-  model: z.string().min(1),
+  // Model ids are configuration ids: bounded, so a `model` string cannot fill records or
+  // error messages (a 900 KB one used to be stored and echoed whole).
+  model: z
+    .string()
+    .min(1)
+    .max(ID_MAX_CHARS, `must be at most ${ID_MAX_CHARS} characters`)
+    .regex(ID_PATTERN, `must be a model id: ${ID_RULE}`),
   messages: z.array(message).min(1),
   stream: opt(z.boolean()),
   temperature: opt(z.number().min(0).max(2)),
@@ -111,6 +128,21 @@ function paramName(path: PropertyKey[]): string {
   return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i ? `.${String(p)}` : String(p))).join("");
 }
 
+/**
+ * A union's own issue says only "Invalid input" at the union; the branch that got furthest
+ * (content given as parts: the bad part) says what is wrong, with its full path.
+ */
+function deepest(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  if (issue.code !== "invalid_union" || !issue.errors.length) return issue;
+  let best: z.core.$ZodIssue | undefined;
+  for (const branch of issue.errors)
+    for (const inner of branch) {
+      const candidate = deepest({ ...inner, path: [...issue.path, ...inner.path] });
+      if (!best || candidate.path.length > best.path.length) best = candidate;
+    }
+  return best && best.path.length > issue.path.length ? best : issue;
+}
+
 /** Validates a parsed JSON body; throws invalid_request naming the first bad parameter. */
 export function parseChatRequest(body: unknown): ChatRequest {
   if (typeof body !== "object" || body === null || Array.isArray(body))
@@ -125,7 +157,7 @@ export function parseChatRequest(body: unknown): ChatRequest {
       });
     return req;
   }
-  const issue = result.error.issues[0]!;
+  const issue = deepest(result.error.issues[0]!);
   const param = paramName(issue.path);
   const problem =
     issue.code === "invalid_union" && issue.path.at(-1) === "role"

@@ -5,7 +5,7 @@ import { Pool } from "undici";
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import { Deadline } from "../deadline.ts";
 import { estimatedPromptBound } from "../prompt-bound.ts";
-import { sanitizeUpstreamMessage } from "../sanitize.ts";
+import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import { readSse } from "../sse-reader.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
 import { retryAfterMs, UpstreamError } from "../upstream-error.ts";
@@ -15,7 +15,12 @@ import { chunkSchema, completionSchema, errorSchema, readUsage } from "./wire.ts
 const MAX_ERROR_BODY = 64 * 1024;
 
 /** The request body for this upstream: the forwarded fields and exactly one output bound. */
-export function wireBody(call: UpstreamCall, stream: boolean): Record<string, unknown> {
+export function wireBody(
+  call: UpstreamCall,
+  stream: boolean,
+  setting: OpenAICompatibleConfig["output_bound_field"] = "auto",
+  openai = false,
+): Record<string, unknown> {
   const { request } = call;
   const body: Record<string, unknown> = { model: call.upstreamModel, messages: request.messages };
   for (const field of FORWARDED_FIELDS) {
@@ -26,8 +31,7 @@ export function wireBody(call: UpstreamCall, stream: boolean): Record<string, un
   // could let an upstream that honours it produce more than was held.
   delete body.max_tokens;
   delete body.max_completion_tokens;
-  body[request.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens"] =
-    call.outputBound;
+  body[boundField(call, setting, openai)] = call.outputBound;
   if (stream) {
     body.stream = true;
     // Always ask for usage: billing uses the upstream's count, not a local guess.
@@ -36,12 +40,29 @@ export function wireBody(call: UpstreamCall, stream: boolean): Record<string, un
   return body;
 }
 
+function boundField(
+  call: UpstreamCall,
+  field: OpenAICompatibleConfig["output_bound_field"],
+  openai: boolean,
+) {
+  if (call.outputBoundField) return call.outputBoundField;
+  if (field !== "auto") return field;
+  if (call.request.max_completion_tokens !== undefined) return "max_completion_tokens";
+  if (call.request.max_tokens !== undefined) return "max_tokens";
+  return openai ? "max_completion_tokens" : "max_tokens";
+}
+
+/** OpenAI's own API, whose reasoning models take the bound only as max_completion_tokens. */
+const OPENAI_HOST = "api.openai.com";
+
 export class OpenAICompatibleProvider implements Provider {
   readonly id: string;
   readonly #pool: Pool;
   readonly #path: string;
   readonly #headers: Record<string, string>;
   readonly #totalMs: number;
+  readonly #boundField: OpenAICompatibleConfig["output_bound_field"];
+  readonly #openai: boolean;
 
   constructor(config: OpenAICompatibleConfig, env: Record<string, string | undefined>) {
     this.id = config.id;
@@ -56,6 +77,8 @@ export class OpenAICompatibleProvider implements Provider {
       pipelining: 1,
     });
     this.#totalMs = config.timeouts.total_ms;
+    this.#boundField = config.output_bound_field;
+    this.#openai = url.hostname === OPENAI_HOST;
     const apiKey = config.api_key_env ? env[config.api_key_env] : undefined;
     this.#headers = {
       "content-type": "application/json",
@@ -69,13 +92,19 @@ export class OpenAICompatibleProvider implements Provider {
 
   async complete(call: UpstreamCall): Promise<Completion> {
     const { body, deadline } = await this.#send(call, false);
-    let raw: unknown;
+    let text: string;
     try {
-      raw = await body.json();
+      text = await body.text();
     } catch (err) {
-      throw this.#failure(err, deadline.signal, "the upstream's reply is not JSON");
+      throw this.#failure(err, deadline.signal, "the upstream's reply broke off");
     } finally {
       deadline.end();
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      throw new UpstreamError("malformed", "the upstream's reply is not JSON");
     }
     const parsed = completionSchema.safeParse(raw);
     if (!parsed.success)
@@ -134,7 +163,7 @@ export class OpenAICompatibleProvider implements Provider {
         path: this.#path,
         method: "POST",
         headers: this.#headers,
-        body: JSON.stringify(wireBody(call, stream)),
+        body: JSON.stringify(wireBody(call, stream, this.#boundField, this.#openai)),
         signal: deadline.signal,
       });
     } catch (err) {
@@ -190,15 +219,19 @@ export class OpenAICompatibleProvider implements Provider {
 
 function statusError(
   status: number | undefined,
-  parsed: { error: { message?: string | undefined } } | undefined,
+  parsed: { error: { message?: string | undefined; code?: unknown; param?: unknown } } | undefined,
   retryAfter: number | undefined,
 ): UpstreamError {
   const raw = parsed?.error.message ?? "";
-  const detail = raw ? `: ${sanitizeUpstreamMessage(raw)}` : "";
+  const said = raw ? sanitizeUpstreamMessage(raw) : undefined;
   const message = status
-    ? `the upstream answered HTTP ${status}${detail}`
-    : `the upstream reported an error${detail}`;
-  return new UpstreamError("status", message, { status, retryAfterMs: retryAfter });
+    ? `the upstream answered HTTP ${status}${said ? `: ${said}` : ""}`
+    : `the upstream reported an error${said ? `: ${said}` : ""}`;
+  return new UpstreamError("status", message, {
+    status,
+    retryAfterMs: retryAfter,
+    detail: { message: said, code: wireCode(parsed?.error.code), param: wireParam(parsed?.error.param) },
+  });
 }
 
 async function readBounded(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {

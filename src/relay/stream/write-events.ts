@@ -1,27 +1,41 @@
 // The last stream stage: writes each event to the client, waiting while the socket is full
 // (backpressure reaches the upstream: nothing is read ahead). The response starts with the
-// first event; `started` says whether errors can still be answered with a status.
+// first event, or with the first keep-alive comment when nothing came for `keepAliveMs`
+// (reasoning models think for minutes; proxies close connections idle for 60 s). `started`
+// says whether a failure can still be answered with a status.
 import type { StreamSink } from "../call.ts";
 
 export class EventWriter {
   readonly #sink: StreamSink;
-  readonly #onStart: () => void;
+  readonly #onFirstEvent: () => void;
+  readonly #keepAlive: NodeJS.Timeout | undefined;
   started = false;
+  #wroteEvent = false;
 
-  constructor(sink: StreamSink, onStart: () => void) {
+  constructor(sink: StreamSink, onFirstEvent: () => void, keepAliveMs?: number) {
     this.#sink = sink;
-    this.#onStart = onStart;
+    this.#onFirstEvent = onFirstEvent;
+    if (keepAliveMs)
+      this.#keepAlive = setInterval(() => {
+        this.start();
+        this.#sink.comment("keep-alive");
+      }, keepAliveMs);
   }
 
   start(): void {
     if (this.started) return;
     this.started = true;
     this.#sink.start();
-    this.#onStart();
   }
 
   async write(event: string): Promise<void> {
     this.start();
+    if (!this.#wroteEvent) {
+      this.#wroteEvent = true;
+      this.#onFirstEvent();
+    }
+    // traffic of its own: the next keep-alive is due a whole interval from now
+    this.#keepAlive?.refresh();
     const wait = this.#sink.event(event);
     if (wait) await wait;
   }
@@ -30,10 +44,16 @@ export class EventWriter {
     for await (const event of events) await this.write(event);
   }
 
+  /** Stops the keep-alive; for a stream that ends without being written (its failure is a status). */
+  dispose(): void {
+    clearInterval(this.#keepAlive);
+  }
+
   /** Ends the stream: with `[DONE]` when it completed, without when it failed. */
-  end(done: boolean): Promise<void> | void {
+  async end(done: boolean): Promise<void> {
+    this.dispose();
     this.start();
-    if (!done) return this.#sink.end();
-    return this.write("[DONE]").then(() => this.#sink.end());
+    if (done) await this.write("[DONE]");
+    this.#sink.end();
   }
 }

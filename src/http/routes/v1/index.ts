@@ -6,6 +6,7 @@ import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { CLIENT_GONE } from "../../../records/outcomes.ts";
 import { ClientGone } from "../../../relay/call.ts";
+import { admitRequest } from "../../../relay/hold.ts";
 import { authHook } from "../../auth-hook.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { sseSink } from "../../sse.ts";
@@ -59,8 +60,25 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     return reply.type("application/json").send(deps.registry.modelListJson(request.auth!.account.plan_id));
   });
 
+  // Model ids may contain "/" (meta-llama/…): the SDKs send it encoded or not, so the rest of
+  // the path is the id.
+  app.get("/v1/models/*", async (request, reply) => {
+    const id = (request.params as { "*": string })["*"];
+    const json = deps.registry.modelJson(request.auth!.account.plan_id, id);
+    if (json === undefined)
+      throw new GatewayError("model_not_found", {
+        message: `The model '${id.slice(0, 128)}' does not exist or your plan does not include it.`,
+        param: "model",
+      });
+    return reply.type("application/json").send(json);
+  });
+
   app.post(CHAT_ROUTE, async (request, reply) => {
     request.call!.relayed = true;
+    const auth = request.auth!;
+    const setHeaders = (headers: Record<string, string>) => reply.headers(headers);
+    // The request counts against the rate limits before anything else is done with it.
+    const rateTicket = admitRequest(deps.rates, auth, deps.registry.plan(auth.account.plan_id), setHeaders);
     const body = parseChatRequest(request.body);
     const client = new AbortController();
     const onClose = () => {
@@ -69,14 +87,9 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     reply.raw.once("close", onClose);
     try {
       const json = await deps.relay.run(
-        {
-          auth: request.auth!,
-          draft: request.call!,
-          clientSignal: client.signal,
-          setHeaders: (headers) => reply.headers(headers),
-        },
+        { auth, draft: request.call!, clientSignal: client.signal, setHeaders, rateTicket },
         body,
-        sseSink(reply),
+        sseSink(reply, { stalledMs: deps.config.server.stream_stall_ms }),
       );
       if (json !== undefined) return reply.type("application/json").send(json);
       // The relay answered (stream) or there is nobody left to answer.
