@@ -191,6 +191,13 @@ export const configSchema = z
         port: z.number().int().min(0).max(65535).default(8080),
         /** largest request body accepted; larger ones get 413 before they are read */
         body_limit_bytes: positiveInt.default(1_048_576),
+        /**
+         * after answering a request before its body was read (413, 401), how much more of the
+         * body is read and dropped so the client, still sending, gets the answer, not a reset
+         */
+        body_discard_bytes: positiveInt.default(64 * 1_048_576),
+        /** and for how long; past either bound the connection is closed */
+        body_discard_ms: positiveInt.default(10_000),
         /** how long SIGTERM waits for in-flight requests before closing them */
         shutdown_grace_ms: positiveInt.default(30_000),
       })
