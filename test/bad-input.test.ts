@@ -470,7 +470,8 @@ describe("body size", () => {
       ),
     ]);
     assertEnvelope(answer, 413, "request_too_large");
-    await answer.closed; // and the connection is closed rather than drained
+    // the rest of the body is awaited for `server.body_discard_ms`, then the connection is closed
+    await answer.closed;
   });
 
   test("a chunked body over the limit -> 413, without the client finishing it", async () => {

@@ -1,5 +1,5 @@
 // Contract: real gateway responses validated against the schemas of OpenAI's own OpenAPI
-// description (the shared contract): completions, stream chunks, the model list, and the
+// description (a subset kept in test/contracts/): completions, stream chunks, the model list, and the
 // error envelope of every refusal.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";

@@ -28,6 +28,8 @@ server:
   host: 0.0.0.0
   port: 9090
   body_limit_bytes: 2048
+  body_discard_bytes: 4096
+  body_discard_ms: 500
   shutdown_grace_ms: 1500
 store:
   data_dir: /var/lib/gateway
@@ -117,6 +119,8 @@ describe("loadConfig: embedded defaults", () => {
       host: "127.0.0.1",
       port: 8080,
       body_limit_bytes: 1_048_576,
+      body_discard_bytes: 64 * 1_048_576,
+      body_discard_ms: 10_000,
       shutdown_grace_ms: 30_000,
     });
     assert.deepEqual(c.store, { data_dir: "./data" });
@@ -139,6 +143,8 @@ describe("loadConfig: the YAML file", () => {
       host: "0.0.0.0",
       port: 9090,
       body_limit_bytes: 2048,
+      body_discard_bytes: 4096,
+      body_discard_ms: 500,
       shutdown_grace_ms: 1500,
     });
     assert.deepEqual(c.store, { data_dir: "/var/lib/gateway" });

@@ -151,6 +151,13 @@ export const configSchema = z
         sse_keepalive_ms: z.number().int().nonnegative().default(15_000),
         /** a streaming client that reads nothing for this long is cut off, as if it had left */
         stream_stall_ms: positiveInt.default(60_000),
+        /**
+         * after answering a request before its body was read (413, 401), how much more of the
+         * body is read and dropped so the client, still sending, gets the answer, not a reset
+         */
+        body_discard_bytes: positiveInt.default(64 * 1_048_576),
+        /** and for how long; past either bound the connection is closed */
+        body_discard_ms: positiveInt.default(10_000),
         /** how long SIGTERM waits for in-flight requests before closing them */
         shutdown_grace_ms: positiveInt.default(30_000),
       })

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
+import { loadConfig } from "../config/load.ts";
 import { CONSOLE_CSP, consoleStatic } from "./console-static.ts";
 import type { GatewayDeps } from "./deps.ts";
 import { registerErrorHandling } from "./error-handler.ts";
@@ -16,8 +17,9 @@ const STYLE = "body{margin:0}";
 /** The gateway's error handling (envelopes, 404) around the console plugin, without a store. */
 async function appServing(dir: string): Promise<FastifyInstance> {
   const app = Fastify();
-  // the handler reads deps only for chat calls' records, which these requests never have
-  registerErrorHandling(app, {} as GatewayDeps);
+  // the handler reads deps for chat calls' records, which these requests never have, and for
+  // the discard bounds of a body it answered before reading
+  registerErrorHandling(app, { config: loadConfig({}), isClosing: () => false } as GatewayDeps);
   await app.register(consoleStatic, { dir });
   await app.ready();
   return app;

@@ -1,5 +1,6 @@
 // One place where every failure becomes the error envelope (spec 7): thrown GatewayErrors,
 // Fastify's own errors (body too large, bad content type), malformed HTTP, and bugs.
+import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors/index.ts";
@@ -31,6 +32,32 @@ export function toGatewayError(err: unknown): GatewayError {
   return fromFastify(err as FastifyError) ?? new GatewayError("internal_error", { cause: err });
 }
 
+/**
+ * Reads and drops the rest of a request body after an early answer, at most `body_discard_bytes`
+ * more and for `body_discard_ms`, as robust servers do (nginx's lingering close): the client
+ * reads the answer and stops, or finishes, and the connection serves its next request. Past
+ * either bound the connection is closed, and a client still sending then sees a reset.
+ */
+function discardRest(
+  req: IncomingMessage,
+  bounds: { body_discard_bytes: number; body_discard_ms: number },
+): void {
+  const socket = req.socket;
+  let left = bounds.body_discard_bytes;
+  const giveUp = setTimeout(() => socket.destroy(), bounds.body_discard_ms);
+  // The request is detached once its answer is sent and no longer closes with the socket.
+  const done = () => {
+    clearTimeout(giveUp);
+    socket.off("close", done);
+  };
+  socket.once("close", done);
+  req.once("end", done);
+  req.on("data", (chunk: Buffer) => {
+    left -= chunk.length;
+    if (left < 0) socket.destroy();
+  });
+}
+
 export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const error = toGatewayError(err);
@@ -45,9 +72,14 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
     if (draft && !draft.written) await deps.finisher.fail(draft, error);
     if (reply.raw.destroyed) return reply; // the client left: nobody to answer
     if (error.headers) reply.headers(error.headers);
-    // Refused before its body was read (no key, too large): close rather than let Node
-    // read and discard whatever the client still sends.
-    if (!request.raw.complete) reply.header("connection", "close");
+    // Refused before its body was read (no key, too large). Closing now would reset the
+    // connection under a client still sending, and fetch (the openai SDK's transport) then
+    // reports EPIPE instead of this answer, which the SDK retries with the whole body again.
+    // A closing gateway still closes (set by the onRequest hook).
+    if (!request.raw.complete && !deps.isClosing()) {
+      reply.removeHeader("connection"); // Fastify asks for a close after any body it refused
+      discardRest(request.raw, deps.config.server);
+    }
     return reply.code(error.status).type("application/json").send(error.toBody());
   });
 

@@ -68,7 +68,14 @@ export function testConfig(
   overrides: Partial<ConfigInput> = {},
 ): ConfigInput {
   return {
-    server: { host: "127.0.0.1", port: 0, body_limit_bytes: 64 * 1024, shutdown_grace_ms: 5_000 },
+    server: {
+      host: "127.0.0.1",
+      port: 0,
+      body_limit_bytes: 64 * 1024,
+      // tests that stop sending a refused body wait this long for the close
+      body_discard_ms: 1_000,
+      shutdown_grace_ms: 5_000,
+    },
     log_level: "info",
     providers: [
       { id: "demo", type: "demo" },

@@ -1,5 +1,5 @@
-// Validates values against the schemas of the shared OpenAPI contract
-// (shared/contracts/openai-chat-subset.openapi.json beside the repository, OpenAI's own description of the API).
+// Validates values against the schemas of the OpenAPI contract
+// (test/contracts/openai-chat-subset.openapi.json, a subset of OpenAI's own description of the API).
 //
 // The document says OpenAPI 3.1 (JSON Schema 2020-12) but still uses the 3.0 keyword
 // `nullable: true` in places (e.g. a stream chunk's `usage` and `finish_reason`), which plain
@@ -10,9 +10,9 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 
-export const CONTRACT_PATH =
-  process.env.OPENAPI_CONTRACT ??
-  fileURLToPath(new URL("../../../shared/contracts/openai-chat-subset.openapi.json", import.meta.url));
+export const CONTRACT_PATH = fileURLToPath(
+  new URL("../contracts/openai-chat-subset.openapi.json", import.meta.url),
+);
 
 const DOC_ID = "https://contract.invalid/openai-chat-subset.openapi.json";
 
