@@ -482,6 +482,8 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     await edit.getByLabel("Token limit").fill("500");
     await edit.getByRole("button", { name: "Save" }).click();
     await owner.getByRole("status").filter({ hasText: "saved" }).waitFor();
+    // the status shows as soon as the change is saved; the list follows when it has reloaded
+    await owner.getByRole("row").filter({ hasText: "batch-job" }).waitFor();
     assert.match(await row().innerText(), /batch-job[\s\S]*500/);
     await row()
       .getByRole("button", { name: /^Disable/ })
