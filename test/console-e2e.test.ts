@@ -11,7 +11,14 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import OpenAI, { APIError } from "openai";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import {
+  type Browser,
+  type BrowserContext,
+  chromium,
+  type Locator,
+  type Page,
+  type Route,
+} from "playwright-core";
 import { createUser } from "../src/accounts/users.ts";
 import { CONSOLE_CSP, CONSOLE_DIST } from "../src/http/console-static.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
@@ -123,6 +130,44 @@ async function logIn(page: Page, origin: string, who: { email: string; password:
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
 }
+
+/**
+ * Does `twice` (a double click, Enter twice: a form submitted a second time) while the admin
+ * API's changes are held in the browser, so a second submit always meets the first request
+ * still on its way; then lets them through. Returns the number of requests the gateway
+ * answered meanwhile, by its own request log.
+ */
+async function answeredAfter(gw: TestGateway, page: Page, twice: () => Promise<void>): Promise<number> {
+  const answered = () =>
+    gw.logs.filter((line) => {
+      const entry = JSON.parse(line) as { msg?: string; method?: string; route?: string };
+      return (
+        entry.msg === "request" && entry.method !== "GET" && entry.route?.startsWith("/api/console/admin/")
+      );
+    }).length;
+  const before = answered();
+  const held: Route[] = [];
+  const hold = async (route: Route) => {
+    if (route.request().method() === "GET") await route.continue();
+    else held.push(route);
+  };
+  await page.route("**/api/console/admin/**", hold);
+  try {
+    await twice();
+    // a request sent after both submits, through the same route: once it is back, every
+    // change the submits sent has reached the handler (requests of a page arrive in order)
+    await page.evaluate(() => fetch("/api/console/admin/accounts").then((res) => res.status));
+    const requests = held.map((route) => route.request());
+    await Promise.all(held.map((route) => route.continue()));
+    await Promise.all(requests.map((request) => request.response()));
+  } finally {
+    await page.unroute("**/api/console/admin/**", hold);
+  }
+  return answered() - before;
+}
+
+/** Two clicks in a row on a dialog's submit button. */
+const doubleClick = (button: Locator) => () => button.dblclick();
 
 describe("web console in Chromium", { timeout: 240_000 }, () => {
   let upstream: MockUpstream;
@@ -482,6 +527,8 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     await edit.getByLabel("Token limit").fill("500");
     await edit.getByRole("button", { name: "Save" }).click();
     await owner.getByRole("status").filter({ hasText: "saved" }).waitFor();
+    // the status shows as soon as the change is saved; the list follows when it has reloaded
+    await owner.getByRole("row").filter({ hasText: "batch-job" }).waitFor();
     assert.match(await row().innerText(), /batch-job[\s\S]*500/);
     await row()
       .getByRole("button", { name: /^Disable/ })
@@ -514,6 +561,72 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
       (err: unknown) => err,
     );
     assert.ok(gone instanceof APIError && gone.status === 401, `a deleted key is refused: ${String(gone)}`);
+  });
+
+  test("the admin's forms send one request however often they are submitted", async () => {
+    const db = gw.gateway.deps.store.db;
+    /** requests the gateway answered for each form, submitted twice */
+    const answered: Record<string, number> = {};
+    await go(admin, "Administration");
+    await admin.getByRole("button", { name: "Create account" }).click();
+    const create = admin.getByRole("dialog", { name: "Create an account" });
+    await create.getByLabel("Name").fill("Northwind");
+    const createButton = create.getByRole("button", { name: "Create account" });
+    answered["create account"] = await answeredAfter(gw, admin, doubleClick(createButton));
+    await admin.getByRole("status").filter({ hasText: "Account Northwind created" }).waitFor();
+    const accounts = await db.selectFrom("accounts").select("id").where("name", "=", "Northwind").execute();
+    assert.equal(accounts.length, 1);
+    const northwind = accounts[0]!.id;
+
+    await admin
+      .getByRole("row")
+      .filter({ hasText: "Northwind" })
+      .getByRole("button", { name: /^Edit/ })
+      .click();
+    const edit = admin.getByRole("dialog", { name: "Edit Northwind" });
+    await edit.getByLabel("Quota (tokens)").fill("2,000");
+    const save = edit.getByRole("button", { name: "Save" });
+    answered["edit account"] = await answeredAfter(gw, admin, doubleClick(save));
+    await admin.getByRole("status").filter({ hasText: "Account Northwind saved" }).waitFor();
+
+    await admin.getByRole("link", { name: "Users" }).click();
+    await settled(admin);
+    await admin.getByRole("button", { name: "Create user" }).click();
+    const newUser = admin.getByRole("dialog", { name: "Create a user" });
+    await newUser.getByLabel("E-mail").fill("dora@northwind.test");
+    await newUser.getByLabel("Account").selectOption(northwind);
+    await newUser.getByLabel("Password").fill("dora-password-1234");
+    const createUser = newUser.getByRole("button", { name: "Create user" });
+    answered["create user"] = await answeredAfter(gw, admin, doubleClick(createUser));
+    await admin.getByRole("status").filter({ hasText: "User dora@northwind.test created" }).waitFor();
+    const dora = admin.getByRole("row").filter({ hasText: "dora@northwind.test" });
+
+    await dora.getByRole("button", { name: /^Role/ }).click();
+    const role = admin.getByRole("dialog", { name: "Role of dora@northwind.test" });
+    await role.getByLabel("Role").selectOption("member");
+    const saveRole = role.getByRole("button", { name: "Save role" });
+    answered.role = await answeredAfter(gw, admin, doubleClick(saveRole));
+    await admin.getByRole("status").filter({ hasText: "dora@northwind.test is now member" }).waitFor();
+
+    await dora.getByRole("button", { name: /^Reset password/ }).click();
+    const reset = admin.getByRole("dialog", { name: "Reset the password of dora@northwind.test" });
+    await reset.getByLabel("New password", { exact: true }).fill("dora-password-5678");
+    const again = reset.getByLabel("New password, again");
+    await again.fill("dora-password-5678");
+    // Enter in a field submits the form (twice: pressed twice before the answer)
+    const enterTwice = async () => {
+      await again.press("Enter");
+      await again.press("Enter");
+    };
+    answered["reset password"] = await answeredAfter(gw, admin, enterTwice);
+    await admin.getByRole("status").filter({ hasText: "Password of dora@northwind.test reset" }).waitFor();
+    assert.deepEqual(answered, {
+      "create account": 1,
+      "edit account": 1,
+      "create user": 1,
+      role: 1,
+      "reset password": 1,
+    });
   });
 
   test("every page, captured at 1280 and 390 px, without horizontal overflow at 390", async () => {

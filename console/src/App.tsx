@@ -14,7 +14,7 @@ import { NewTicketPage, TicketPage } from "./pages/Ticket.tsx";
 import { TicketsPage } from "./pages/Tickets.tsx";
 import { Link, match, navigate, useLocation } from "./router.tsx";
 import { type Session, SessionContext } from "./session.tsx";
-import type { Account, Me } from "./types.ts";
+import type { AccountView, MeAnswer } from "./types.ts";
 
 interface Route {
   title: string;
@@ -53,15 +53,15 @@ const NAV: { to: string; label: string; admin?: boolean }[] = [
 
 export function App() {
   /** undefined while the first /me is on its way; null: signed out */
-  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [me, setMe] = useState<MeAnswer | null | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [expired, setExpired] = useState(false);
-  const [acting, setActing] = useState<Account | null>(null);
+  const [acting, setActing] = useState<AccountView | null>(null);
   const location = useLocation();
 
   const refresh = useCallback(async () => {
     try {
-      setMe(await api<Me>("/me"));
+      setMe(await api<MeAnswer>("/me"));
       setLoadError(null);
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) setMe(null);
@@ -69,7 +69,7 @@ export function App() {
     }
   }, []);
 
-  const actAs = useCallback((account: Account | null) => {
+  const actAs = useCallback((account: AccountView | null) => {
     setActingAccount(account?.id ?? null);
     setActing(account);
   }, []);

@@ -1,5 +1,5 @@
 // How numbers and times read in the console: thousands separators, the browser's own time
-// zone, and UTC days where the contract counts in them.
+// zone, and UTC days where the contract counts in them; and token counts as typed in forms.
 
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
@@ -72,6 +72,16 @@ export function fromLocalInput(value: string): number | undefined {
   if (!value) return undefined;
   const ms = new Date(value).getTime();
   return Number.isNaN(ms) ? undefined : ms;
+}
+
+/**
+ * A token count typed into a form (a quota, a key's limit): a whole number, with or without
+ * separators ("1,000,000", "1 000 000", "1_000_000"). Empty is null: none of its own.
+ */
+export function parseTokenCount(text: string): number | null | "invalid" {
+  const digits = text.replaceAll(/[\s,_]/g, "");
+  if (digits === "") return null;
+  return /^\d+$/.test(digits) ? Number(digits) : "invalid";
 }
 
 export const keyLabel = (prefix: string | null | undefined, name: string | null | undefined): string =>

@@ -1,20 +1,20 @@
 // Who is signed in, and what they may do. The server enforces roles; the app only hides what
 // a role cannot use, so members do not meet buttons that would be refused.
 import { createContext, useContext } from "react";
-import type { Account, Me } from "./types.ts";
+import type { AccountView, MeAnswer } from "./types.ts";
 
 export interface Session {
-  me: Me;
+  me: MeAnswer;
   /** an admin looking at another account's pages; null: the user's own account */
-  acting: Account | null;
+  acting: AccountView | null;
   /** the account the account pages show */
-  account: Account;
+  account: AccountView;
   /** may create, change and delete keys and close tickets */
   canManage: boolean;
   isAdmin: boolean;
   refresh: () => Promise<void>;
   logout: () => Promise<void>;
-  actAs: (account: Account | null) => void;
+  actAs: (account: AccountView | null) => void;
 }
 
 export const SessionContext = createContext<Session | null>(null);

@@ -1,9 +1,9 @@
 // What a new ticket starts from: a call record ("Report a problem"), a plan to upgrade to, or
 // a request for older history or an extra export. Passed to /tickets/new in history state.
 import { paramsText } from "./format.ts";
-import type { CallRecord, NewTicket, TicketKind } from "./types.ts";
+import type { CallRecordView, NewTicketBody, TicketKind, TicketStatus } from "./types.ts";
 
-export interface TicketDraft extends Partial<Omit<NewTicket, "params">> {
+export interface TicketDraft extends Partial<Omit<NewTicketBody, "params">> {
   /** as text in the form */
   params?: string;
   /** shown above the form: where the prefilled fields came from */
@@ -18,13 +18,19 @@ export const KIND_LABELS: Record<TicketKind, string> = {
   extra_export: "Extra export",
 };
 
+export const STATUS_LABELS: Record<TicketStatus, string> = {
+  open: "Open",
+  answered: "Answered",
+  closed: "Closed",
+};
+
 /** The error a record returned, as support needs it: status, HTTP status, error code. */
-export function recordError(record: CallRecord): string {
+export function recordError(record: CallRecordView): string {
   if (record.status === "ok") return "";
   return [record.status, `HTTP ${record.http_status}`, record.error_code].filter(Boolean).join(" · ");
 }
 
-export function draftFromRecord(record: CallRecord): TicketDraft {
+export function draftFromRecord(record: CallRecordView): TicketDraft {
   const what = record.status === "ok" ? "Call" : (record.error_code ?? record.status);
   return {
     kind: "problem",

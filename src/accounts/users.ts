@@ -8,11 +8,9 @@ import { newId } from "../auth/key-format.ts";
 import { hashPassword, passwordProblem } from "../auth/password.ts";
 import type { Database } from "../store/schema.ts";
 import { isUniqueViolation, LookupError } from "./repository.ts";
+import { ROLES, type Role } from "./roles.ts";
 
 type Db = Kysely<Database>;
-
-export const ROLES = ["member", "owner", "admin"] as const;
-export type Role = (typeof ROLES)[number];
 
 export interface User {
   id: string;

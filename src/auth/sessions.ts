@@ -3,7 +3,8 @@
 // 7 days after login, whichever comes first, and at logout.
 import { createHash, randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
-import type { Role, User } from "../accounts/users.ts";
+import type { Role } from "../accounts/roles.ts";
+import type { User } from "../accounts/users.ts";
 import type { Database } from "../store/schema.ts";
 
 type Db = Kysely<Database>;

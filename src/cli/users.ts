@@ -3,7 +3,8 @@
 // scripts can pipe it in without it showing in the process list or shell history.
 import { parseArgs } from "node:util";
 import { findAccount } from "../accounts/repository.ts";
-import { createUser, listUsers, ROLES, setPassword, type User, UserInputError } from "../accounts/users.ts";
+import { ROLES } from "../accounts/roles.ts";
+import { createUser, listUsers, setPassword, type User, UserInputError } from "../accounts/users.ts";
 import { passwordProblem } from "../auth/password.ts";
 import { type CliContext, print, UsageError } from "./context.ts";
 

@@ -8,6 +8,7 @@
 // The partial index is only chosen when the query states `total_tokens > 0` literally (a bound
 // parameter would not prove the index's condition), hence the raw SQL for it below.
 import { type Expression, type Kysely, type SqlBool, sql } from "kysely";
+import type { CallRecordView, DailyRow } from "../http/routes/console/views.ts";
 import type { Database } from "../store/schema.ts";
 import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
 import type { CallStatus } from "./outcomes.ts";
@@ -42,29 +43,6 @@ export interface Cursor {
   request_id: string;
 }
 
-/** A call record as the console shows it (docs/console-api.md). */
-export interface ConsoleRecord {
-  request_id: string;
-  created_at: number;
-  key_id: string | null;
-  key_prefix: string | null;
-  key_name: string | null;
-  model: string | null;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  status: string;
-  http_status: number;
-  error_code: string | null;
-  latency_ms: number;
-  ttft_ms: number | null;
-  stream: boolean;
-  params: unknown;
-  usage_source: string;
-  safety_verdict: string | null;
-  safety_categories: string[] | null;
-}
-
 /** The record fields in the contract's order: the CSV's columns. */
 export const RECORD_FIELDS = [
   "request_id",
@@ -86,7 +64,7 @@ export const RECORD_FIELDS = [
   "usage_source",
   "safety_verdict",
   "safety_categories",
-] as const satisfies readonly (keyof ConsoleRecord)[];
+] as const satisfies readonly (keyof CallRecordView)[];
 
 /** "<created_at>:<request_id>": opaque to the console, stable across instances. */
 export function encodeCursor(c: Cursor): string {
@@ -170,7 +148,7 @@ async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefi
     .limit(limit + 1)
     .execute();
   const more = rows.length > limit;
-  const data: ConsoleRecord[] = rows.slice(0, limit).map((r) => ({
+  const data: CallRecordView[] = rows.slice(0, limit).map((r) => ({
     request_id: r.request_id,
     created_at: Number(r.created_at),
     key_id: r.key_id,
@@ -180,7 +158,8 @@ async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefi
     prompt_tokens: Number(r.prompt_tokens),
     completion_tokens: Number(r.completion_tokens),
     total_tokens: Number(r.total_tokens),
-    status: r.status,
+    // records are written only with a CallStatus (records/draft.ts)
+    status: r.status as CallStatus,
     http_status: Number(r.http_status),
     error_code: r.error_code,
     latency_ms: Number(r.latency_ms),
@@ -214,7 +193,7 @@ export async function listRecords(
   db: Db,
   query: RecordQuery,
   options: { limit: number; before?: Cursor | undefined },
-): Promise<{ data: ConsoleRecord[]; next: Cursor | null }> {
+): Promise<{ data: CallRecordView[]; next: Cursor | null }> {
   return page(db, await scopeOf(db, query), options.limit, options.before);
 }
 
@@ -222,7 +201,7 @@ export async function listRecords(
  * The whole view, newest first, in pages of EXPORT_PAGE records. The generator only queries
  * the next page when its consumer asks for it, so a slow or vanished client stops the export.
  */
-export async function* exportRecords(db: Db, query: RecordQuery): AsyncGenerator<ConsoleRecord[]> {
+export async function* exportRecords(db: Db, query: RecordQuery): AsyncGenerator<CallRecordView[]> {
   const scope = await scopeOf(db, query);
   let before: Cursor | undefined;
   for (;;) {
@@ -231,16 +210,6 @@ export async function* exportRecords(db: Db, query: RecordQuery): AsyncGenerator
     if (!next) return;
     before = next;
   }
-}
-
-export interface DailyRow {
-  day: string;
-  key_id: string | null;
-  key_prefix: string | null;
-  key_name: string | null;
-  model: string | null;
-  tokens: number;
-  calls: number;
 }
 
 /** The account's daily aggregates from `days` UTC days ago through today, by key and model. */

@@ -3,48 +3,16 @@
 // parameters, the error returned and the request id; plan upgrades, older history and extra
 // exports are asked for as tickets of their own kind (spec 8).
 import type { Kysely } from "kysely";
+import type { Role } from "../accounts/roles.ts";
 import { newConsoleId } from "../accounts/users.ts";
+import type { TicketMessageView, TicketView } from "../http/routes/console/views.ts";
 import type { Database } from "../store/schema.ts";
+import type { TicketKind, TicketStatus } from "./kinds.ts";
 
 type Db = Kysely<Database>;
 
-export const TICKET_KINDS = ["problem", "plan_upgrade", "older_history", "extra_export"] as const;
-export type TicketKind = (typeof TICKET_KINDS)[number];
-export const TICKET_STATUSES = ["open", "answered", "closed"] as const;
-export type TicketStatus = (typeof TICKET_STATUSES)[number];
-
 /** The most tickets one list answers, newest activity first. */
 export const TICKET_LIST_LIMIT = 1000;
-
-export interface Ticket {
-  id: string;
-  account_id: string;
-  account_name: string | null;
-  kind: TicketKind;
-  subject: string;
-  status: TicketStatus;
-  description: string;
-  problem_at: number | null;
-  key_id: string | null;
-  key_prefix: string | null;
-  model: string | null;
-  /** as the reporter gave them: usually the record's parameters (an object), or free text */
-  params: unknown;
-  error: string | null;
-  request_id: string | null;
-  /** user id */
-  created_by: string;
-  created_at: number;
-  updated_at: number;
-}
-
-export interface TicketMessage {
-  id: string;
-  author_email: string | null;
-  author_role: string | null;
-  body: string;
-  created_at: number;
-}
 
 export interface NewTicket {
   account_id: string;
@@ -80,7 +48,7 @@ function parseParams(text: string | null): unknown {
   }
 }
 
-function asTicket(r: TicketRow): Ticket {
+function asTicket(r: TicketRow): TicketView {
   return {
     id: r.id,
     account_id: r.account_id,
@@ -102,7 +70,7 @@ function asTicket(r: TicketRow): Ticket {
   };
 }
 
-export async function createTicket(db: Db, input: NewTicket): Promise<Ticket> {
+export async function createTicket(db: Db, input: NewTicket): Promise<TicketView> {
   const now = Date.now();
   const id = newConsoleId("tkt");
   await db
@@ -128,7 +96,7 @@ export async function createTicket(db: Db, input: NewTicket): Promise<Ticket> {
   return (await getTicket(db, id))!;
 }
 
-export async function getTicket(db: Db, id: string): Promise<Ticket | undefined> {
+export async function getTicket(db: Db, id: string): Promise<TicketView | undefined> {
   const row = await ticketQuery(db).where("t.id", "=", id).executeTakeFirst();
   return row && asTicket(row);
 }
@@ -137,7 +105,7 @@ export async function getTicket(db: Db, id: string): Promise<Ticket | undefined>
 export async function listTickets(
   db: Db,
   filter: { accountId?: string | undefined; status?: TicketStatus | undefined },
-): Promise<Ticket[]> {
+): Promise<TicketView[]> {
   let q = ticketQuery(db);
   if (filter.accountId !== undefined) q = q.where("t.account_id", "=", filter.accountId);
   if (filter.status !== undefined) q = q.where("t.status", "=", filter.status);
@@ -156,18 +124,20 @@ function messageQuery(db: Db) {
     .select(["m.id", "u.email", "u.role", "m.body", "m.created_at"]);
 }
 
-function asMessage(r: Awaited<ReturnType<ReturnType<typeof messageQuery>["executeTakeFirstOrThrow"]>>) {
+function asMessage(
+  r: Awaited<ReturnType<ReturnType<typeof messageQuery>["executeTakeFirstOrThrow"]>>,
+): TicketMessageView {
   return {
     id: r.id,
     author_email: r.email ?? null,
-    author_role: r.role ?? null,
+    author_role: (r.role as Role | null) ?? null,
     body: r.body,
     created_at: Number(r.created_at),
   };
 }
 
 /** A ticket's thread, oldest first. */
-export async function listMessages(db: Db, ticketId: string): Promise<TicketMessage[]> {
+export async function listMessages(db: Db, ticketId: string): Promise<TicketMessageView[]> {
   const rows = await messageQuery(db)
     .where("m.ticket_id", "=", ticketId)
     .orderBy("m.created_at")
@@ -180,7 +150,7 @@ export async function listMessages(db: Db, ticketId: string): Promise<TicketMess
 export async function addMessage(
   db: Db,
   input: { ticket_id: string; author_id: string; body: string; status: TicketStatus },
-): Promise<TicketMessage> {
+): Promise<TicketMessageView> {
   const now = Date.now();
   const id = newConsoleId("msg");
   await db.transaction().execute(async (trx) => {

@@ -3,6 +3,7 @@
 import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { fmtCompact, fmtDayLong, fmtDayShort, fmtInt, keyLabel, lastUtcDays } from "../format.ts";
 import type { DailyRow } from "../types.ts";
+import { DataTable } from "./DataTable.tsx";
 
 export type ChartGroup = "key" | "model";
 
@@ -158,36 +159,20 @@ export function DailyChart({
         </ul>
         <details className="chart-table">
           <summary>Show the numbers as a table</summary>
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Day (UTC)</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Model</th>
-                  <th scope="col" className="num">
-                    Tokens
-                  </th>
-                  <th scope="col" className="num">
-                    Calls
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {[...rows]
-                  .sort((a, b) => (a.day < b.day ? 1 : a.day > b.day ? -1 : 0))
-                  .map((row) => (
-                    <tr key={`${row.day}|${row.key_id}|${row.model}`}>
-                      <td>{fmtDayLong(row.day)}</td>
-                      <td>{row.key_id ? keyLabel(row.key_prefix, row.key_name) : "no key"}</td>
-                      <td>{row.model || "no model"}</td>
-                      <td className="num">{fmtInt(row.tokens)}</td>
-                      <td className="num">{fmtInt(row.calls)}</td>
-                    </tr>
-                  ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            rows={[...rows].sort((a, b) => (a.day < b.day ? 1 : a.day > b.day ? -1 : 0))}
+            rowKey={(row) => `${row.day}|${row.key_id}|${row.model}`}
+            columns={[
+              { header: "Day (UTC)", cell: (row) => fmtDayLong(row.day) },
+              {
+                header: "Key",
+                cell: (row) => (row.key_id ? keyLabel(row.key_prefix, row.key_name) : "no key"),
+              },
+              { header: "Model", cell: (row) => row.model || "no model" },
+              { header: "Tokens", num: true, cell: (row) => fmtInt(row.tokens) },
+              { header: "Calls", num: true, cell: (row) => fmtInt(row.calls) },
+            ]}
+          />
         </details>
       </figcaption>
     </figure>

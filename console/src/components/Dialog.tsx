@@ -1,5 +1,6 @@
 // A modal built on <dialog>: showModal() makes the rest of the page inert (focus stays inside),
-// Escape closes it, and focus goes back to what opened it.
+// Escape closes it, and focus goes back to what opened it, also when the dialog is unmounted
+// while open.
 import { type ReactNode, useEffect, useId, useRef } from "react";
 
 interface DialogProps {
@@ -55,6 +56,9 @@ export function Dialog({ open, title, onClose, children, description, wide }: Di
     return () => {
       dialog.removeEventListener("cancel", cancel);
       dialog.removeEventListener("close", closed);
+      // taken out of the page while open (a form's dialog goes away with its form): no close
+      // event comes, so focus goes back from here
+      if (!dialog.isConnected) closed();
     };
   }, []);
 

@@ -1,14 +1,25 @@
-import { type FormEvent, useId, useState } from "react";
+import { useId, useState } from "react";
 import { api, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
-import { Dialog } from "../components/Dialog.tsx";
-import { FormActions } from "../components/FormActions.tsx";
-import { Empty, ErrorNotice, Loading, Status } from "../components/Notice.tsx";
+import { DataTable, listRows } from "../components/DataTable.tsx";
+import { FormDialog } from "../components/FormDialog.tsx";
+import { Empty, ErrorNotice, Status } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
-import { fmtDate, fmtInt } from "../format.ts";
+import { fmtDate, fmtInt, parseTokenCount } from "../format.ts";
 import { Link, navigate } from "../router.tsx";
 import { useSession } from "../session.tsx";
-import type { Account, Plan, Role, User } from "../types.ts";
+import { useSubmit } from "../submit.ts";
+import {
+  type AccountAnswer,
+  type AccountView,
+  type List,
+  type PlansAnswer,
+  type PlanView,
+  ROLES,
+  type Role,
+  type UserAnswer,
+  type UserView,
+} from "../types.ts";
 import { TicketList } from "./Tickets.tsx";
 
 const TABS = [
@@ -46,19 +57,12 @@ export function AdminPage({ tab }: { tab: string }) {
   );
 }
 
-/** "" means the plan's quota; anything else a whole number of tokens */
-function parseQuota(text: string): number | null | "invalid" {
-  const t = text.replaceAll(/[\s,_]/g, "");
-  if (t === "") return null;
-  return /^\d+$/.test(t) ? Number(t) : "invalid";
-}
-
 function AccountsAdmin() {
   const { actAs } = useSession();
-  const accounts = useApi<{ data: Account[] }>("/admin/accounts");
-  const plans = useApi<{ current: Plan; plans: Plan[] }>("/plans");
-  const [creating, setCreating] = useState(false);
-  const [editing, setEditing] = useState<Account | null>(null);
+  const accounts = useApi<List<AccountView>>("/admin/accounts");
+  const plans = useApi<PlansAnswer>("/plans");
+  /** the dialog open: creating an account, or changing `account` */
+  const [open, setOpen] = useState<{ account?: AccountView } | null>(null);
   const [status, setStatus] = useState("");
   const planList = plans.data?.plans ?? [];
 
@@ -66,123 +70,79 @@ function AccountsAdmin() {
     <section className="card section" aria-labelledby="accounts-title">
       <div className="section-head">
         <h2 id="accounts-title">Accounts</h2>
-        <button type="button" className="btn btn-primary" onClick={() => setCreating(true)}>
+        <button type="button" className="btn btn-primary" onClick={() => setOpen({})}>
           Create account
         </button>
       </div>
       {status && <Status>{status}</Status>}
-      {accounts.error ? (
-        <ErrorNotice error={accounts.error} onRetry={accounts.reload} />
-      ) : !accounts.data ? (
-        <Loading what="Loading the accounts" />
-      ) : accounts.data.data.length === 0 ? (
-        <Empty title="No accounts yet." />
-      ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="sr-only">Accounts</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Id</th>
-                <th scope="col">Plan</th>
-                <th scope="col" className="num">
-                  Quota
-                </th>
-                <th scope="col" className="num">
-                  Used
-                </th>
-                <th scope="col" className="num">
-                  Remaining
-                </th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {accounts.data.data.map((a) => (
-                <tr key={a.id}>
-                  <td>{a.name}</td>
-                  <td>
-                    <code className="small">{a.id}</code>
-                  </td>
-                  <td>{a.plan_id}</td>
-                  <td className="num">{fmtInt(a.quota_tokens)}</td>
-                  <td className="num">{fmtInt(a.used_tokens)}</td>
-                  <td className="num">{fmtInt(a.remaining_tokens)}</td>
-                  <td>
-                    <Badge value={a.disabled ? "disabled" : "active"} />
-                  </td>
-                  <td className="nowrap">{fmtDate(a.created_at)}</td>
-                  <td>
-                    <div className="row-actions">
-                      <button type="button" className="btn btn-small" onClick={() => setEditing(a)}>
-                        Edit<span className="sr-only"> {a.name}</span>
-                      </button>
-                      <button
-                        type="button"
-                        className="btn btn-small"
-                        onClick={() => {
-                          actAs(a);
-                          navigate("/");
-                        }}
-                      >
-                        Open<span className="sr-only"> {a.name}'s pages</span>
-                      </button>
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+      <DataTable
+        {...listRows(accounts)}
+        loading="Loading the accounts"
+        empty={<Empty title="No accounts yet." />}
+        caption="Accounts"
+        rowKey={(a) => a.id}
+        columns={[
+          { header: "Name", cell: (a) => a.name },
+          { header: "Id", cell: (a) => <code className="small">{a.id}</code> },
+          { header: "Plan", cell: (a) => a.plan_id },
+          { header: "Quota", num: true, cell: (a) => fmtInt(a.quota_tokens) },
+          { header: "Used", num: true, cell: (a) => fmtInt(a.used_tokens) },
+          { header: "Remaining", num: true, cell: (a) => fmtInt(a.remaining_tokens) },
+          { header: "Status", cell: (a) => <Badge value={a.disabled ? "disabled" : "active"} /> },
+          { header: "Created", className: "nowrap", cell: (a) => fmtDate(a.created_at) },
+          {
+            header: "Actions",
+            cell: (a) => (
+              <div className="row-actions">
+                <button type="button" className="btn btn-small" onClick={() => setOpen({ account: a })}>
+                  Edit<span className="sr-only"> {a.name}</span>
+                </button>
+                <button
+                  type="button"
+                  className="btn btn-small"
+                  onClick={() => {
+                    actAs(a);
+                    navigate("/");
+                  }}
+                >
+                  Open<span className="sr-only"> {a.name}'s pages</span>
+                </button>
+              </div>
+            ),
+          },
+        ]}
+      />
+      {open && (
+        <AccountDialog
+          account={open.account}
+          plans={planList}
+          onClose={() => setOpen(null)}
+          onSaved={(a) => {
+            setOpen(null);
+            setStatus(
+              open.account
+                ? `Account ${a.name} saved.`
+                : `Account ${a.name} created (${a.id}). Create a user for it under Users.`,
+            );
+            accounts.reload();
+          }}
+        />
       )}
-      <Dialog open={creating} title="Create an account" onClose={() => setCreating(false)}>
-        {creating && (
-          <AccountForm
-            plans={planList}
-            onCancel={() => setCreating(false)}
-            onSaved={(a) => {
-              setCreating(false);
-              setStatus(`Account ${a.name} created (${a.id}). Create a user for it under Users.`);
-              accounts.reload();
-            }}
-          />
-        )}
-      </Dialog>
-      <Dialog
-        open={editing !== null}
-        title={`Edit ${editing?.name ?? "account"}`}
-        onClose={() => setEditing(null)}
-      >
-        {editing && (
-          <AccountForm
-            account={editing}
-            plans={planList}
-            onCancel={() => setEditing(null)}
-            onSaved={(a) => {
-              setEditing(null);
-              setStatus(`Account ${a.name} saved.`);
-              accounts.reload();
-            }}
-          />
-        )}
-      </Dialog>
     </section>
   );
 }
 
-function AccountForm({
+/** Creates an account, or with `account` changes it. */
+function AccountDialog({
   account,
   plans,
-  onCancel,
+  onClose,
   onSaved,
 }: {
-  account?: Account;
-  plans: Plan[];
-  onCancel: () => void;
-  onSaved: (account: Account) => void;
+  account?: AccountView;
+  plans: PlanView[];
+  onClose: () => void;
+  onSaved: (account: AccountView) => void;
 }) {
   const [name, setName] = useState(account?.name ?? "");
   const [planId, setPlanId] = useState(account?.plan_id ?? plans[0]?.id ?? "");
@@ -191,39 +151,31 @@ function AccountForm({
     account && Number(account.quota_tokens) !== Number(planQuota) ? String(account.quota_tokens) : "";
   const [quota, setQuota] = useState(ownQuota);
   const [disabled, setDisabled] = useState(account?.disabled ?? false);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const id = useId();
-
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    const quotaTokens = parseQuota(quota);
-    if (quotaTokens === "invalid") {
-      setError(new Error("The quota must be a whole number of tokens, or empty for the plan's."));
-      return;
-    }
-    setBusy(true);
-    setError(null);
-    try {
-      const result = account
-        ? await api<{ account: Account }>(`/admin/accounts/${encodeURIComponent(account.id)}`, {
-            method: "PATCH",
-            body: { plan_id: planId, quota_tokens: quotaTokens, disabled },
-          })
-        : await api<{ account: Account }>("/admin/accounts", {
-            method: "POST",
-            body: { name: name.trim(), plan_id: planId || undefined, quota_tokens: quotaTokens ?? undefined },
-          });
-      onSaved(result.account);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
+  const submit = useSubmit(async () => {
+    const quotaTokens = parseTokenCount(quota);
+    if (quotaTokens === "invalid")
+      throw new Error("The quota must be a whole number of tokens, or empty for the plan's.");
+    const result = account
+      ? await api<AccountAnswer>(`/admin/accounts/${encodeURIComponent(account.id)}`, {
+          method: "PATCH",
+          body: { plan_id: planId, quota_tokens: quotaTokens, disabled },
+        })
+      : await api<AccountAnswer>("/admin/accounts", {
+          method: "POST",
+          body: { name: name.trim(), plan_id: planId || undefined, quota_tokens: quotaTokens ?? undefined },
+        });
+    onSaved(result.account);
+  });
 
   return (
-    <form onSubmit={submit}>
-      <ErrorNotice error={error} />
+    <FormDialog
+      title={account ? `Edit ${account.name}` : "Create an account"}
+      onClose={onClose}
+      submit={submit}
+      label={account ? "Save" : "Create account"}
+      busyLabel="Saving…"
+    >
       {!account && (
         <div className="field">
           <label htmlFor={`${id}-name`}>Name</label>
@@ -266,14 +218,10 @@ function AccountForm({
           <label htmlFor={`${id}-disabled`}>Disabled: every key of the account is refused</label>
         </div>
       )}
-      <FormActions onCancel={onCancel} disabled={busy}>
-        {busy ? "Saving…" : account ? "Save" : "Create account"}
-      </FormActions>
-    </form>
+    </FormDialog>
   );
 }
 
-const ROLES: Role[] = ["member", "owner", "admin"];
 const ROLE_HINT: Record<Role, string> = {
   member: "reads the account, opens tickets",
   owner: "also manages keys and closes tickets",
@@ -281,139 +229,96 @@ const ROLE_HINT: Record<Role, string> = {
 };
 
 function UsersAdmin() {
-  const users = useApi<{ data: User[] }>("/admin/users");
-  const accounts = useApi<{ data: Account[] }>("/admin/accounts");
-  const [creating, setCreating] = useState(false);
-  const [editing, setEditing] = useState<User | null>(null);
-  const [resetting, setResetting] = useState<User | null>(null);
+  const users = useApi<List<UserView>>("/admin/users");
+  const accounts = useApi<List<AccountView>>("/admin/accounts");
+  const [open, setOpen] = useState<{ form: "create" } | { form: "role" | "password"; user: UserView } | null>(
+    null,
+  );
   const [status, setStatus] = useState("");
-  const [error, setError] = useState<unknown>(null);
   const { me } = useSession();
   const accountName = (id: string) => accounts.data?.data.find((a) => a.id === id)?.name ?? id;
-
-  async function toggle(user: User) {
-    setError(null);
-    try {
-      await api(`/admin/users/${encodeURIComponent(user.id)}`, {
-        method: "PATCH",
-        body: { disabled: !user.disabled },
-      });
-      setStatus(`${user.email} ${user.disabled ? "enabled" : "disabled"}.`);
-      users.reload();
-    } catch (err) {
-      setError(err);
-    }
+  const close = () => setOpen(null);
+  function saved(message: string) {
+    setOpen(null);
+    setStatus(message);
+    users.reload();
   }
+  const toggle = useSubmit(async (user: UserView) => {
+    await api(`/admin/users/${encodeURIComponent(user.id)}`, {
+      method: "PATCH",
+      body: { disabled: !user.disabled },
+    });
+    saved(`${user.email} ${user.disabled ? "enabled" : "disabled"}.`);
+  });
 
   return (
     <section className="card section" aria-labelledby="users-title">
       <div className="section-head">
         <h2 id="users-title">Users</h2>
-        <button type="button" className="btn btn-primary" onClick={() => setCreating(true)}>
+        <button type="button" className="btn btn-primary" onClick={() => setOpen({ form: "create" })}>
           Create user
         </button>
       </div>
       {status && <Status>{status}</Status>}
-      <ErrorNotice error={error} />
-      {users.error ? (
-        <ErrorNotice error={users.error} onRetry={users.reload} />
-      ) : !users.data ? (
-        <Loading what="Loading the users" />
-      ) : users.data.data.length === 0 ? (
-        <Empty title="No users yet." />
-      ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="sr-only">Console users</caption>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Role</th>
-                <th scope="col">Account</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {users.data.data.map((u) => (
-                <tr key={u.id}>
-                  <td>{u.email}</td>
-                  <td>{u.role}</td>
-                  <td>{accountName(u.account_id)}</td>
-                  <td>
-                    <Badge value={u.disabled ? "disabled" : "active"} />
-                  </td>
-                  <td className="nowrap">{fmtDate(u.created_at)}</td>
-                  <td>
-                    <div className="row-actions">
-                      <button type="button" className="btn btn-small" onClick={() => setEditing(u)}>
-                        Role<span className="sr-only"> of {u.email}</span>
-                      </button>
-                      <button type="button" className="btn btn-small" onClick={() => setResetting(u)}>
-                        Reset password<span className="sr-only"> of {u.email}</span>
-                      </button>
-                      {u.id !== me.user.id && (
-                        <button type="button" className="btn btn-small" onClick={() => void toggle(u)}>
-                          {u.disabled ? "Enable" : "Disable"}
-                          <span className="sr-only"> {u.email}</span>
-                        </button>
-                      )}
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+      <ErrorNotice error={toggle.error} />
+      <DataTable
+        {...listRows(users)}
+        loading="Loading the users"
+        empty={<Empty title="No users yet." />}
+        caption="Console users"
+        rowKey={(u) => u.id}
+        columns={[
+          { header: "E-mail", cell: (u) => u.email },
+          { header: "Role", cell: (u) => u.role },
+          { header: "Account", cell: (u) => accountName(u.account_id) },
+          { header: "Status", cell: (u) => <Badge value={u.disabled ? "disabled" : "active"} /> },
+          { header: "Created", className: "nowrap", cell: (u) => fmtDate(u.created_at) },
+          {
+            header: "Actions",
+            cell: (u) => (
+              <div className="row-actions">
+                <button
+                  type="button"
+                  className="btn btn-small"
+                  onClick={() => setOpen({ form: "role", user: u })}
+                >
+                  Role<span className="sr-only"> of {u.email}</span>
+                </button>
+                <button
+                  type="button"
+                  className="btn btn-small"
+                  onClick={() => setOpen({ form: "password", user: u })}
+                >
+                  Reset password<span className="sr-only"> of {u.email}</span>
+                </button>
+                {u.id !== me.user.id && (
+                  <button type="button" className="btn btn-small" onClick={() => toggle.run(u)}>
+                    {u.disabled ? "Enable" : "Disable"}
+                    <span className="sr-only"> {u.email}</span>
+                  </button>
+                )}
+              </div>
+            ),
+          },
+        ]}
+      />
+      {open?.form === "create" && (
+        <CreateUserDialog
+          accounts={accounts.data?.data ?? []}
+          onClose={close}
+          onSaved={(u) => saved(`User ${u.email} created.`)}
+        />
       )}
-      <Dialog open={creating} title="Create a user" onClose={() => setCreating(false)}>
-        {creating && (
-          <CreateUserForm
-            accounts={accounts.data?.data ?? []}
-            onCancel={() => setCreating(false)}
-            onSaved={(u) => {
-              setCreating(false);
-              setStatus(`User ${u.email} created.`);
-              users.reload();
-            }}
-          />
-        )}
-      </Dialog>
-      <Dialog
-        open={editing !== null}
-        title={`Role of ${editing?.email ?? ""}`}
-        onClose={() => setEditing(null)}
-      >
-        {editing && (
-          <RoleForm
-            user={editing}
-            onCancel={() => setEditing(null)}
-            onSaved={(u) => {
-              setEditing(null);
-              setStatus(`${u.email} is now ${u.role}.`);
-              users.reload();
-            }}
-          />
-        )}
-      </Dialog>
-      <Dialog
-        open={resetting !== null}
-        title={`Reset the password of ${resetting?.email ?? ""}`}
-        onClose={() => setResetting(null)}
-        description="Give the new password to the user over a safe channel; they can sign in with it at once."
-      >
-        {resetting && (
-          <PasswordForm
-            user={resetting}
-            onCancel={() => setResetting(null)}
-            onSaved={(u) => {
-              setResetting(null);
-              setStatus(`Password of ${u.email} reset.`);
-            }}
-          />
-        )}
-      </Dialog>
+      {open?.form === "role" && (
+        <RoleDialog user={open.user} onClose={close} onSaved={(u) => saved(`${u.email} is now ${u.role}.`)} />
+      )}
+      {open?.form === "password" && (
+        <PasswordDialog
+          user={open.user}
+          onClose={close}
+          onSaved={(u) => saved(`Password of ${u.email} reset.`)}
+        />
+      )}
     </section>
   );
 }
@@ -433,40 +338,35 @@ function RoleSelect({ id, value, onChange }: { id: string; value: Role; onChange
   );
 }
 
-function CreateUserForm({
+function CreateUserDialog({
   accounts,
-  onCancel,
+  onClose,
   onSaved,
 }: {
-  accounts: Account[];
-  onCancel: () => void;
-  onSaved: (u: User) => void;
+  accounts: AccountView[];
+  onClose: () => void;
+  onSaved: (u: UserView) => void;
 }) {
   const [email, setEmail] = useState("");
   const [accountId, setAccountId] = useState(accounts[0]?.id ?? "");
   const [role, setRole] = useState<Role>("owner");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const id = useId();
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const { user } = await api<{ user: User }>("/admin/users", {
-        method: "POST",
-        body: { email: email.trim(), account_id: accountId, role, password },
-      });
-      onSaved(user);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
+  const submit = useSubmit(async () => {
+    const { user } = await api<UserAnswer>("/admin/users", {
+      method: "POST",
+      body: { email: email.trim(), account_id: accountId, role, password },
+    });
+    onSaved(user);
+  });
   return (
-    <form onSubmit={submit}>
-      <ErrorNotice error={error} />
+    <FormDialog
+      title="Create a user"
+      onClose={onClose}
+      submit={submit}
+      label="Create user"
+      busyLabel="Creating…"
+    >
       <div className="field">
         <label htmlFor={`${id}-email`}>E-mail</label>
         <input
@@ -505,77 +405,66 @@ function CreateUserForm({
           onChange={(e) => setPassword(e.target.value)}
         />
       </div>
-      <FormActions onCancel={onCancel} disabled={busy}>
-        {busy ? "Creating…" : "Create user"}
-      </FormActions>
-    </form>
+    </FormDialog>
   );
 }
 
-function RoleForm({
+function RoleDialog({
   user,
-  onCancel,
+  onClose,
   onSaved,
 }: {
-  user: User;
-  onCancel: () => void;
-  onSaved: (u: User) => void;
+  user: UserView;
+  onClose: () => void;
+  onSaved: (u: UserView) => void;
 }) {
   const [role, setRole] = useState<Role>(user.role);
-  const [error, setError] = useState<unknown>(null);
   const id = useId();
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    try {
-      const { user: saved } = await api<{ user: User }>(`/admin/users/${encodeURIComponent(user.id)}`, {
-        method: "PATCH",
-        body: { role },
-      });
-      onSaved(saved);
-    } catch (err) {
-      setError(err);
-    }
-  }
+  const submit = useSubmit(async () => {
+    const { user: saved } = await api<UserAnswer>(`/admin/users/${encodeURIComponent(user.id)}`, {
+      method: "PATCH",
+      body: { role },
+    });
+    onSaved(saved);
+  });
   return (
-    <form onSubmit={submit}>
-      <ErrorNotice error={error} />
+    <FormDialog
+      title={`Role of ${user.email}`}
+      onClose={onClose}
+      submit={submit}
+      label="Save role"
+      disabled={role === user.role}
+    >
       <RoleSelect id={id} value={role} onChange={setRole} />
-      <FormActions onCancel={onCancel} disabled={role === user.role}>
-        Save role
-      </FormActions>
-    </form>
+    </FormDialog>
   );
 }
 
-function PasswordForm({
+function PasswordDialog({
   user,
-  onCancel,
+  onClose,
   onSaved,
 }: {
-  user: User;
-  onCancel: () => void;
-  onSaved: (u: User) => void;
+  user: UserView;
+  onClose: () => void;
+  onSaved: (u: UserView) => void;
 }) {
   const [password, setPassword] = useState("");
   const [again, setAgain] = useState("");
-  const [error, setError] = useState<unknown>(null);
   const id = useId();
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    if (password !== again) {
-      setError(new Error("The two passwords differ."));
-      return;
-    }
-    try {
-      await api(`/admin/users/${encodeURIComponent(user.id)}`, { method: "PATCH", body: { password } });
-      onSaved(user);
-    } catch (err) {
-      setError(err);
-    }
-  }
+  const submit = useSubmit(async () => {
+    if (password !== again) throw new Error("The two passwords differ.");
+    await api(`/admin/users/${encodeURIComponent(user.id)}`, { method: "PATCH", body: { password } });
+    onSaved(user);
+  });
   return (
-    <form onSubmit={submit}>
-      <ErrorNotice error={error} />
+    <FormDialog
+      title={`Reset the password of ${user.email}`}
+      description="Give the new password to the user over a safe channel; they can sign in with it at once."
+      onClose={onClose}
+      submit={submit}
+      label="Reset password"
+    >
       <div className="field">
         <label htmlFor={`${id}-new`}>New password</label>
         <input
@@ -598,7 +487,6 @@ function PasswordForm({
           onChange={(e) => setAgain(e.target.value)}
         />
       </div>
-      <FormActions onCancel={onCancel}>Reset password</FormActions>
-    </form>
+    </FormDialog>
   );
 }

@@ -1,23 +1,17 @@
-import { type FormEvent, useId, useMemo, useState } from "react";
+import { useId, useMemo, useState } from "react";
 import { api, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
 import { CopyButton } from "../components/CopyButton.tsx";
+import { DataTable, listRows } from "../components/DataTable.tsx";
 import { Dialog } from "../components/Dialog.tsx";
-import { FormActions } from "../components/FormActions.tsx";
-import { Empty, ErrorNotice, Loading, Status } from "../components/Notice.tsx";
+import { FormDialog } from "../components/FormDialog.tsx";
+import { Empty, ErrorNotice, Status } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
-import { fmtDate, fmtDateTime, fmtInt, utcToday } from "../format.ts";
+import { fmtDate, fmtDateTime, fmtInt, parseTokenCount, utcToday } from "../format.ts";
 import { Link } from "../router.tsx";
 import { useSession } from "../session.tsx";
-import type { Key, Overview } from "../types.ts";
-
-/** "" means no limit; anything else must be a whole number of tokens */
-function parseLimit(text: string): number | null | "invalid" {
-  const t = text.replaceAll(/[\s,_]/g, "");
-  if (t === "") return null;
-  if (!/^\d+$/.test(t)) return "invalid";
-  return Number(t);
-}
+import { useSubmit } from "../submit.ts";
+import type { KeyAnswer, KeyCreated, KeyView, List, OverviewAnswer } from "../types.ts";
 
 interface Usage {
   last30: number;
@@ -27,17 +21,17 @@ interface Usage {
 
 export function KeysPage() {
   const { canManage } = useSession();
-  const keys = useApi<{ data: Key[] }>("/keys");
-  const overview = useApi<Overview>("/overview");
+  const keys = useApi<List<KeyView>>("/keys");
+  const overview = useApi<OverviewAnswer>("/overview");
   const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<{ key: Key; secret: string } | null>(null);
-  const [editing, setEditing] = useState<Key | null>(null);
-  const [deleting, setDeleting] = useState<Key | null>(null);
+  const [created, setCreated] = useState<KeyCreated | null>(null);
+  const [editing, setEditing] = useState<KeyView | null>(null);
+  const [deleting, setDeleting] = useState<KeyView | null>(null);
   const [status, setStatus] = useState("");
-  const [actionError, setActionError] = useState<unknown>(null);
 
   const usage = useMemo(() => {
-    const map = new Map<string, Usage>();
+    // calls without a key have no row here
+    const map = new Map<string | null, Usage>();
     const today = utcToday();
     for (const row of overview.data?.daily ?? []) {
       const u = map.get(row.key_id) ?? { last30: 0, todayTokens: 0, todayCalls: 0 };
@@ -51,23 +45,18 @@ export function KeysPage() {
     return map;
   }, [overview.data]);
 
+  const toggle = useSubmit(async (key: KeyView) => {
+    await api(`/keys/${encodeURIComponent(key.id)}`, {
+      method: "PATCH",
+      body: { disabled: !key.disabled },
+    });
+    changed(`Key ${key.prefix}… ${key.disabled ? "enabled" : "disabled"}.`);
+  });
+
   function changed(message: string) {
     setStatus(message);
-    setActionError(null);
+    toggle.clearError();
     keys.reload();
-  }
-
-  async function toggle(key: Key) {
-    setActionError(null);
-    try {
-      await api(`/keys/${encodeURIComponent(key.id)}`, {
-        method: "PATCH",
-        body: { disabled: !key.disabled },
-      });
-      changed(`Key ${key.prefix}… ${key.disabled ? "enabled" : "disabled"}.`);
-    } catch (err) {
-      setActionError(err);
-    }
   }
 
   return (
@@ -89,106 +78,85 @@ export function KeysPage() {
         </p>
       </PageHeader>
       {status && <Status>{status}</Status>}
-      <ErrorNotice error={actionError} />
-      {keys.error ? (
-        <ErrorNotice error={keys.error} onRetry={keys.reload} />
-      ) : !keys.data ? (
-        <Loading what="Loading the keys" />
-      ) : keys.data.data.length === 0 ? (
-        <Empty title="No keys yet.">
-          {canManage
-            ? "Create a key to start calling the API."
-            : "Ask an owner of the account to create one."}
-        </Empty>
-      ) : (
-        <div className="table-wrap card">
-          <table>
-            <caption className="sr-only">API keys of the account and what each consumed</caption>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="num">
-                  Used
-                </th>
-                <th scope="col" className="num">
-                  Limit
-                </th>
-                <th scope="col" className="num">
-                  30 days
-                </th>
-                <th scope="col" className="num">
-                  Today
-                </th>
-                <th scope="col">Created</th>
-                {canManage && (
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
+      <ErrorNotice error={toggle.error} />
+      <DataTable
+        {...listRows(keys)}
+        loading="Loading the keys"
+        empty={
+          <Empty title="No keys yet.">
+            {canManage
+              ? "Create a key to start calling the API."
+              : "Ask an owner of the account to create one."}
+          </Empty>
+        }
+        boxClassName="card"
+        caption="API keys of the account and what each consumed"
+        rowKey={(key) => key.id}
+        columns={[
+          {
+            header: "Key",
+            className: "nowrap",
+            cell: (key) => (
+              <>
+                {key.name ? (
+                  <span className="cell-main">{key.name}</span>
+                ) : (
+                  <span className="muted">unnamed</span>
                 )}
-              </tr>
-            </thead>
-            <tbody>
-              {keys.data.data.map((key) => {
-                const u = usage.get(key.id);
-                return (
-                  <tr key={key.id}>
-                    <td className="nowrap">
-                      {key.name ? (
-                        <span className="cell-main">{key.name}</span>
-                      ) : (
-                        <span className="muted">unnamed</span>
-                      )}
-                      <code className="cell-sub">{key.prefix}…</code>
-                    </td>
-                    <td>
-                      <Badge value={key.disabled ? "disabled" : "enabled"} />
-                    </td>
-                    <td className="num">{fmtInt(key.used_tokens)}</td>
-                    <td className="num">
-                      {key.limit_tokens === null ? (
-                        <span className="muted">none</span>
-                      ) : (
-                        fmtInt(key.limit_tokens)
-                      )}
-                    </td>
-                    <td className="num">{fmtInt(u?.last30 ?? 0)}</td>
-                    <td className="num">
-                      {fmtInt(u?.todayTokens ?? 0)}
-                      <span className="cell-sub">
-                        {fmtInt(u?.todayCalls ?? 0)} {u?.todayCalls === 1 ? "call" : "calls"}
-                      </span>
-                    </td>
-                    <td className="nowrap" title={fmtDateTime(key.created_at)}>
-                      {fmtDate(key.created_at)}
-                    </td>
-                    {canManage && (
-                      <td>
-                        <div className="row-actions">
-                          <button type="button" className="btn btn-small" onClick={() => setEditing(key)}>
-                            Edit<span className="sr-only"> {key.prefix}</span>
-                          </button>
-                          <button type="button" className="btn btn-small" onClick={() => void toggle(key)}>
-                            {key.disabled ? "Enable" : "Disable"}
-                            <span className="sr-only"> {key.prefix}</span>
-                          </button>
-                          <button
-                            type="button"
-                            className="btn btn-small btn-danger"
-                            onClick={() => setDeleting(key)}
-                          >
-                            Delete<span className="sr-only"> {key.prefix}</span>
-                          </button>
-                        </div>
-                      </td>
-                    )}
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
+                <code className="cell-sub">{key.prefix}…</code>
+              </>
+            ),
+          },
+          { header: "Status", cell: (key) => <Badge value={key.disabled ? "disabled" : "enabled"} /> },
+          { header: "Used", num: true, cell: (key) => fmtInt(key.used_tokens) },
+          {
+            header: "Limit",
+            num: true,
+            cell: (key) =>
+              key.limit_tokens === null ? <span className="muted">none</span> : fmtInt(key.limit_tokens),
+          },
+          { header: "30 days", num: true, cell: (key) => fmtInt(usage.get(key.id)?.last30 ?? 0) },
+          {
+            header: "Today",
+            num: true,
+            cell: (key) => {
+              const u = usage.get(key.id);
+              return (
+                <>
+                  {fmtInt(u?.todayTokens ?? 0)}
+                  <span className="cell-sub">
+                    {fmtInt(u?.todayCalls ?? 0)} {u?.todayCalls === 1 ? "call" : "calls"}
+                  </span>
+                </>
+              );
+            },
+          },
+          {
+            header: "Created",
+            className: "nowrap",
+            title: (key) => fmtDateTime(key.created_at),
+            cell: (key) => fmtDate(key.created_at),
+          },
+          canManage && {
+            header: "Actions",
+            hideHeader: true,
+            cell: (key) => (
+              <div className="row-actions">
+                <button type="button" className="btn btn-small" onClick={() => setEditing(key)}>
+                  Edit<span className="sr-only"> {key.prefix}</span>
+                </button>
+                <button type="button" className="btn btn-small" onClick={() => toggle.run(key)}>
+                  {key.disabled ? "Enable" : "Disable"}
+                  <span className="sr-only"> {key.prefix}</span>
+                </button>
+                <button type="button" className="btn btn-small btn-danger" onClick={() => setDeleting(key)}>
+                  Delete<span className="sr-only"> {key.prefix}</span>
+                </button>
+              </div>
+            ),
+          },
+        ]}
+      />
       <p className="muted small">
         Used: all time. 30 days and Today count UTC days, today included. Per-call detail is in{" "}
         <Link to="/records">Call records</Link>.
@@ -211,14 +179,16 @@ export function KeysPage() {
       >
         {created && <SecretView secret={created.secret} onDone={() => setCreated(null)} />}
       </Dialog>
-      <EditKeyDialog
-        keyToEdit={editing}
-        onClose={() => setEditing(null)}
-        onSaved={(key) => {
-          setEditing(null);
-          changed(`Key ${key.prefix}… saved.`);
-        }}
-      />
+      {editing && (
+        <EditKeyDialog
+          keyToEdit={editing}
+          onClose={() => setEditing(null)}
+          onSaved={(key) => {
+            setEditing(null);
+            changed(`Key ${key.prefix}… saved.`);
+          }}
+        />
+      )}
       <Dialog open={deleting !== null} title="Delete this key?" onClose={() => setDeleting(null)}>
         {deleting && (
           <DeleteKey
@@ -305,6 +275,14 @@ function KeyFields({
   );
 }
 
+/** "" is no limit; anything else must be a whole number of tokens */
+function limitOf(text: string): number | null {
+  const limit = parseTokenCount(text);
+  if (limit === "invalid") throw new Error("The token limit must be a whole number, or empty for no limit.");
+  return limit;
+}
+
+/** Mounted with the page, so what was typed stays when the dialog is closed and opened again. */
 function CreateKeyDialog({
   open,
   onClose,
@@ -312,52 +290,33 @@ function CreateKeyDialog({
 }: {
   open: boolean;
   onClose: () => void;
-  onCreated: (result: { key: Key; secret: string }) => void;
+  onCreated: (result: KeyCreated) => void;
 }) {
   const [name, setName] = useState("");
   const [limit, setLimit] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    const limitTokens = parseLimit(limit);
-    if (limitTokens === "invalid") {
-      setError(new Error("The token limit must be a whole number, or empty for no limit."));
-      return;
-    }
-    setBusy(true);
-    setError(null);
-    try {
-      const body: { name?: string; limit_tokens?: number } = {};
-      if (name.trim()) body.name = name.trim();
-      if (limitTokens !== null) body.limit_tokens = limitTokens;
-      const result = await api<{ key: Key; secret: string }>("/keys", { method: "POST", body });
-      setName("");
-      setLimit("");
-      onCreated(result);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+  const submit = useSubmit(async () => {
+    const limitTokens = limitOf(limit);
+    const body: { name?: string; limit_tokens?: number } = {};
+    if (name.trim()) body.name = name.trim();
+    if (limitTokens !== null) body.limit_tokens = limitTokens;
+    const result = await api<KeyCreated>("/keys", { method: "POST", body });
+    setName("");
+    setLimit("");
+    onCreated(result);
+  });
 
   return (
-    <Dialog
+    <FormDialog
       open={open}
       title="Create a key"
       onClose={onClose}
       description="Use one key per application: one for each app or service that calls the API."
+      submit={submit}
+      label="Create key"
+      busyLabel="Creating…"
     >
-      <form onSubmit={submit}>
-        <ErrorNotice error={error} />
-        <KeyFields name={name} setName={setName} limit={limit} setLimit={setLimit} />
-        <FormActions onCancel={onClose} disabled={busy}>
-          {busy ? "Creating…" : "Create key"}
-        </FormActions>
-      </form>
-    </Dialog>
+      <KeyFields name={name} setName={setName} limit={limit} setLimit={setLimit} />
+    </FormDialog>
   );
 }
 
@@ -366,63 +325,32 @@ function EditKeyDialog({
   onClose,
   onSaved,
 }: {
-  keyToEdit: Key | null;
+  keyToEdit: KeyView;
   onClose: () => void;
-  onSaved: (key: Key) => void;
-}) {
-  return (
-    <Dialog open={keyToEdit !== null} title={`Edit key ${keyToEdit?.prefix ?? ""}…`} onClose={onClose}>
-      {keyToEdit && (
-        <EditKeyForm key={keyToEdit.id} keyToEdit={keyToEdit} onClose={onClose} onSaved={onSaved} />
-      )}
-    </Dialog>
-  );
-}
-
-function EditKeyForm({
-  keyToEdit,
-  onClose,
-  onSaved,
-}: {
-  keyToEdit: Key;
-  onClose: () => void;
-  onSaved: (key: Key) => void;
+  onSaved: (key: KeyView) => void;
 }) {
   const [name, setName] = useState(keyToEdit.name ?? "");
   const [limit, setLimit] = useState(keyToEdit.limit_tokens === null ? "" : String(keyToEdit.limit_tokens));
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    const limitTokens = parseLimit(limit);
-    if (limitTokens === "invalid") {
-      setError(new Error("The token limit must be a whole number, or empty for no limit."));
-      return;
-    }
-    setBusy(true);
-    setError(null);
-    try {
-      const { key } = await api<{ key: Key }>(`/keys/${encodeURIComponent(keyToEdit.id)}`, {
-        method: "PATCH",
-        body: { name: name.trim() || null, limit_tokens: limitTokens },
-      });
-      onSaved(key);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
+  const submit = useSubmit(async () => {
+    const limitTokens = limitOf(limit);
+    const { key } = await api<KeyAnswer>(`/keys/${encodeURIComponent(keyToEdit.id)}`, {
+      method: "PATCH",
+      body: { name: name.trim() || null, limit_tokens: limitTokens },
+    });
+    onSaved(key);
+  });
 
   return (
-    <form onSubmit={submit}>
-      <ErrorNotice error={error} />
+    <FormDialog
+      title={`Edit key ${keyToEdit.prefix}…`}
+      onClose={onClose}
+      submit={submit}
+      label="Save"
+      busyLabel="Saving…"
+    >
       <KeyFields name={name} setName={setName} limit={limit} setLimit={setLimit} />
       <p className="muted small">Used so far: {fmtInt(keyToEdit.used_tokens)} tokens.</p>
-      <FormActions onCancel={onClose} disabled={busy}>
-        {busy ? "Saving…" : "Save"}
-      </FormActions>
-    </form>
+    </FormDialog>
   );
 }
 
@@ -431,25 +359,17 @@ function DeleteKey({
   onCancel,
   onDeleted,
 }: {
-  keyToDelete: Key;
+  keyToDelete: KeyView;
   onCancel: () => void;
   onDeleted: () => void;
 }) {
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  async function confirm() {
-    setBusy(true);
-    try {
-      await api(`/keys/${encodeURIComponent(keyToDelete.id)}`, { method: "DELETE" });
-      onDeleted();
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
+  const remove = useSubmit(async () => {
+    await api(`/keys/${encodeURIComponent(keyToDelete.id)}`, { method: "DELETE" });
+    onDeleted();
+  });
   return (
     <>
-      <ErrorNotice error={error} />
+      <ErrorNotice error={remove.error} />
       <p>
         <code>{keyToDelete.prefix}…</code> {keyToDelete.name && <strong>{keyToDelete.name}</strong>} stops
         working at once: every application using it gets "invalid API key". Its call records and consumption
@@ -459,8 +379,8 @@ function DeleteKey({
         <button type="button" className="btn" onClick={onCancel} data-autofocus>
           Keep the key
         </button>
-        <button type="button" className="btn btn-danger" onClick={() => void confirm()} disabled={busy}>
-          {busy ? "Deleting…" : "Delete key"}
+        <button type="button" className="btn btn-danger" onClick={() => remove.run()} disabled={remove.busy}>
+          {remove.busy ? "Deleting…" : "Delete key"}
         </button>
       </div>
     </>

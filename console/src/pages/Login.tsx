@@ -1,12 +1,11 @@
-import { type FormEvent, useEffect, useId, useRef, useState } from "react";
+import { useEffect, useId, useRef, useState } from "react";
 import { api } from "../api.ts";
 import { ErrorNotice } from "../components/Notice.tsx";
+import { useSubmit } from "../submit.ts";
 
 export function LoginPage({ expired, onSignedIn }: { expired: boolean; onSignedIn: () => Promise<void> }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const emailId = useId();
   const passwordId = useId();
   const emailRef = useRef<HTMLInputElement>(null);
@@ -16,22 +15,14 @@ export function LoginPage({ expired, onSignedIn }: { expired: boolean; onSignedI
     emailRef.current?.focus();
   }, []);
 
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await api("/login", { method: "POST", body: { email: email.trim(), password } });
-      await onSignedIn();
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
+  const submit = useSubmit(async () => {
+    await api("/login", { method: "POST", body: { email: email.trim(), password } });
+    await onSignedIn();
+  });
 
   return (
     <main className="login-page">
-      <form className="card login-card" onSubmit={submit} aria-labelledby="login-title">
+      <form className="card login-card" onSubmit={submit.onSubmit} aria-labelledby="login-title">
         <div className="brand brand-static">
           <span className="brand-mark" aria-hidden="true" />
           Gateway console
@@ -42,7 +33,7 @@ export function LoginPage({ expired, onSignedIn }: { expired: boolean; onSignedI
             Your session has ended. Sign in again to continue.
           </p>
         )}
-        <ErrorNotice error={error} />
+        <ErrorNotice error={submit.error} />
         <div className="field">
           <label htmlFor={emailId}>E-mail</label>
           <input
@@ -68,8 +59,8 @@ export function LoginPage({ expired, onSignedIn }: { expired: boolean; onSignedI
             onChange={(e) => setPassword(e.target.value)}
           />
         </div>
-        <button type="submit" className="btn btn-primary btn-block" disabled={busy}>
-          {busy ? "Signing in…" : "Sign in"}
+        <button type="submit" className="btn btn-primary btn-block" disabled={submit.busy}>
+          {submit.busy ? "Signing in…" : "Sign in"}
         </button>
         <p className="muted small">
           This console uses its own sign-in; API keys (<code>sk-…</code>) do not open it. Ask your account's

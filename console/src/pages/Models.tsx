@@ -1,13 +1,14 @@
 import { useApi } from "../api.ts";
-import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
+import { DataTable, listRows } from "../components/DataTable.tsx";
+import { Empty } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
 import { Link } from "../router.tsx";
 import { useSession } from "../session.tsx";
-import type { Model } from "../types.ts";
+import type { List, ModelView } from "../types.ts";
 
 export function ModelsPage() {
   const { account } = useSession();
-  const models = useApi<{ data: Model[] }>("/models");
+  const models = useApi<List<ModelView>>("/models");
   return (
     <>
       <PageHeader title="Models">
@@ -17,35 +18,20 @@ export function ModelsPage() {
           <Link to="/plan">See the plans</Link>.
         </p>
       </PageHeader>
-      {models.error ? (
-        <ErrorNotice error={models.error} onRetry={models.reload} />
-      ) : !models.data ? (
-        <Loading what="Loading the models" />
-      ) : models.data.data.length === 0 ? (
-        <Empty title="Your plan includes no models yet.">Ask for a plan upgrade from the Plan page.</Empty>
-      ) : (
-        <div className="table-wrap card">
-          <table>
-            <caption className="sr-only">Models your account may call</caption>
-            <thead>
-              <tr>
-                <th scope="col">Model id</th>
-                <th scope="col">Owned by</th>
-              </tr>
-            </thead>
-            <tbody>
-              {models.data.data.map((m) => (
-                <tr key={m.id}>
-                  <td>
-                    <code>{m.id}</code>
-                  </td>
-                  <td>{m.owned_by ?? <span className="muted">–</span>}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <DataTable
+        {...listRows(models)}
+        loading="Loading the models"
+        empty={
+          <Empty title="Your plan includes no models yet.">Ask for a plan upgrade from the Plan page.</Empty>
+        }
+        boxClassName="card"
+        caption="Models your account may call"
+        rowKey={(m) => m.id}
+        columns={[
+          { header: "Model id", cell: (m) => <code>{m.id}</code> },
+          { header: "Owned by", cell: (m) => m.owned_by ?? <span className="muted">–</span> },
+        ]}
+      />
     </>
   );
 }

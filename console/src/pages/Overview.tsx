@@ -5,7 +5,7 @@ import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
 import { fmtInt, timeZone, utcDayStartLocal } from "../format.ts";
 import { Link } from "../router.tsx";
-import type { Overview } from "../types.ts";
+import type { OverviewAnswer } from "../types.ts";
 
 export function QuotaBar({ used, quota }: { used: number; quota: number }) {
   const share = quota > 0 ? Math.min(1, used / quota) : 1;
@@ -19,7 +19,7 @@ export function QuotaBar({ used, quota }: { used: number; quota: number }) {
 }
 
 export function OverviewPage() {
-  const overview = useApi<Overview>("/overview");
+  const overview = useApi<OverviewAnswer>("/overview");
   const [group, setGroup] = useState<ChartGroup>("key");
 
   return (
@@ -41,7 +41,7 @@ function OverviewBody({
   group,
   setGroup,
 }: {
-  data: Overview;
+  data: OverviewAnswer;
   group: ChartGroup;
   setGroup: (g: ChartGroup) => void;
 }) {

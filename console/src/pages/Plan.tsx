@@ -1,27 +1,28 @@
 import { useApi } from "../api.ts";
+import { DataTable } from "../components/DataTable.tsx";
 import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
 import { fmtInt } from "../format.ts";
 import { navigate } from "../router.tsx";
 import { useSession } from "../session.tsx";
-import type { Account, Plan, RateWindowLimits } from "../types.ts";
+import type { AccountView, OverviewAnswer, PlansAnswer, PlanView, RateWindow } from "../types.ts";
 import { QuotaBar } from "./Overview.tsx";
 
-function windowText(limits: RateWindowLimits | undefined): string | null {
+function windowText(limits: RateWindow): string | null {
   const parts: string[] = [];
-  if (limits?.rpm) parts.push(`${fmtInt(limits.rpm)} requests/min`);
-  if (limits?.tpm) parts.push(`${fmtInt(limits.tpm)} tokens/min`);
+  if (limits.rpm) parts.push(`${fmtInt(limits.rpm)} requests/min`);
+  if (limits.tpm) parts.push(`${fmtInt(limits.tpm)} tokens/min`);
   return parts.length ? parts.join(", ") : null;
 }
 
-function limitsText(plan: Plan): string {
-  const perKey = windowText(plan.rate_limits?.key);
-  const perAccount = windowText(plan.rate_limits?.account);
+function limitsText(plan: PlanView): string {
+  const perKey = windowText(plan.rate_limits.key);
+  const perAccount = windowText(plan.rate_limits.account);
   const parts = [perKey && `per key ${perKey}`, perAccount && `per account ${perAccount}`].filter(Boolean);
   return parts.length ? parts.join("; ") : "none";
 }
 
-export function requestUpgrade(plan: Plan, current: string): void {
+export function requestUpgrade(plan: PlanView, current: string): void {
   navigate("/tickets/new", {
     state: {
       draft: {
@@ -36,8 +37,8 @@ export function requestUpgrade(plan: Plan, current: string): void {
 
 export function PlanPage() {
   const { account } = useSession();
-  const plans = useApi<{ current: Plan | null; plans: Plan[] }>("/plans");
-  const overview = useApi<{ account: Account }>("/overview");
+  const plans = useApi<PlansAnswer>("/plans");
+  const overview = useApi<OverviewAnswer>("/overview");
   const fresh = overview.data?.account ?? account;
   return (
     <>
@@ -53,54 +54,38 @@ export function PlanPage() {
           <CurrentPlan account={fresh} current={plans.data.current} />
           <section className="card section" aria-labelledby="all-plans">
             <h2 id="all-plans">Plans</h2>
-            {plans.data.plans.length === 0 ? (
-              <Empty title="No plans are offered." />
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <caption className="sr-only">The plans this gateway offers</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Plan</th>
-                      <th scope="col" className="num">
-                        Quota (tokens)
-                      </th>
-                      <th scope="col">Rate limits</th>
-                      <th scope="col">Models</th>
-                      <th scope="col">
-                        <span className="sr-only">Action</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {plans.data.plans.map((plan) => {
-                      const isCurrent = plan.id === fresh.plan_id;
-                      return (
-                        <tr key={plan.id} className={isCurrent ? "row-current" : undefined}>
-                          <th scope="row">{plan.id}</th>
-                          <td className="num">{fmtInt(plan.quota_tokens)}</td>
-                          <td>{limitsText(plan)}</td>
-                          <td>{plan.models.join(", ") || <span className="muted">none</span>}</td>
-                          <td>
-                            {isCurrent ? (
-                              <span className="badge badge-good">Your plan</span>
-                            ) : (
-                              <button
-                                type="button"
-                                className="btn btn-small"
-                                onClick={() => requestUpgrade(plan, fresh.plan_id)}
-                              >
-                                Request this plan<span className="sr-only"> ({plan.id})</span>
-                              </button>
-                            )}
-                          </td>
-                        </tr>
-                      );
-                    })}
-                  </tbody>
-                </table>
-              </div>
-            )}
+            <DataTable
+              rows={plans.data.plans}
+              empty={<Empty title="No plans are offered." />}
+              caption="The plans this gateway offers"
+              rowKey={(plan) => plan.id}
+              rowProps={(plan) => ({ className: plan.id === fresh.plan_id ? "row-current" : undefined })}
+              columns={[
+                { header: "Plan", rowHeader: true, cell: (plan) => plan.id },
+                { header: "Quota (tokens)", num: true, cell: (plan) => fmtInt(plan.quota_tokens) },
+                { header: "Rate limits", cell: limitsText },
+                {
+                  header: "Models",
+                  cell: (plan) => plan.models.join(", ") || <span className="muted">none</span>,
+                },
+                {
+                  header: "Action",
+                  hideHeader: true,
+                  cell: (plan) =>
+                    plan.id === fresh.plan_id ? (
+                      <span className="badge badge-good">Your plan</span>
+                    ) : (
+                      <button
+                        type="button"
+                        className="btn btn-small"
+                        onClick={() => requestUpgrade(plan, fresh.plan_id)}
+                      >
+                        Request this plan<span className="sr-only"> ({plan.id})</span>
+                      </button>
+                    ),
+                },
+              ]}
+            />
             <p className="muted small">
               Requesting a plan opens a plan-upgrade ticket; the change applies once support confirms it.
             </p>
@@ -111,7 +96,7 @@ export function PlanPage() {
   );
 }
 
-function CurrentPlan({ account, current }: { account: Account; current: Plan | null }) {
+function CurrentPlan({ account, current }: { account: AccountView; current: PlanView | null }) {
   return (
     <section className="card section" aria-labelledby="current-plan">
       <h2 id="current-plan">

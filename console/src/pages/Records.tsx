@@ -1,8 +1,9 @@
 import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from "react";
 import { type ApiError, api, apiUrl, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
+import { DataTable } from "../components/DataTable.tsx";
 import { Dialog } from "../components/Dialog.tsx";
-import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
+import { Empty } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
 import { Tabs } from "../components/Tabs.tsx";
 import {
@@ -17,7 +18,14 @@ import {
 } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
 import { draftFromRecord, recordError } from "../tickets.ts";
-import { type CallRecord, type Key, type Model, RECORD_STATUSES } from "../types.ts";
+import {
+  CALL_STATUSES,
+  type CallRecordView,
+  type KeyView,
+  type List,
+  type ModelView,
+  type RecordsAnswer,
+} from "../types.ts";
 
 type View = "today" | "year";
 const PAGE = 100;
@@ -48,20 +56,20 @@ function queryOf(f: Filters): string {
   return s ? `?${s}` : "";
 }
 
-export function reportProblem(record: CallRecord): void {
+export function reportProblem(record: CallRecordView): void {
   navigate("/tickets/new", { state: { draft: draftFromRecord(record) } });
 }
 
 export function RecordsPage() {
   const location = useLocation();
   const filters = filtersFrom(location.query);
-  const keys = useApi<{ data: Key[] }>("/keys");
-  const models = useApi<{ data: Model[] }>("/models");
-  const [rows, setRows] = useState<CallRecord[] | null>(null);
+  const keys = useApi<List<KeyView>>("/keys");
+  const models = useApi<List<ModelView>>("/models");
+  const [rows, setRows] = useState<CallRecordView[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
   const [error, setError] = useState<ApiError | Error | null>(null);
   const [loadingMore, setLoadingMore] = useState(false);
-  const [detail, setDetail] = useState<CallRecord | null>(null);
+  const [detail, setDetail] = useState<CallRecordView | null>(null);
   const request = useRef<AbortController | null>(null);
   const filterKey = queryOf(filters);
 
@@ -78,7 +86,7 @@ export function RecordsPage() {
       }
       setError(null);
       try {
-        const page = await api<{ data: CallRecord[]; next_before: string | null }>("/records", {
+        const page = await api<RecordsAnswer>("/records", {
           query: { view: f.view, key: f.key, model: f.model, status: f.status, limit: PAGE, before },
           signal: controller.signal,
         });
@@ -196,7 +204,7 @@ export function RecordsPage() {
               onChange={(e) => setFilters({ status: e.target.value })}
             >
               <option value="">All statuses</option>
-              {RECORD_STATUSES.map((s) => (
+              {CALL_STATUSES.map((s) => (
                 <option key={s} value={s}>
                   {s.replaceAll("_", " ")}
                 </option>
@@ -222,116 +230,116 @@ export function RecordsPage() {
           </div>
         </form>
 
-        {error ? (
-          <ErrorNotice error={error} onRetry={() => void load(null)} />
-        ) : rows === null ? (
-          <Loading what="Loading the records" />
-        ) : rows.length === 0 ? (
-          filtered ? (
-            <Empty title="No calls match these filters.">Clear a filter to see more.</Empty>
-          ) : filters.view === "today" ? (
-            <Empty title="No calls today yet.">
-              Calls made since 00:00 UTC appear here as soon as they finish. <Link to="/keys">Get a key</Link>{" "}
-              to make one.
-            </Empty>
-          ) : (
-            <Empty title="No calls with consumption in the last 365 days." />
-          )
-        ) : (
-          <>
-            <div className="table-wrap">
-              <table className="records">
-                <caption className="sr-only">
-                  Call records, {filters.view === "today" ? "today (UTC)" : "last year"}, newest first
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Time</th>
-                    <th scope="col">Key</th>
-                    <th scope="col">Model</th>
-                    <th scope="col" className="num">
-                      In
-                    </th>
-                    <th scope="col" className="num">
-                      Out
-                    </th>
-                    <th scope="col" className="num">
-                      Total
-                    </th>
-                    <th scope="col">Status</th>
-                    <th scope="col" className="num">
-                      Latency
-                    </th>
-                    <th scope="col">Request id</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {rows.map((r) => (
-                    <tr key={r.request_id} data-request-id={r.request_id}>
-                      <td className="nowrap" title={fmtDateTime(r.created_at)}>
-                        {filters.view === "today" ? fmtTime(r.created_at) : fmtShortDateTime(r.created_at)}
-                      </td>
-                      <td className="nowrap">
-                        {r.key_prefix ? (
-                          <>
-                            <code>{r.key_prefix}…</code>
-                            {r.key_name && (
-                              <span className="cell-sub cell-clip" title={r.key_name}>
-                                {r.key_name}
-                              </span>
-                            )}
-                          </>
-                        ) : (
-                          <span className="muted">no key</span>
-                        )}
-                      </td>
-                      <td className="nowrap">{r.model ?? <span className="muted">–</span>}</td>
-                      <td className="num">{fmtInt(r.prompt_tokens)}</td>
-                      <td className="num">{fmtInt(r.completion_tokens)}</td>
-                      <td className="num">{fmtInt(r.total_tokens)}</td>
-                      <td className="nowrap">
-                        <Badge value={r.status} />
-                        {r.status !== "ok" && (
-                          <span className="cell-sub">
-                            {r.http_status}
-                            {r.error_code && r.error_code !== r.status ? ` ${r.error_code}` : ""}
-                          </span>
-                        )}
-                      </td>
-                      <td className="num">{fmtMs(r.latency_ms)}</td>
-                      <td>
-                        <div className="cell-stack">
-                          <button
-                            type="button"
-                            className="link-button mono small"
-                            onClick={() => setDetail(r)}
-                            aria-label={`Details of ${r.request_id}`}
-                          >
-                            {r.request_id}
-                          </button>
-                          <button type="button" className="btn btn-small" onClick={() => reportProblem(r)}>
-                            Report a problem<span className="sr-only"> with {r.request_id}</span>
-                          </button>
-                        </div>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <div className="table-foot">
-              <span className="muted small" role="status">
-                {fmtInt(rows.length)} {rows.length === 1 ? "record" : "records"} shown
-                {next ? "; more below" : ""}
-              </span>
-              {next && (
-                <button type="button" className="btn" disabled={loadingMore} onClick={() => void load(next)}>
-                  {loadingMore ? "Loading…" : "Load more"}
-                </button>
-              )}
-            </div>
-          </>
-        )}
+        <DataTable
+          rows={rows}
+          error={error}
+          onRetry={() => void load(null)}
+          loading="Loading the records"
+          empty={
+            filtered ? (
+              <Empty title="No calls match these filters.">Clear a filter to see more.</Empty>
+            ) : filters.view === "today" ? (
+              <Empty title="No calls today yet.">
+                Calls made since 00:00 UTC appear here as soon as they finish.{" "}
+                <Link to="/keys">Get a key</Link> to make one.
+              </Empty>
+            ) : (
+              <Empty title="No calls with consumption in the last 365 days." />
+            )
+          }
+          className="records"
+          caption={`Call records, ${filters.view === "today" ? "today (UTC)" : "last year"}, newest first`}
+          rowKey={(r) => r.request_id}
+          rowProps={(r) => ({ "data-request-id": r.request_id })}
+          columns={[
+            {
+              header: "Time",
+              className: "nowrap",
+              title: (r) => fmtDateTime(r.created_at),
+              cell: (r) =>
+                filters.view === "today" ? fmtTime(r.created_at) : fmtShortDateTime(r.created_at),
+            },
+            {
+              header: "Key",
+              className: "nowrap",
+              cell: (r) =>
+                r.key_prefix ? (
+                  <>
+                    <code>{r.key_prefix}…</code>
+                    {r.key_name && (
+                      <span className="cell-sub cell-clip" title={r.key_name}>
+                        {r.key_name}
+                      </span>
+                    )}
+                  </>
+                ) : (
+                  <span className="muted">no key</span>
+                ),
+            },
+            {
+              header: "Model",
+              className: "nowrap",
+              cell: (r) => r.model ?? <span className="muted">–</span>,
+            },
+            { header: "In", num: true, cell: (r) => fmtInt(r.prompt_tokens) },
+            { header: "Out", num: true, cell: (r) => fmtInt(r.completion_tokens) },
+            { header: "Total", num: true, cell: (r) => fmtInt(r.total_tokens) },
+            {
+              header: "Status",
+              className: "nowrap",
+              cell: (r) => (
+                <>
+                  <Badge value={r.status} />
+                  {r.status !== "ok" && (
+                    <span className="cell-sub">
+                      {r.http_status}
+                      {r.error_code && r.error_code !== r.status ? ` ${r.error_code}` : ""}
+                    </span>
+                  )}
+                </>
+              ),
+            },
+            { header: "Latency", num: true, cell: (r) => fmtMs(r.latency_ms) },
+            {
+              header: "Request id",
+              cell: (r) => (
+                <div className="cell-stack">
+                  <button
+                    type="button"
+                    className="link-button mono small"
+                    onClick={() => setDetail(r)}
+                    aria-label={`Details of ${r.request_id}`}
+                  >
+                    {r.request_id}
+                  </button>
+                  <button type="button" className="btn btn-small" onClick={() => reportProblem(r)}>
+                    Report a problem<span className="sr-only"> with {r.request_id}</span>
+                  </button>
+                </div>
+              ),
+            },
+          ]}
+          footer={
+            rows && (
+              <div className="table-foot">
+                <span className="muted small" role="status">
+                  {fmtInt(rows.length)} {rows.length === 1 ? "record" : "records"} shown
+                  {next ? "; more below" : ""}
+                </span>
+                {next && (
+                  <button
+                    type="button"
+                    className="btn"
+                    disabled={loadingMore}
+                    onClick={() => void load(next)}
+                  >
+                    {loadingMore ? "Loading…" : "Load more"}
+                  </button>
+                )}
+              </div>
+            )
+          }
+        />
       </section>
       <Dialog open={detail !== null} title="Call record" onClose={() => setDetail(null)} wide>
         {detail && <RecordDetail record={detail} />}
@@ -340,7 +348,7 @@ export function RecordsPage() {
   );
 }
 
-function RecordDetail({ record }: { record: CallRecord }) {
+function RecordDetail({ record }: { record: CallRecordView }) {
   const rows: [string, ReactNode][] = [
     ["Request id", <code key="id">{record.request_id}</code>],
     ["Time", fmtDateTime(record.created_at)],

@@ -1,4 +1,4 @@
-import { type FormEvent, useId, useState } from "react";
+import { useId, useState } from "react";
 import { api, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
 import { ErrorNotice, Loading, Status } from "../components/Notice.tsx";
@@ -6,8 +6,20 @@ import { PageHeader } from "../components/PageHeader.tsx";
 import { fmtDateTime, fromLocalInput, paramsText, timeZone, toLocalInput } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
 import { useSession } from "../session.tsx";
-import { KIND_LABELS, type TicketDraft } from "../tickets.ts";
-import type { Key, Model, NewTicket, Ticket, TicketKind, TicketMessage, TicketStatus } from "../types.ts";
+import { useSubmit } from "../submit.ts";
+import { KIND_LABELS, STATUS_LABELS, type TicketDraft } from "../tickets.ts";
+import {
+  type KeyView,
+  type List,
+  type ModelView,
+  type NewTicketBody,
+  TICKET_STATUSES,
+  type TicketAnswer,
+  type TicketKind,
+  type TicketStatus,
+  type TicketThread,
+  type TicketView,
+} from "../types.ts";
 
 const KIND_HINTS: Record<TicketKind, string> = {
   problem: "A call failed or did something unexpected. Give the call's details so we can find it.",
@@ -41,8 +53,8 @@ export function NewTicketPage() {
 }
 
 function NewTicketForm({ draft }: { draft: TicketDraft }) {
-  const keys = useApi<{ data: Key[] }>("/keys");
-  const models = useApi<{ data: Model[] }>("/models");
+  const keys = useApi<List<KeyView>>("/keys");
+  const models = useApi<List<ModelView>>("/models");
   const [kind, setKind] = useState<TicketKind>(draft.kind ?? "problem");
   const [subject, setSubject] = useState(draft.subject ?? "");
   const [description, setDescription] = useState(draft.description ?? "");
@@ -52,15 +64,10 @@ function NewTicketForm({ draft }: { draft: TicketDraft }) {
   const [params, setParams] = useState(draft.params ?? "");
   const [error, setError] = useState(draft.error ?? "");
   const [requestId, setRequestId] = useState(draft.request_id ?? "");
-  const [failure, setFailure] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const id = useId();
 
-  async function submit(event: FormEvent) {
-    event.preventDefault();
-    setBusy(true);
-    setFailure(null);
-    const body: NewTicket = { kind, subject: subject.trim(), description: description.trim() };
+  const submit = useSubmit(async () => {
+    const body: NewTicketBody = { kind, subject: subject.trim(), description: description.trim() };
     if (kind === "problem") {
       const at = fromLocalInput(problemAt);
       if (at !== undefined) body.problem_at = at;
@@ -70,14 +77,9 @@ function NewTicketForm({ draft }: { draft: TicketDraft }) {
       if (error.trim()) body.error = error.trim();
       if (requestId.trim()) body.request_id = requestId.trim();
     }
-    try {
-      const { ticket } = await api<{ ticket: Ticket }>("/tickets", { method: "POST", body });
-      navigate(`/tickets/${encodeURIComponent(ticket.id)}`, { replace: true, state: { created: true } });
-    } catch (err) {
-      setFailure(err);
-      setBusy(false);
-    }
-  }
+    const { ticket } = await api<TicketAnswer>("/tickets", { method: "POST", body });
+    navigate(`/tickets/${encodeURIComponent(ticket.id)}`, { replace: true, state: { created: true } });
+  });
 
   const keyKnown = keys.data?.data.some((k) => k.id === keyId) ?? false;
   return (
@@ -94,8 +96,8 @@ function NewTicketForm({ draft }: { draft: TicketDraft }) {
           )}
         </p>
       </PageHeader>
-      <form className="card section form" onSubmit={submit} aria-labelledby="page-title">
-        <ErrorNotice error={failure} />
+      <form className="card section form" onSubmit={submit.onSubmit} aria-labelledby="page-title">
+        <ErrorNotice error={submit.error} />
         <div className="form-grid">
           <div className="field">
             <label htmlFor={`${id}-kind`}>Kind</label>
@@ -211,8 +213,8 @@ function NewTicketForm({ draft }: { draft: TicketDraft }) {
           <Link to="/tickets" className="btn">
             Cancel
           </Link>
-          <button type="submit" className="btn btn-primary" disabled={busy}>
-            {busy ? "Sending…" : "Open ticket"}
+          <button type="submit" className="btn btn-primary" disabled={submit.busy}>
+            {submit.busy ? "Sending…" : "Open ticket"}
           </button>
         </div>
       </form>
@@ -220,12 +222,10 @@ function NewTicketForm({ draft }: { draft: TicketDraft }) {
   );
 }
 
-const STATUS_LABEL: Record<TicketStatus, string> = { open: "Open", answered: "Answered", closed: "Closed" };
-
 export function TicketPage({ id }: { id: string }) {
   const session = useSession();
   const location = useLocation();
-  const loaded = useApi<{ ticket: Ticket; messages: TicketMessage[] }>(`/tickets/${encodeURIComponent(id)}`);
+  const loaded = useApi<TicketThread>(`/tickets/${encodeURIComponent(id)}`);
   const [status, setStatus] = useState("");
   const justCreated = (location.state as { created?: boolean } | null)?.created === true;
 
@@ -262,7 +262,7 @@ export function TicketPage({ id }: { id: string }) {
     <>
       <PageHeader title={ticket.subject}>
         <p className="ticket-meta">
-          <Badge value={ticket.status} label={STATUS_LABEL[ticket.status] ?? ticket.status} />{" "}
+          <Badge value={ticket.status} label={STATUS_LABELS[ticket.status] ?? ticket.status} />{" "}
           <span className="badge badge-muted">{KIND_LABELS[ticket.kind] ?? ticket.kind}</span>{" "}
           <span className="muted">
             opened {fmtDateTime(ticket.created_at)}
@@ -340,33 +340,22 @@ export function TicketPage({ id }: { id: string }) {
   );
 }
 
-function ReplyForm({ ticket, onSent }: { ticket: Ticket; onSent: () => void }) {
+function ReplyForm({ ticket, onSent }: { ticket: TicketView; onSent: () => void }) {
   const { isAdmin } = useSession();
   const [body, setBody] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const id = useId();
-  async function submit(event: FormEvent) {
-    event.preventDefault();
+  const submit = useSubmit(async () => {
     if (!body.trim()) return;
-    setBusy(true);
-    setError(null);
-    try {
-      await api(`/tickets/${encodeURIComponent(ticket.id)}/messages`, {
-        method: "POST",
-        body: { body: body.trim() },
-      });
-      setBody("");
-      onSent();
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+    await api(`/tickets/${encodeURIComponent(ticket.id)}/messages`, {
+      method: "POST",
+      body: { body: body.trim() },
+    });
+    setBody("");
+    onSent();
+  });
   return (
-    <form className="reply" onSubmit={submit}>
-      <ErrorNotice error={error} />
+    <form className="reply" onSubmit={submit.onSubmit}>
+      <ErrorNotice error={submit.error} />
       <div className="field">
         <label htmlFor={id}>{isAdmin ? "Answer" : "Your reply"}</label>
         <textarea id={id} rows={4} required value={body} onChange={(e) => setBody(e.target.value)} />
@@ -378,8 +367,8 @@ function ReplyForm({ ticket, onSent }: { ticket: Ticket; onSent: () => void }) {
               : "Sending keeps the ticket open until support answers."}
         </p>
       </div>
-      <button type="submit" className="btn btn-primary" disabled={busy || !body.trim()}>
-        {busy ? "Sending…" : isAdmin ? "Send answer" : "Send reply"}
+      <button type="submit" className="btn btn-primary" disabled={submit.busy || !body.trim()}>
+        {submit.busy ? "Sending…" : isAdmin ? "Send answer" : "Send reply"}
       </button>
     </form>
   );
@@ -390,43 +379,39 @@ function TicketStatusControl({
   isAdmin,
   onChanged,
 }: {
-  ticket: Ticket;
+  ticket: TicketView;
   isAdmin: boolean;
   onChanged: (status: TicketStatus) => void;
 }) {
   const [value, setValue] = useState<TicketStatus>(ticket.status);
-  const [error, setError] = useState<unknown>(null);
   const id = useId();
-  async function set(status: TicketStatus) {
-    setError(null);
-    try {
-      await api(`/tickets/${encodeURIComponent(ticket.id)}`, { method: "PATCH", body: { status } });
-      onChanged(status);
-    } catch (err) {
-      setError(err);
-    }
-  }
+  const set = useSubmit(async (status: TicketStatus) => {
+    await api(`/tickets/${encodeURIComponent(ticket.id)}`, { method: "PATCH", body: { status } });
+    onChanged(status);
+  });
   return (
     <section className="card section" aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>Status</h2>
-      <ErrorNotice error={error} />
+      <ErrorNotice error={set.error} />
       {isAdmin ? (
         <form
           className="inline-form"
           onSubmit={(e) => {
             e.preventDefault();
-            void set(value);
+            set.run(value);
           }}
         >
           <div className="field">
             <label htmlFor={id}>Ticket status</label>
             <select id={id} value={value} onChange={(e) => setValue(e.target.value as TicketStatus)}>
-              <option value="open">Open</option>
-              <option value="answered">Answered</option>
-              <option value="closed">Closed</option>
+              {TICKET_STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {STATUS_LABELS[s]}
+                </option>
+              ))}
             </select>
           </div>
-          <button type="submit" className="btn" disabled={value === ticket.status}>
+          <button type="submit" className="btn" disabled={set.busy || value === ticket.status}>
             Set status
           </button>
         </form>
@@ -435,7 +420,7 @@ function TicketStatusControl({
       ) : (
         <>
           <p className="muted">Solved? Close the ticket; a later reply reopens it.</p>
-          <button type="button" className="btn" onClick={() => void set("closed")}>
+          <button type="button" className="btn" onClick={() => set.run("closed")} disabled={set.busy}>
             Close ticket
           </button>
         </>

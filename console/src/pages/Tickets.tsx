@@ -1,20 +1,21 @@
 import { useId } from "react";
 import { useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
-import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
+import { DataTable, listRows } from "../components/DataTable.tsx";
+import { Empty } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
 import { fmtShortDateTime } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
 import { useSession } from "../session.tsx";
-import { KIND_LABELS } from "../tickets.ts";
-import type { Ticket } from "../types.ts";
+import { KIND_LABELS, STATUS_LABELS } from "../tickets.ts";
+import { type List, TICKET_STATUSES, type TicketView } from "../types.ts";
 
 /** The ticket list; admins see every account's tickets (the server decides what comes back). */
 export function TicketList({ basePath }: { basePath: string }) {
   const { isAdmin, acting } = useSession();
   const location = useLocation();
   const status = location.query.get("status") ?? "";
-  const tickets = useApi<{ data: Ticket[] }>("/tickets", { status });
+  const tickets = useApi<List<TicketView>>("/tickets", { status });
   const statusId = useId();
   const allAccounts = isAdmin && !acting;
   return (
@@ -30,54 +31,37 @@ export function TicketList({ basePath }: { basePath: string }) {
             }
           >
             <option value="">All</option>
-            <option value="open">Open</option>
-            <option value="answered">Answered</option>
-            <option value="closed">Closed</option>
+            {TICKET_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {STATUS_LABELS[s]}
+              </option>
+            ))}
           </select>
         </div>
       </div>
-      {tickets.error ? (
-        <ErrorNotice error={tickets.error} onRetry={tickets.reload} />
-      ) : !tickets.data ? (
-        <Loading what="Loading the tickets" />
-      ) : tickets.data.data.length === 0 ? (
-        <Empty title={status ? `No ${status} tickets.` : "No tickets yet."}>
-          Something went wrong with a call? Open it in <Link to="/records">Call records</Link> and choose
-          "Report a problem": the ticket starts with the call's details.
-        </Empty>
-      ) : (
-        <div className="table-wrap">
-          <table>
-            <caption className="sr-only">Support tickets, latest activity first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Subject</th>
-                {allAccounts && <th scope="col">Account</th>}
-                <th scope="col">Kind</th>
-                <th scope="col">Status</th>
-                <th scope="col">Opened</th>
-                <th scope="col">Last activity</th>
-              </tr>
-            </thead>
-            <tbody>
-              {tickets.data.data.map((t) => (
-                <tr key={t.id}>
-                  <td>
-                    <Link to={`/tickets/${encodeURIComponent(t.id)}`}>{t.subject}</Link>
-                  </td>
-                  {allAccounts && <td>{t.account_name ?? t.account_id}</td>}
-                  <td>{KIND_LABELS[t.kind] ?? t.kind}</td>
-                  <td>
-                    <Badge value={t.status} />
-                  </td>
-                  <td className="nowrap">{fmtShortDateTime(t.created_at)}</td>
-                  <td className="nowrap">{fmtShortDateTime(t.updated_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <DataTable
+        {...listRows(tickets)}
+        loading="Loading the tickets"
+        empty={
+          <Empty title={status ? `No ${status} tickets.` : "No tickets yet."}>
+            Something went wrong with a call? Open it in <Link to="/records">Call records</Link> and choose
+            "Report a problem": the ticket starts with the call's details.
+          </Empty>
+        }
+        caption="Support tickets, latest activity first"
+        rowKey={(t) => t.id}
+        columns={[
+          {
+            header: "Subject",
+            cell: (t) => <Link to={`/tickets/${encodeURIComponent(t.id)}`}>{t.subject}</Link>,
+          },
+          allAccounts && { header: "Account", cell: (t) => t.account_name ?? t.account_id },
+          { header: "Kind", cell: (t) => KIND_LABELS[t.kind] ?? t.kind },
+          { header: "Status", cell: (t) => <Badge value={t.status} /> },
+          { header: "Opened", className: "nowrap", cell: (t) => fmtShortDateTime(t.created_at) },
+          { header: "Last activity", className: "nowrap", cell: (t) => fmtShortDateTime(t.updated_at) },
+        ]}
+      />
     </>
   );
 }

@@ -6,6 +6,7 @@ import { utcDay } from "../../../records/days.ts";
 import { dailyUsage } from "../../../records/queries.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountQuery, accountView, parseInput, planView, userOf } from "./context.ts";
+import type { List, ModelView, OverviewAnswer, PlansAnswer } from "./views.ts";
 
 /** the overview's chart: the last 30 UTC days, today included */
 const CHART_DAYS = 30;
@@ -13,7 +14,7 @@ const CHART_DAYS = 30;
 const scopeQuery = z.object(accountQuery).strict();
 
 export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
-  app.get("/overview", async (request) => {
+  app.get("/overview", async (request): Promise<OverviewAnswer> => {
     const query = parseInput(scopeQuery, request.query, "query");
     const account = await accountFor(deps, userOf(request), query.account);
     const now = Date.now();
@@ -35,7 +36,7 @@ export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
     };
   });
 
-  app.get("/models", async (request) => {
+  app.get("/models", async (request): Promise<List<ModelView>> => {
     const query = parseInput(scopeQuery, request.query, "query");
     const account = await accountFor(deps, userOf(request), query.account);
     const plan = deps.registry.plan(account.plan_id);
@@ -44,7 +45,7 @@ export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
     };
   });
 
-  app.get("/plans", async (request) => {
+  app.get("/plans", async (request): Promise<PlansAnswer> => {
     const query = parseInput(scopeQuery, request.query, "query");
     const account = await accountFor(deps, userOf(request), query.account);
     const current = deps.registry.plan(account.plan_id);

@@ -4,12 +4,12 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { createAccount, LookupError, listAccounts, updateAccount } from "../../../accounts/repository.ts";
+import { ROLES } from "../../../accounts/roles.ts";
 import {
   ConflictError,
   createUser,
   findUserById,
   listUsers,
-  ROLES,
   UserInputError,
   updateUser,
 } from "../../../accounts/users.ts";
@@ -26,6 +26,7 @@ import {
   userOf,
   userView,
 } from "./context.ts";
+import type { AccountAnswer, AccountView, List, UserAnswer, UserView } from "./views.ts";
 
 const noQuery = z.object({}).strict();
 const idPath = z.object({ id: z.string() }).strict();
@@ -91,7 +92,7 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
       });
   }
 
-  app.get("/admin/accounts", async (request) => {
+  app.get("/admin/accounts", async (request): Promise<List<AccountView>> => {
     parseInput(noQuery, request.query, "query");
     return { data: (await listAccounts(deps.store.db)).map((a) => accountView(deps, a)) };
   });
@@ -106,7 +107,7 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
         plan_id: body.plan_id ?? deps.config.default_plan,
         quota_tokens: body.quota_tokens ?? null,
       });
-      return reply.code(201).send({ account: accountView(deps, account) });
+      return reply.code(201).send({ account: accountView(deps, account) } satisfies AccountAnswer);
     } catch (err) {
       // the only LookupError createAccount throws: the name is taken
       if (err instanceof LookupError)
@@ -115,7 +116,7 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
     }
   });
 
-  app.patch("/admin/accounts/:id", async (request) => {
+  app.patch("/admin/accounts/:id", async (request): Promise<AccountAnswer> => {
     parseInput(noQuery, request.query, "query");
     const { id } = parseInput(idPath, request.params, "query");
     const account = idParam.safeParse(id).success ? await findAccountById(deps, id) : undefined;
@@ -131,7 +132,7 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
     return { account: accountView(deps, (await findAccountById(deps, account.id))!) };
   });
 
-  app.get("/admin/users", async (request) => {
+  app.get("/admin/users", async (request): Promise<List<UserView>> => {
     const q = parseInput(usersQuery, request.query, "query");
     return { data: (await listUsers(deps.store.db, { account_id: q.account })).map(userView) };
   });
@@ -145,10 +146,10 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
         param: "account_id",
       });
     const user = await createUser(deps.store.db, body).catch(userInput);
-    return reply.code(201).send({ user: userView(user) });
+    return reply.code(201).send({ user: userView(user) } satisfies UserAnswer);
   });
 
-  app.patch("/admin/users/:id", async (request) => {
+  app.patch("/admin/users/:id", async (request): Promise<UserAnswer> => {
     parseInput(noQuery, request.query, "query");
     const { id } = parseInput(idPath, request.params, "query");
     const target = idParam.safeParse(id).success ? await findUserById(deps.store.db, id) : undefined;

@@ -1,16 +1,18 @@
 // What every console route shares: the session user on the request, input validation with
 // zod (strict: an unknown field is a 400 naming it), the account a call acts on, role checks,
-// and the JSON shapes of docs/console-api.md.
+// and the builders of the JSON shapes (their types are in views.ts).
 import type { TLSSocket } from "node:tls";
 import type { FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import { z } from "zod";
 import type { Account, ApiKey } from "../../../accounts/repository.ts";
-import type { Role, User } from "../../../accounts/users.ts";
+import type { Role } from "../../../accounts/roles.ts";
+import type { User } from "../../../accounts/users.ts";
 import type { PlanConfig } from "../../../config/schema.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import type { Database } from "../../../store/schema.ts";
 import type { GatewayDeps } from "../../deps.ts";
+import type { AccountView, KeyView, PlanView, UserView } from "./views.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -123,9 +125,9 @@ export function overTls(request: FastifyRequest): boolean {
   return (request.raw.socket as TLSSocket).encrypted === true;
 }
 
-// JSON shapes (docs/console-api.md). Flags are booleans here, 0/1 in the store.
+// Store rows as the API shows them: flags are 0/1 in the store, booleans in the views.
 
-export function userView(u: User) {
+export function userView(u: User): UserView {
   return {
     id: u.id,
     email: u.email,
@@ -136,7 +138,7 @@ export function userView(u: User) {
   };
 }
 
-export function accountView(deps: GatewayDeps, a: Account) {
+export function accountView(deps: GatewayDeps, a: Account): AccountView {
   const quota = a.quota_tokens ?? deps.registry.plan(a.plan_id)?.quota_tokens ?? 0;
   const used = Number(a.used_tokens);
   return {
@@ -144,7 +146,6 @@ export function accountView(deps: GatewayDeps, a: Account) {
     name: a.name,
     plan_id: a.plan_id,
     quota_tokens: Number(quota),
-    /** whose quota applies: the account's own or its plan's (as the CLI says) */
     quota_source: a.quota_tokens === null ? "plan" : "account",
     used_tokens: used,
     remaining_tokens: Math.max(0, Number(quota) - used),
@@ -153,7 +154,7 @@ export function accountView(deps: GatewayDeps, a: Account) {
   };
 }
 
-export function planView(p: PlanConfig) {
+export function planView(p: PlanConfig): PlanView {
   return {
     id: p.id,
     quota_tokens: p.quota_tokens,
@@ -165,7 +166,7 @@ export function planView(p: PlanConfig) {
   };
 }
 
-export function keyView(k: ApiKey) {
+export function keyView(k: ApiKey): KeyView {
   return {
     id: k.id,
     name: k.name,

@@ -15,6 +15,7 @@ import {
   requireRole,
   userOf,
 } from "./context.ts";
+import type { KeyAnswer, KeyCreated, KeyView, List } from "./views.ts";
 
 const scopeQuery = z.object(accountQuery).strict();
 const keyName = z.string().trim().min(1).max(100).nullable();
@@ -43,7 +44,7 @@ export async function keyRoutes(app: FastifyInstance, deps: GatewayDeps): Promis
     return key;
   }
 
-  app.get("/keys", async (request) => {
+  app.get("/keys", async (request): Promise<List<KeyView>> => {
     const query = parseInput(scopeQuery, request.query, "query");
     const account = await accountFor(deps, userOf(request), query.account);
     const keys = await listKeys(deps.store.db, account.id);
@@ -62,10 +63,10 @@ export async function keyRoutes(app: FastifyInstance, deps: GatewayDeps): Promis
       limit_tokens: body.limit_tokens ?? null,
     });
     deps.keys.clear();
-    return reply.code(201).send({ key: keyView(key), secret });
+    return reply.code(201).send({ key: keyView(key), secret } satisfies KeyCreated);
   });
 
-  app.patch("/keys/:id", async (request) => {
+  app.patch("/keys/:id", async (request): Promise<KeyAnswer> => {
     const query = parseInput(scopeQuery, request.query, "query");
     const { id } = parseInput(keyPath, request.params, "query");
     const user = userOf(request);

@@ -8,7 +8,6 @@ import { utcDay } from "../../../records/days.ts";
 import { CALL_STATUSES, type CallStatus } from "../../../records/outcomes.ts";
 import {
   accountHasKey,
-  type ConsoleRecord,
   decodeCursor,
   encodeCursor,
   exportRecords,
@@ -19,6 +18,7 @@ import {
 } from "../../../records/queries.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountQuery, idParam, notFound, parseInput, queryInt, userOf } from "./context.ts";
+import type { CallRecordView, RecordsAnswer } from "./views.ts";
 
 const DEFAULT_LIMIT = 100;
 
@@ -64,8 +64,8 @@ export function csvCell(value: unknown): string {
 }
 
 const csvHeader = `${RECORD_FIELDS.join(",")}\r\n`;
-const csvRow = (r: ConsoleRecord) => `${RECORD_FIELDS.map((f) => csvCell(r[f])).join(",")}\r\n`;
-const jsonLine = (r: ConsoleRecord) => `${JSON.stringify(r)}\n`;
+const csvRow = (r: CallRecordView) => `${RECORD_FIELDS.map((f) => csvCell(r[f])).join(",")}\r\n`;
+const jsonLine = (r: CallRecordView) => `${JSON.stringify(r)}\n`;
 
 export async function recordRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   /** The view's query, after checking that a named key is the account's. */
@@ -83,7 +83,7 @@ export async function recordRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
     return { accountId: account.id, view: q.view, keyId: q.key, model: q.model, status: q.status };
   }
 
-  app.get("/records", async (request) => {
+  app.get("/records", async (request): Promise<RecordsAnswer> => {
     const q = parseInput(listQuery, request.query, "query");
     const account = await accountFor(deps, userOf(request), q.account);
     const { data, next } = await listRecords(deps.store.db, await viewOf(account, q), {

@@ -16,6 +16,7 @@ import {
 import { GatewayError } from "../../../errors/index.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountView, overTls, parseInput, userOf, userView } from "./context.ts";
+import type { MeAnswer, UserAnswer } from "./views.ts";
 
 const loginBody = z
   .object({
@@ -28,7 +29,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
   // One per application instance: several instances each count their own attempts.
   const limiter = new LoginLimiter();
 
-  app.post("/login", async (request, reply) => {
+  app.post("/login", async (request, reply): Promise<UserAnswer> => {
     const body = parseInput(loginBody, request.body, "body");
     const email = body.email.trim().toLowerCase();
     const address = request.ip;
@@ -58,7 +59,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
     return reply.code(204).send();
   });
 
-  app.get("/me", async (request) => {
+  app.get("/me", async (request): Promise<MeAnswer> => {
     parseInput(z.object({}).strict(), request.query, "query");
     const user = userOf(request);
     const account = await accountFor(deps, user, undefined);

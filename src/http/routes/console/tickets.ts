@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { User } from "../../../accounts/users.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { accountHasKey } from "../../../records/queries.ts";
+import { TICKET_KINDS, TICKET_STATUSES } from "../../../tickets/kinds.ts";
 import {
   addMessage,
   createTicket,
@@ -13,12 +14,10 @@ import {
   listMessages,
   listTickets,
   setTicketStatus,
-  TICKET_KINDS,
-  TICKET_STATUSES,
-  type Ticket,
 } from "../../../tickets/repository.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountQuery, forbidden, idParam, notFound, parseInput, userOf } from "./context.ts";
+import type { List, MessageAnswer, TicketAnswer, TicketThread, TicketView } from "./views.ts";
 
 const listQuery = z.object({ ...accountQuery, status: z.enum(TICKET_STATUSES).optional() }).strict();
 const scopeQuery = z.object(accountQuery).strict();
@@ -54,13 +53,13 @@ const patchBody = z.object({ status: z.enum(TICKET_STATUSES) }).strict();
 
 export async function ticketRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   /** The ticket if the user may see it: their account's, or any for an admin. */
-  async function ticketFor(user: User, id: string): Promise<Ticket> {
+  async function ticketFor(user: User, id: string): Promise<TicketView> {
     const ticket = idParam.safeParse(id).success ? await getTicket(deps.store.db, id) : undefined;
     if (!ticket || (user.role !== "admin" && ticket.account_id !== user.account_id)) throw notFound("ticket");
     return ticket;
   }
 
-  app.get("/tickets", async (request) => {
+  app.get("/tickets", async (request): Promise<List<TicketView>> => {
     const q = parseInput(listQuery, request.query, "query");
     const user = userOf(request);
     // admins see every account's tickets unless they name one
@@ -86,10 +85,10 @@ export async function ticketRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
       account_id: account.id,
       created_by: user.id,
     });
-    return reply.code(201).send({ ticket });
+    return reply.code(201).send({ ticket } satisfies TicketAnswer);
   });
 
-  app.get("/tickets/:id", async (request) => {
+  app.get("/tickets/:id", async (request): Promise<TicketThread> => {
     parseInput(noQuery, request.query, "query");
     const { id } = parseInput(ticketPath, request.params, "query");
     const ticket = await ticketFor(userOf(request), id);
@@ -108,10 +107,10 @@ export async function ticketRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
       body: body.body,
       status: user.role === "admin" ? "answered" : "open",
     });
-    return reply.code(201).send({ message });
+    return reply.code(201).send({ message } satisfies MessageAnswer);
   });
 
-  app.patch("/tickets/:id", async (request) => {
+  app.patch("/tickets/:id", async (request): Promise<TicketAnswer> => {
     parseInput(noQuery, request.query, "query");
     const { id } = parseInput(ticketPath, request.params, "query");
     const user = userOf(request);

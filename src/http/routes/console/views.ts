@@ -1,0 +1,214 @@
+// What the console API sends (docs/console-api.md), defined once: the routes and the queries
+// behind them build these shapes, and the web console (console/src/types.ts) imports them as
+// types. Only types here, imported only from modules that import nothing (the lists of roles,
+// call statuses and ticket kinds), so the console's type check reads no other server code and
+// its bundle gets none at all.
+import type { Role } from "../../../accounts/roles.ts";
+import type { CallStatus } from "../../../records/outcomes.ts";
+import type { TicketKind, TicketStatus } from "../../../tickets/kinds.ts";
+
+export type { CallStatus, Role, TicketKind, TicketStatus };
+
+// Flags are booleans here (0/1 in the store); times are Unix milliseconds.
+
+export interface UserView {
+  id: string;
+  email: string;
+  role: Role;
+  account_id: string;
+  disabled: boolean;
+  created_at: number;
+}
+
+export interface AccountView {
+  id: string;
+  name: string;
+  plan_id: string;
+  /** the effective quota: the account's own, else its plan's */
+  quota_tokens: number;
+  /** whose quota applies */
+  quota_source: "plan" | "account";
+  used_tokens: number;
+  remaining_tokens: number;
+  disabled: boolean;
+  created_at: number;
+}
+
+/** requests and tokens per minute; null is no limit */
+export interface RateWindow {
+  rpm: number | null;
+  tpm: number | null;
+}
+
+export interface PlanView {
+  id: string;
+  quota_tokens: number;
+  models: string[];
+  /** the defaults for each key of the plan's accounts, and for each account as a whole */
+  rate_limits: { key: RateWindow; account: RateWindow };
+}
+
+export interface ModelView {
+  id: string;
+  owned_by: string | null;
+}
+
+export interface KeyView {
+  id: string;
+  name: string | null;
+  prefix: string;
+  limit_tokens: number | null;
+  used_tokens: number;
+  disabled: boolean;
+  created_at: number;
+}
+
+/** One UTC day of one key and model (null: calls without one). */
+export interface DailyRow {
+  day: string;
+  key_id: string | null;
+  key_prefix: string | null;
+  key_name: string | null;
+  model: string | null;
+  tokens: number;
+  /** every call, failed ones too */
+  calls: number;
+}
+
+/** A call record as the console shows and exports it. */
+export interface CallRecordView {
+  request_id: string;
+  created_at: number;
+  key_id: string | null;
+  key_prefix: string | null;
+  key_name: string | null;
+  model: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  status: CallStatus;
+  http_status: number;
+  error_code: string | null;
+  latency_ms: number;
+  ttft_ms: number | null;
+  stream: boolean;
+  /** the main parameters, parsed from their JSON */
+  params: unknown;
+  usage_source: string;
+  safety_verdict: string | null;
+  safety_categories: string[] | null;
+}
+
+export interface TicketView {
+  id: string;
+  account_id: string;
+  account_name: string | null;
+  kind: TicketKind;
+  subject: string;
+  status: TicketStatus;
+  description: string;
+  problem_at: number | null;
+  key_id: string | null;
+  key_prefix: string | null;
+  model: string | null;
+  /** as the reporter gave them: usually the record's parameters (an object), or free text */
+  params: unknown;
+  error: string | null;
+  request_id: string | null;
+  /** user id */
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TicketMessageView {
+  id: string;
+  /** both null when the author's user no longer exists */
+  author_email: string | null;
+  author_role: Role | null;
+  body: string;
+  created_at: number;
+}
+
+// The answers, call by call.
+
+/** GET /models, /keys, /tickets, /admin/accounts, /admin/users */
+export interface List<T> {
+  data: T[];
+}
+
+/** GET /me */
+export interface MeAnswer {
+  user: UserView;
+  account: AccountView;
+}
+
+/** GET /overview */
+export interface OverviewAnswer {
+  account: AccountView;
+  /** null when the account's plan is no longer configured */
+  plan: PlanView | null;
+  today: { day: string; tokens: number; calls: number };
+  /** the last 30 UTC days, today included */
+  daily: DailyRow[];
+}
+
+/** GET /plans */
+export interface PlansAnswer {
+  current: PlanView | null;
+  plans: PlanView[];
+}
+
+/** POST /keys: the only time the secret is shown */
+export interface KeyCreated {
+  key: KeyView;
+  secret: string;
+}
+
+/** GET /records: one page; `next_before` continues it (null at the end) */
+export interface RecordsAnswer {
+  data: CallRecordView[];
+  next_before: string | null;
+}
+
+/** GET /tickets/:id */
+export interface TicketThread {
+  ticket: TicketView;
+  messages: TicketMessageView[];
+}
+
+/** POST /login, POST and PATCH /admin/users */
+export interface UserAnswer {
+  user: UserView;
+}
+
+/** POST and PATCH /admin/accounts */
+export interface AccountAnswer {
+  account: AccountView;
+}
+
+/** PATCH /keys/:id */
+export interface KeyAnswer {
+  key: KeyView;
+}
+
+/** POST /tickets, PATCH /tickets/:id */
+export interface TicketAnswer {
+  ticket: TicketView;
+}
+
+/** POST /tickets/:id/messages */
+export interface MessageAnswer {
+  message: TicketMessageView;
+}
+
+/** POST /tickets: what the console sends (the route's schema also takes null for "none"). */
+export type NewTicketBody = Pick<TicketView, "kind" | "subject" | "description"> & {
+  problem_at?: number;
+  key_id?: string;
+  model?: string;
+  /** a record's parameters as an object, or what the reporter typed */
+  params?: string | Record<string, unknown>;
+  error?: string;
+  request_id?: string;
+};
