@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { updateAccount } from "../src/accounts/repository.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "../src/records/days.ts";
 import { RECORD_FIELDS } from "../src/records/queries.ts";
 import type { CallRecord } from "../src/records/writer.ts";
@@ -499,6 +500,16 @@ for (const store of STORES) {
           ],
         );
         assert.deepEqual(Object.keys(plans.body.current.rate_limits).sort(), ["account", "key"]);
+        // content safety as it applies to the account, so client authors can see whether
+        // `stream: true` still gets SSE (issue #17)
+        assert.deepEqual(plans.body.safety, { enabled: false, streaming: "json" });
+        const db = gw.gateway.deps.store.db;
+        await updateAccount(db, acme, { safety: "on", safety_streaming: "reviewed" });
+        try {
+          assert.deepEqual((await get("/plans", member)).body.safety, { enabled: true, streaming: "reviewed" });
+        } finally {
+          await updateAccount(db, acme, { safety: null, safety_streaming: null });
+        }
       });
 
       test("a member naming another account gets not_found; an admin may act on any account", async () => {

@@ -629,6 +629,13 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     });
   });
 
+  test("the plan page says how content safety treats the account's streams", async () => {
+    await owner.goto(`${gw.origin}/console/plan`);
+    const mode = owner.getByTestId("safety-mode");
+    await mode.waitFor();
+    assert.match(await mode.innerText(), /^off/);
+  });
+
   test("every page, captured at 1280 and 390 px, without horizontal overflow at 390", async () => {
     const ownerPages: [string, string][] = [
       ["/", "overview"],

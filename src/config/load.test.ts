@@ -121,6 +121,8 @@ describe("loadConfig: embedded defaults", () => {
       body_limit_bytes: 1_048_576,
       body_discard_bytes: 64 * 1_048_576,
       body_discard_ms: 10_000,
+      sse_keepalive_ms: 15_000,
+      stream_stall_ms: 60_000,
       shutdown_grace_ms: 30_000,
     });
     assert.deepEqual(c.store, { data_dir: "./data" });
@@ -145,6 +147,8 @@ describe("loadConfig: the YAML file", () => {
       body_limit_bytes: 2048,
       body_discard_bytes: 4096,
       body_discard_ms: 500,
+      sse_keepalive_ms: 15_000,
+      stream_stall_ms: 60_000,
       shutdown_grace_ms: 1500,
     });
     assert.deepEqual(c.store, { data_dir: "/var/lib/gateway" });

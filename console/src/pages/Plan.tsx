@@ -51,7 +51,7 @@ export function PlanPage() {
         <Loading what="Loading the plans" />
       ) : (
         <>
-          <CurrentPlan account={fresh} current={plans.data.current} />
+          <CurrentPlan account={fresh} current={plans.data.current} safety={plans.data.safety} />
           <section className="card section" aria-labelledby="all-plans">
             <h2 id="all-plans">Plans</h2>
             <DataTable
@@ -96,7 +96,15 @@ export function PlanPage() {
   );
 }
 
-function CurrentPlan({ account, current }: { account: AccountView; current: PlanView | null }) {
+function CurrentPlan({
+  account,
+  current,
+  safety,
+}: {
+  account: AccountView;
+  current: PlanView | null;
+  safety: PlansAnswer["safety"];
+}) {
   return (
     <section className="card section" aria-labelledby="current-plan">
       <h2 id="current-plan">
@@ -122,6 +130,10 @@ function CurrentPlan({ account, current }: { account: AccountView; current: Plan
           <dt>Remaining</dt>
           <dd>{fmtInt(account.remaining_tokens)} tokens</dd>
         </div>
+        <div>
+          <dt>Content safety</dt>
+          <dd data-testid="safety-mode">{safetyText(safety)}</dd>
+        </div>
         {current && (
           <>
             <div>
@@ -137,4 +149,12 @@ function CurrentPlan({ account, current }: { account: AccountView; current: Plan
       </dl>
     </section>
   );
+}
+
+/** What a client author needs to know: does `stream: true` still get SSE? */
+function safetyText(safety: PlansAnswer["safety"]): string {
+  if (!safety.enabled) return "off: answers are not reviewed";
+  return safety.streaming === "reviewed"
+    ? "on, reviewed streaming: streams arrive as SSE, released in reviewed segments"
+    : "on: a request with stream: true is answered with one reviewed JSON body, not SSE (see the README)";
 }

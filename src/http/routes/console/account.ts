@@ -6,6 +6,7 @@ import { utcDay } from "../../../records/days.ts";
 import { dailyUsage } from "../../../records/queries.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountQuery, accountView, parseInput, planView, userOf } from "./context.ts";
+import { safetySettings } from "../../../safety/policy.ts";
 import type { List, ModelView, OverviewAnswer, PlansAnswer } from "./views.ts";
 
 /** the overview's chart: the last 30 UTC days, today included */
@@ -52,6 +53,7 @@ export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
     return {
       current: current ? planView(current) : null,
       plans: deps.config.plans.map(planView),
+      safety: safetySettings(deps.config.safety, current, account),
     };
   });
 }

@@ -157,6 +157,12 @@ export interface OverviewAnswer {
 export interface PlansAnswer {
   current: PlanView | null;
   plans: PlanView[];
+  /**
+   * content safety as it applies to the account's calls now (account, then plan, then the
+   * global setting): off, or on with `streaming` json (a stream is answered as one reviewed
+   * JSON body) or reviewed (SSE of reviewed segments)
+   */
+  safety: { enabled: boolean; streaming: "json" | "reviewed" };
 }
 
 /** POST /keys: the only time the secret is shown */
