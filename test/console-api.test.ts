@@ -506,7 +506,10 @@ for (const store of STORES) {
         const db = gw.gateway.deps.store.db;
         await updateAccount(db, acme, { safety: "on", safety_streaming: "reviewed" });
         try {
-          assert.deepEqual((await get("/plans", member)).body.safety, { enabled: true, streaming: "reviewed" });
+          assert.deepEqual((await get("/plans", member)).body.safety, {
+            enabled: true,
+            streaming: "reviewed",
+          });
         } finally {
           await updateAccount(db, acme, { safety: null, safety_streaming: null });
         }

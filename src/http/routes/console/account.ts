@@ -4,9 +4,9 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { utcDay } from "../../../records/days.ts";
 import { dailyUsage } from "../../../records/queries.ts";
+import { safetySettings } from "../../../safety/policy.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountQuery, accountView, parseInput, planView, userOf } from "./context.ts";
-import { safetySettings } from "../../../safety/policy.ts";
 import type { List, ModelView, OverviewAnswer, PlansAnswer } from "./views.ts";
 
 /** the overview's chart: the last 30 UTC days, today included */
