@@ -2,6 +2,7 @@
 // llama.cpp, LM Studio, …). One keep-alive undici Pool per provider; never a connection per
 // request.
 import { Pool } from "undici";
+import type { z } from "zod";
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import { Deadline } from "../deadline.ts";
 import { estimatedPromptBound } from "../prompt-bound.ts";
@@ -100,17 +101,10 @@ export class OpenAICompatibleProvider implements Provider {
     } finally {
       deadline.end();
     }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      throw new UpstreamError("malformed", "the upstream's reply is not JSON");
-    }
-    const parsed = completionSchema.safeParse(raw);
-    if (!parsed.success)
-      throw new UpstreamError("malformed", "the upstream's reply is not a chat completion");
-    const completion = parsed.data as unknown as Completion;
-    completion.usage = readUsage(parsed.data.usage);
+    const raw = parseJson(text, "the upstream's reply is not JSON");
+    const parsed = parseShape(completionSchema, raw, "the upstream's reply is not a chat completion");
+    const completion = parsed as unknown as Completion;
+    completion.usage = readUsage(parsed.usage);
     return completion;
   }
 
@@ -126,22 +120,15 @@ export class OpenAICompatibleProvider implements Provider {
           done = true;
           continue;
         }
-        let raw: unknown;
-        try {
-          raw = JSON.parse(event.data);
-        } catch {
-          throw new UpstreamError("malformed", "the upstream sent a stream event that is not JSON");
-        }
+        const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
         // An error reported inside a 200 stream (vLLM, Azure and others do so).
         if ((raw as { error?: unknown } | null)?.error != null) {
           const error = errorSchema.safeParse(raw);
           throw statusError(undefined, error.success ? error.data : undefined, undefined);
         }
-        const parsed = chunkSchema.safeParse(raw);
-        if (!parsed.success)
-          throw new UpstreamError("malformed", "the upstream sent a stream event that is not a chunk");
-        const chunk = parsed.data as unknown as Chunk;
-        chunk.usage = readUsage(parsed.data.usage);
+        const parsed = parseShape(chunkSchema, raw, "the upstream sent a stream event that is not a chunk");
+        const chunk = parsed as unknown as Chunk;
+        chunk.usage = readUsage(parsed.usage);
         yield chunk;
       }
       // The stream ended without [DONE]: the upstream broke off.
@@ -232,6 +219,20 @@ function statusError(
     retryAfterMs: retryAfter,
     detail: { message: said, code: wireCode(parsed?.error.code), param: wireParam(parsed?.error.param) },
   });
+}
+
+function parseJson(text: string, notJson: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UpstreamError("malformed", notJson);
+  }
+}
+
+function parseShape<T>(schema: z.ZodType<T>, raw: unknown, notShape: string): T {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new UpstreamError("malformed", notShape);
+  return parsed.data;
 }
 
 async function readBounded(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
