@@ -1,0 +1,97 @@
+// Findings of the outside security audit (issue #17) against a real gateway over HTTP: the
+// login throttle under concurrency, console e-mails, tickets citing other accounts' requests,
+// the console's Host check (DNS rebinding) and the /metrics token.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { LOGIN_LIMITS } from "../src/auth/login-limiter.ts";
+import { startTestGateway, type TestGateway } from "./support/gateway.ts";
+
+interface Res {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** A console API call from the gateway's own origin unless `origin` or `host` says otherwise. */
+async function consoleCall(
+  gw: TestGateway,
+  method: string,
+  path: string,
+  opts: { cookie?: string; body?: unknown; origin?: string; host?: string } = {},
+): Promise<Res> {
+  const url = new URL(`${gw.origin}/api/console${path}`);
+  const headers: Record<string, string> = { origin: opts.origin ?? gw.origin };
+  if (opts.cookie) headers.cookie = opts.cookie;
+  if (opts.body !== undefined) headers["content-type"] = "application/json";
+  const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  const res = opts.host
+    ? await rawRequest(url, method, { ...headers, host: opts.host }, body)
+    : await fetch(url, { method, headers, body });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: json, text };
+}
+
+/** fetch() will not send a Host header of our choosing; node:http will. */
+async function rawRequest(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+): Promise<Response> {
+  const { request } = await import("node:http");
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") h.set(k, v);
+        resolve(new Response(Buffer.concat(chunks), { status: res.statusCode!, headers: h }));
+      });
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+function refused(res: Res, status: number, code: string, param?: string | null): void {
+  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${res.text}`);
+  assert.equal(res.body?.error?.code, code, res.text);
+  if (param !== undefined) assert.equal(res.body.error.param, param, res.text);
+}
+
+describe("login throttle under concurrency", () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startTestGateway();
+  });
+  after(async () => {
+    await gw?.close();
+  });
+
+  test("40 concurrent wrong logins for one user: at most the limit are evaluated, the rest are throttled", async () => {
+    const acme = await gw.account("acme");
+    const victim = await gw.consoleUser(acme, { password: "the-right-password-1" });
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        consoleCall(gw, "POST", "/login", { body: { email: victim.email, password: `wrong-${i}` } }),
+      ),
+    );
+    const statuses = answers.map((a) => a.status);
+    const evaluated = statuses.filter((s) => s === 401).length;
+    const throttled = statuses.filter((s) => s === 429).length;
+    assert.equal(evaluated + throttled, 40, `only 401 and 429 expected: ${statuses.join(",")}`);
+    assert.ok(
+      evaluated <= LOGIN_LIMITS.perEmail,
+      `${evaluated} wrong passwords were checked; the limit is ${LOGIN_LIMITS.perEmail}`,
+    );
+    for (const a of answers.filter((x) => x.status === 429)) refused(a, 429, "login_rate_limited");
+  });
+});
