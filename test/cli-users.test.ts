@@ -127,6 +127,23 @@ for (const kind of ["sqlite", "postgres"] as const) {
         2,
         /e-mail/,
       );
+      // a control character makes a look-alike of a taken address: refused, and not echoed raw
+      const bell = await run(
+        [
+          "users",
+          "create",
+          "--account",
+          "acme",
+          "--email",
+          "owner\u0007@acme.test",
+          "--password",
+          "another-pass",
+        ],
+        env,
+      );
+      assert.equal(bell.code, 2, `${bell.stdout}\n${bell.stderr}`);
+      assert.match(bell.stderr, /e-mail/);
+      assert.ok(!bell.stderr.includes("\u0007"), "the control character is escaped in the message");
       await fails(
         [
           "users",

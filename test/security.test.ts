@@ -95,3 +95,55 @@ describe("login throttle under concurrency", () => {
     for (const a of answers.filter((x) => x.status === 429)) refused(a, 429, "login_rate_limited");
   });
 });
+
+describe("console e-mail addresses", () => {
+  let gw: TestGateway;
+  let admin: { cookie: string };
+  let acme: string;
+  before(async () => {
+    gw = await startTestGateway();
+    acme = await gw.account("acme");
+    admin = await gw.consoleUser(await gw.account("ops"), { role: "admin" });
+  });
+  after(async () => {
+    await gw?.close();
+  });
+
+  const create = (email: string) =>
+    consoleCall(gw, "POST", "/admin/users", {
+      cookie: admin.cookie,
+      body: { email, account_id: acme, role: "member", password: "a-good-password-1" },
+    });
+
+  test("control and invisible characters are refused, naming the field", async () => {
+    assert.equal((await create("dup@acme.test")).status, 201);
+    for (const email of [
+      "dup@acme.test\u0000",
+      "d\u0000up@acme.test",
+      "dup\u200b@acme.test",
+      "\u0007dup@acme.test",
+    ])
+      refused(await create(email), 400, "invalid_request", "email");
+  });
+
+  test("a look-alike in another Unicode form is the same user, not a second one", async () => {
+    // full-width letters fold to ASCII (NFKC) before the uniqueness check
+    refused(await create("ＤＵＰ@acme.test"), 409, "conflict");
+    const users = await consoleCall(gw, "GET", `/admin/users?account=${acme}`, { cookie: admin.cookie });
+    assert.deepEqual(
+      users.body.data.map((u: { email: string }) => u.email),
+      ["dup@acme.test"],
+    );
+  });
+
+  test("logging in with a control character appended does not reach the user", async () => {
+    const res = await consoleCall(gw, "POST", "/login", {
+      body: { email: "dup@acme.test\u0000", password: "a-good-password-1" },
+    });
+    refused(res, 401, "invalid_credentials");
+    const folded = await consoleCall(gw, "POST", "/login", {
+      body: { email: "ｄｕｐ@acme.test", password: "a-good-password-1" },
+    });
+    assert.equal(folded.status, 200, folded.text);
+  });
+});

@@ -3,7 +3,7 @@
 // and takes as long.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { findUserByEmail } from "../../../accounts/users.ts";
+import { canonicalEmail, findUserByEmail } from "../../../accounts/users.ts";
 import { LoginLimiter } from "../../../auth/login-limiter.ts";
 import { PASSWORD_MAX_LENGTH, verifyPassword } from "../../../auth/password.ts";
 import {
@@ -30,7 +30,7 @@ export async function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
 
   app.post("/login", async (request, reply) => {
     const body = parseInput(loginBody, request.body, "body");
-    const email = body.email.trim().toLowerCase();
+    const email = canonicalEmail(body.email);
     const address = request.ip;
     // counted before the password is checked, so concurrent attempts cannot outrun the limit
     const attempt = limiter.attempt(email, address);
