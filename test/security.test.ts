@@ -147,3 +147,46 @@ describe("console e-mail addresses", () => {
     assert.equal(folded.status, 200, folded.text);
   });
 });
+
+describe("tickets cite only their own account's requests", () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startTestGateway();
+  });
+  after(async () => {
+    await gw?.close();
+  });
+
+  /** One demo call with the account's key; its request id. */
+  async function callOf(accountId: string): Promise<string> {
+    const { secret } = await gw.key(accountId);
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "demo", messages: [{ role: "user", content: "hello" }] }),
+    });
+    await res.arrayBuffer();
+    assert.equal(res.status, 200);
+    await gw.gateway.deps.records.flush();
+    return res.headers.get("x-request-id")!;
+  }
+
+  test("another account's request id is refused naming the field; the account's own is kept", async () => {
+    const victim = await gw.account("victim");
+    const reporter = await gw.account("reporter");
+    const theirs = await callOf(victim);
+    const ours = await callOf(reporter);
+    const owner = await gw.consoleUser(reporter, { role: "owner" });
+    const ticket = (request_id: string) =>
+      consoleCall(gw, "POST", "/tickets", {
+        cookie: owner.cookie,
+        body: { kind: "problem", subject: "it broke", description: "see the request", request_id },
+      });
+    refused(await ticket(theirs), 400, "invalid_request", "request_id");
+    const ok = await ticket(ours);
+    assert.equal(ok.status, 201, ok.text);
+    assert.equal(ok.body.ticket.request_id, ours);
+    // an id the store has no record of (pruned, or refused before it had an account) is kept as given
+    assert.equal((await ticket("req_unknown0000000")).status, 201);
+  });
+});
