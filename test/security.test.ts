@@ -190,3 +190,34 @@ describe("tickets cite only their own account's requests", () => {
     assert.equal((await ticket("req_unknown0000000")).status, 201);
   });
 });
+
+describe("console Host check (DNS rebinding)", () => {
+  let gw: TestGateway;
+  let port: string;
+  before(async () => {
+    gw = await startTestGateway({
+      config: { server: { host: "127.0.0.1", port: 0, allowed_hosts: ["gateway.example"] } },
+    });
+    port = new URL(gw.origin).port;
+  });
+  after(async () => {
+    await gw?.close();
+  });
+
+  const login = (host: string) =>
+    consoleCall(gw, "POST", "/login", {
+      host,
+      origin: `http://${host}`,
+      body: { email: "nobody@example.test", password: "not-the-password" },
+    });
+
+  test("a page on another name that resolves to the gateway is refused, though its Origin matches its Host", async () => {
+    refused(await login(`evil.example:${port}`), 403, "host_not_allowed");
+    refused(await login("evil.example"), 403, "host_not_allowed");
+  });
+
+  test("loopback names, IP addresses and server.allowed_hosts pass on to the login itself", async () => {
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `gateway.example:${port}`])
+      refused(await login(host), 401, "invalid_credentials");
+  });
+});

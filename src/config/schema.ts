@@ -19,6 +19,15 @@ export const modelSchema = z
   })
   .strict();
 
+/** A DNS name as a Host header carries it, without the port; compared lower-cased. */
+const hostName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/,
+    "must be a host name",
+  )
+  .transform((h) => h.toLowerCase());
+
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
 /** A regular expression source, checked to compile (matched case-insensitively, Unicode). */
@@ -146,6 +155,8 @@ export const configSchema = z
         body_limit_bytes: positiveInt.default(1_048_576),
         /** how long SIGTERM waits for in-flight requests before closing them */
         shutdown_grace_ms: positiveInt.default(30_000),
+        /** host names the console answers to besides loopback names and IP addresses (DNS rebinding) */
+        allowed_hosts: z.array(hostName).default([]),
       })
       .strict()
       .prefault({}),

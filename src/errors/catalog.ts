@@ -141,6 +141,13 @@ export const catalog = {
     "The request's Origin is not this gateway's.",
     "a console POST, PATCH or DELETE whose `Origin` header is missing or is not the gateway's own origin",
   ),
+  host_not_allowed: entry(
+    403,
+    "permission_error",
+    "host_not_allowed",
+    "The Host header names a host this gateway's console does not answer to.",
+    "a console call whose `Host` is not a loopback name, an IP address, the listen address or in `server.allowed_hosts`",
+  ),
   login_rate_limited: entry(
     429,
     "requests",
