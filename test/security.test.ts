@@ -4,7 +4,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { LOGIN_LIMITS } from "../src/auth/login-limiter.ts";
-import { startTestGateway, type TestGateway } from "./support/gateway.ts";
+import { configSchema } from "../src/config/schema.ts";
+import { startGateway } from "../src/server.ts";
+import { startTestGateway, type TestGateway, testConfig } from "./support/gateway.ts";
 
 interface Res {
   status: number;
@@ -219,5 +221,55 @@ describe("console Host check (DNS rebinding)", () => {
   test("loopback names, IP addresses and server.allowed_hosts pass on to the login itself", async () => {
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `gateway.example:${port}`])
       refused(await login(host), 401, "invalid_credentials");
+  });
+});
+
+describe("/metrics token", () => {
+  const TOKEN = "metrics-token-0123456789abcdef";
+  const scrape = (gw: TestGateway, authorization?: string) =>
+    fetch(`${gw.origin}/metrics`, { headers: authorization ? { authorization } : {} });
+
+  test("without metrics.token_env it is open, as before", async () => {
+    const gw = await startTestGateway();
+    try {
+      const res = await scrape(gw);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /gateway_http_requests_total/);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  test("with metrics.token_env: 401 without the token or with another, 200 with it", async () => {
+    const gw = await startTestGateway({
+      config: { metrics: { token_env: "GATEWAY_METRICS_TOKEN" } },
+      env: { GATEWAY_METRICS_TOKEN: TOKEN },
+    });
+    try {
+      for (const authorization of [undefined, "Bearer wrong-token", `Basic ${TOKEN}`, TOKEN]) {
+        const res = await scrape(gw, authorization);
+        const text = await res.text();
+        assert.equal(res.status, 401, `${authorization}: ${text}`);
+        assert.equal(JSON.parse(text).error.code, "metrics_unauthenticated");
+        assert.equal(res.headers.get("www-authenticate"), "Bearer");
+      }
+      const res = await scrape(gw, `Bearer ${TOKEN}`);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /gateway_http_requests_total/);
+      assert.ok(!gw.logs.join("").includes(TOKEN), "the token is never logged");
+    } finally {
+      await gw.close();
+    }
+  });
+
+  test("a token_env that is not set stops the start instead of leaving /metrics open", async () => {
+    const config = configSchema.parse({
+      ...testConfig(undefined, { metrics: { token_env: "GATEWAY_METRICS_TOKEN" } }),
+      store: { data_dir: "/nonexistent/never-opened" },
+    });
+    await assert.rejects(startGateway(config, { env: {}, bootstrap: false }), {
+      name: "ConfigError",
+      message: /GATEWAY_METRICS_TOKEN/,
+    });
   });
 });

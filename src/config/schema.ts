@@ -180,6 +180,13 @@ export const configSchema = z
     plans: z.array(planSchema).min(1),
     safety: safetySchema,
     retention: retentionSchema,
+    metrics: z
+      .object({
+        /** the environment variable holding the bearer token GET /metrics then requires */
+        token_env: envName.optional(),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict()
   .superRefine((cfg, ctx) => {

@@ -148,6 +148,13 @@ export const catalog = {
     "The Host header names a host this gateway's console does not answer to.",
     "a console call whose `Host` is not a loopback name, an IP address, the listen address or in `server.allowed_hosts`",
   ),
+  metrics_unauthenticated: entry(
+    401,
+    "authentication_error",
+    "metrics_unauthenticated",
+    "Send the metrics token as the header 'Authorization: Bearer <token>'.",
+    "`GET /metrics` without the token `metrics.token_env` names, when it names one",
+  ),
   login_rate_limited: entry(
     429,
     "requests",
