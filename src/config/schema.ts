@@ -155,6 +155,16 @@ export const configSchema = z
         body_limit_bytes: positiveInt.default(1_048_576),
         /** how long SIGTERM waits for in-flight requests before closing them */
         shutdown_grace_ms: positiveInt.default(30_000),
+        /** receiving a request's line and headers; past it the connection is closed (408) */
+        headers_timeout_ms: positiveInt.default(20_000),
+        /** receiving a whole request, headers and body, from its first byte; never the response */
+        request_timeout_ms: positiveInt.default(60_000),
+        /** how long a keep-alive connection may sit idle between requests */
+        keep_alive_timeout_ms: positiveInt.default(65_000),
+        /** open connections in all; more are closed as they arrive */
+        max_connections: positiveInt.default(10_000),
+        /** open connections from one client address; more from it are closed as they arrive */
+        max_connections_per_address: positiveInt.default(1_000),
         /** host names the console answers to besides loopback names and IP addresses (DNS rebinding) */
         allowed_hosts: z.array(hostName).default([]),
       })
@@ -231,6 +241,13 @@ export const configSchema = z
         code: "custom",
         path: ["safety", "reviewers"],
         message: "content safety is enabled, so at least one reviewer is needed",
+      });
+    // Node refuses a headers timeout longer than the whole request's
+    if (cfg.server.headers_timeout_ms > cfg.server.request_timeout_ms)
+      ctx.addIssue({
+        code: "custom",
+        path: ["server", "headers_timeout_ms"],
+        message: "must not be longer than server.request_timeout_ms",
       });
     if (!cfg.plans.some((p) => p.id === cfg.default_plan))
       ctx.addIssue({

@@ -106,6 +106,13 @@ export const catalog = {
     "The request body is larger than the gateway accepts.",
     "the body exceeds `server.body_limit_bytes` (refused before it is read)",
   ),
+  request_timeout: entry(
+    408,
+    "invalid_request_error",
+    "request_timeout",
+    "The request did not arrive in time.",
+    "the request's headers (`server.headers_timeout_ms`) or its whole body (`server.request_timeout_ms`) did not arrive in time; the connection is closed",
+  ),
   model_not_found: entry(
     404,
     "invalid_request_error",
