@@ -11,6 +11,7 @@ import { newId } from "./auth/key-format.ts";
 import { GatewayError } from "./errors/index.ts";
 import { limitConnections } from "./http/connection-limits.ts";
 import { consoleStatic } from "./http/console-static.ts";
+import { registerCors } from "./http/cors.ts";
 import type { GatewayDeps } from "./http/deps.ts";
 import { clientErrorHandler, registerErrorHandling } from "./http/error-handler.ts";
 import { registerJsonBody } from "./http/json-body.ts";
@@ -66,6 +67,8 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
   limitConnections(app.server, server);
   app.decorateRequest("auth", null);
   app.decorateRequest("call", null);
+  // first, so every answer (a refusal while shutting down too) carries the CORS headers
+  registerCors(app, server.cors_origins);
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);

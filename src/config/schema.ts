@@ -28,6 +28,11 @@ const hostName = z
   )
   .transform((h) => h.toLowerCase());
 
+/** An origin as browsers send it: scheme, host and port only, e.g. https://app.example.com. */
+const webOrigin = z
+  .url({ protocol: /^https?$/ })
+  .refine((u) => new URL(u).origin === u, { message: "must be an origin: scheme://host[:port], no path" });
+
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
 /** A regular expression source, checked to compile (matched case-insensitively, Unicode). */
@@ -165,6 +170,8 @@ export const configSchema = z
         max_connections: positiveInt.default(10_000),
         /** open connections from one client address; more from it are closed as they arrive */
         max_connections_per_address: positiveInt.default(1_000),
+        /** origins of browser applications allowed to call /v1 (CORS); none by default */
+        cors_origins: z.array(webOrigin).default([]),
         /** host names the console answers to besides loopback names and IP addresses (DNS rebinding) */
         allowed_hosts: z.array(hostName).default([]),
       })
