@@ -13,7 +13,7 @@ import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 const MIGRATIONS = ["001-initial", "002-rate-limits", "003-safety", "004-console", "005-console-indexes"];
 
 import { type CliResult, runCli } from "./support/cli.ts";
-import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
+import { createTestDatabase, needsPostgres, storeSuite, type TestDatabase } from "./support/postgres.ts";
 
 let workDir: string;
 
@@ -412,7 +412,7 @@ describe("CLI on SQLite", () => {
   });
 });
 
-describe("CLI on PostgreSQL (DATABASE_URL)", () => {
+describe("CLI on PostgreSQL (DATABASE_URL)", await needsPostgres(), () => {
   let database: TestDatabase;
   let env: Record<string, string>;
 
@@ -561,7 +561,7 @@ describe("usage errors exit 2 with a message", () => {
 });
 
 for (const kind of ["sqlite", "postgres"] as const) {
-  describe(`CLI changes reach a running gateway (${kind})`, () => {
+  describe(`CLI changes reach a running gateway (${kind})`, await storeSuite(kind), () => {
     let gw: TestGateway;
     let env: Record<string, string>;
     let secret: string;
