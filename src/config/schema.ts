@@ -29,9 +29,9 @@ const hostName = z
   .transform((h) => h.toLowerCase());
 
 /** An origin as browsers send it: scheme, host and port only, e.g. https://app.example.com. */
-const webOrigin = z
-  .url({ protocol: /^https?$/ })
-  .refine((u) => new URL(u).origin === u, { message: "must be an origin: scheme://host[:port], no path" });
+const webOrigin = z.url({ protocol: /^https?$/ }).refine((u) => URL.canParse(u) && new URL(u).origin === u, {
+  message: "must be an origin: scheme://host[:port], no path",
+});
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
