@@ -31,13 +31,8 @@ async function consoleCall(
     ? await rawRequest(url, method, { ...headers, host: opts.host }, body)
     : await fetch(url, { method, headers, body });
   const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, body: json, text };
+  // every console answer is JSON, an error envelope too; 204s are empty
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
 }
 
 /** fetch() will not send a Host header of our choosing; node:http will. */

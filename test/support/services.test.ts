@@ -2,9 +2,9 @@
 // not run; under CI=true they fail instead. Checked by running real suites in a child
 // `node --test` pointed at ports where nothing listens.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { runNode } from "./cli.ts";
 import { suiteNeeding } from "./services.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -12,7 +12,7 @@ const NOWHERE_PG = "postgres://postgres@127.0.0.1:1/postgres";
 const NOWHERE_REDIS = "redis://127.0.0.1:1";
 
 /** `node --test <file>` from the repository root with these variables; its exit code and output. */
-function runSuite(
+async function runSuite(
   file: string,
   env: Record<string, string>,
 ): Promise<{ code: number | null; output: string }> {
@@ -20,21 +20,8 @@ function runSuite(
   // a child of the test runner would otherwise report to it instead of printing
   delete childEnv.NODE_TEST_CONTEXT;
   if (env.CI === undefined) delete childEnv.CI;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--test", "--test-reporter=spec", file], {
-      cwd: ROOT,
-      env: childEnv,
-    });
-    let output = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      output += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      output += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, output }));
-  });
+  const r = await runNode(["--test", "--test-reporter=spec", file], childEnv, { cwd: ROOT });
+  return { code: r.code, output: r.stdout + r.stderr };
 }
 
 const lines = (output: string, pattern: RegExp) => output.split("\n").filter((l) => pattern.test(l));
