@@ -8,7 +8,7 @@ import { after, describe, test } from "node:test";
 import { sql } from "kysely";
 import { findUserByEmail } from "../src/accounts/users.ts";
 import { verifyPassword } from "../src/auth/password.ts";
-import { createTestDatabase, type TestDatabase } from "../test/support/postgres.ts";
+import { createTestDatabase, needsPostgres, type TestDatabase } from "../test/support/postgres.ts";
 import { checkSeed, openTarget, type SeedSummary, type StoreTarget, seedStore } from "./console-seed.ts";
 
 const RECORDS = 4_000;
@@ -81,7 +81,7 @@ describe("console benchmark seed, SQLite", () => {
   });
 });
 
-describe("console benchmark seed, PostgreSQL", () => {
+describe("console benchmark seed, PostgreSQL", await needsPostgres(), () => {
   let database: TestDatabase | undefined;
   after(() => database?.drop());
 

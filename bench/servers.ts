@@ -1,6 +1,6 @@
 // Starts the three servers of a benchmark, each in its own process on a loopback port: the
 // mock upstream, the bare pass-through and the gateway (with a fresh store and config).
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
@@ -161,14 +161,17 @@ export async function startGatewayTarget(
     [...profileFlags(profileDir, "gateway"), GATEWAY_SCRIPT, "serve", "--json"],
     gatewayEnv(config, dataDir, logLevel),
   );
-  const firstKey = server.info.first_key as { secret?: string } | null;
-  if (!firstKey?.secret) throw new Error("the gateway created no first key: is its store really empty?");
+  // stdout is a pipe here, so the key is in the file the answer names, not in the answer
+  const file = server.info.secrets_file;
+  const secret =
+    typeof file === "string" ? readFileSync(file, "utf8").match(/sk-[A-Za-z0-9_-]+/)?.[0] : undefined;
+  if (!secret) throw new Error("the gateway created no first key: is its store really empty?");
   return {
     name: "gateway",
     url: chatUrl(server),
     pid: server.pid,
     model: GATEWAY_MODEL,
-    authorization: `Bearer ${firstKey.secret}`,
+    authorization: `Bearer ${secret}`,
     server,
   };
 }

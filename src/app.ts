@@ -9,7 +9,9 @@ import Fastify, {
 import type { AuthContext } from "./auth/key-cache.ts";
 import { newId } from "./auth/key-format.ts";
 import { GatewayError } from "./errors/index.ts";
+import { limitConnections } from "./http/connection-limits.ts";
 import { consoleStatic } from "./http/console-static.ts";
+import { registerCors } from "./http/cors.ts";
 import type { GatewayDeps } from "./http/deps.ts";
 import { clientErrorHandler, registerErrorHandling } from "./http/error-handler.ts";
 import { registerJsonBody } from "./http/json-body.ts";
@@ -28,6 +30,7 @@ declare module "fastify" {
 }
 
 export function buildApp(deps: GatewayDeps): FastifyInstance {
+  const server = deps.config.server;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     // one line per request, written by the close listener below, instead of Fastify's two
@@ -36,9 +39,15 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
     bodyLimit: deps.config.server.body_limit_bytes,
     return503OnClosing: false,
     forceCloseConnections: "idle",
-    keepAliveTimeout: 65_000,
+    keepAliveTimeout: server.keep_alive_timeout_ms,
+    // Receiving a request (headers and body) is bounded; the response is not (streams last
+    // minutes). Fastify's default of 0 would also switch off Node's headers timeout.
+    requestTimeout: server.request_timeout_ms,
     clientErrorHandler,
     http: {
+      headersTimeout: server.headers_timeout_ms,
+      // how often Node looks for requests past those timeouts (its default is 30 s)
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(server.headers_timeout_ms / 4)),
       // Two Authorization headers arrive joined ("Bearer a, Bearer b") and match no key,
       // instead of Node silently keeping the first one.
       joinDuplicateHeaders: true,
@@ -55,8 +64,11 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
         .send(error.toBody());
     },
   });
+  limitConnections(app.server, server);
   app.decorateRequest("auth", null);
   app.decorateRequest("call", null);
+  // first, so every answer (a refusal while shutting down too) carries the CORS headers
+  registerCors(app, server.cors_origins);
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);

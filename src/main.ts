@@ -5,6 +5,7 @@
 import { LookupError } from "./accounts/repository.ts";
 import { accountsCommand } from "./cli/accounts.ts";
 import { type CliContext, UsageError } from "./cli/context.ts";
+import { firstStartText, writeSecretsFile } from "./cli/first-start.ts";
 import { keysCommand } from "./cli/keys.ts";
 import { usersCommand } from "./cli/users.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
@@ -38,43 +39,28 @@ async function serve(ctx: CliContext): Promise<void> {
   const { startGateway } = await import("./server.ts");
   const gateway = await startGateway(ctx.config);
   const base = `${gateway.url}/v1`;
+  const model = ctx.config.plans.find((p) => p.id === ctx.config.default_plan)?.models[0] ?? "demo";
+  const secrets = gateway.firstKey && firstStartText(gateway, gateway.firstKey, model);
+  const toTerminal = process.stdout.isTTY === true;
+  const file = secrets && !toTerminal ? writeSecretsFile(ctx.config.store.data_dir, secrets) : null;
   if (ctx.json) {
+    const { firstKey, firstAdmin } = gateway;
     ctx.out(
       JSON.stringify({
         url: base,
         console_url: `${gateway.url}/console`,
-        first_key: gateway.firstKey ?? null,
-        first_admin: gateway.firstAdmin ?? null,
+        // without a terminal the secrets are only in secrets_file
+        first_key: firstKey ? (toTerminal ? firstKey : { account: firstKey.account }) : null,
+        first_admin: firstAdmin ? (toTerminal ? firstAdmin : { email: firstAdmin.email }) : null,
+        secrets_file: file,
       }),
     );
-  } else if (gateway.firstKey) {
-    const model = ctx.config.plans.find((p) => p.id === ctx.config.default_plan)?.models[0] ?? "demo";
-    ctx.out(
-      [
-        "",
-        `First start: created account "${gateway.firstKey.account}" with this API key (shown once, store it now):`,
-        "",
-        `  ${gateway.firstKey.secret}`,
-        "",
-        "Try it:",
-        "",
-        `  curl ${base}/chat/completions \\`,
-        `    -H "Authorization: Bearer ${gateway.firstKey.secret}" \\`,
-        `    -H "Content-Type: application/json" \\`,
-        `    -d '{"model":"${model}","messages":[{"role":"user","content":"Hello!"}]}'`,
-        "",
-        ...(gateway.firstAdmin
-          ? [
-              `The web console is at ${gateway.url}/console. Log in as (shown once, store it now):`,
-              "",
-              `  e-mail:   ${gateway.firstAdmin.email}`,
-              `  password: ${gateway.firstAdmin.password}`,
-              "",
-            ]
-          : []),
-      ].join("\n"),
+  } else if (secrets && toTerminal) ctx.out(secrets);
+  if (file)
+    gateway.deps.logger.warn(
+      { file },
+      "first start: the API key and the console admin's password are in this file, readable only by its owner; store them elsewhere and delete it",
     );
-  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -9,6 +9,7 @@ import { countAccounts, createAccount, createKey } from "./accounts/repository.t
 import { createUser } from "./accounts/users.ts";
 import { buildApp } from "./app.ts";
 import { KeyCache } from "./auth/key-cache.ts";
+import { ConfigError } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
 import type { GatewayDeps } from "./http/deps.ts";
 import { LiveUsagePublisher } from "./ledger/live-usage.ts";
@@ -73,9 +74,19 @@ function trackConnections(server: Server) {
   };
 }
 
+/** A metrics.token_env that names no value would leave /metrics open: refuse to start. */
+function readMetricsToken(config: Config, env: Record<string, string | undefined>): string | undefined {
+  const name = config.metrics.token_env;
+  if (name === undefined) return undefined;
+  const token = env[name]?.trim();
+  if (!token) throw new ConfigError(`metrics.token_env: the environment variable ${name} is not set`);
+  return token;
+}
+
 export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
   const env = options.env ?? process.env;
   const logger = options.logger ?? createLogger(config.log_level);
+  const metricsToken = readMetricsToken(config, env);
   const store = openStore(config.store, (err) =>
     logger.warn({ err }, "the database closed an idle connection; the pool replaces it"),
   );
@@ -142,6 +153,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     finisher,
     metrics,
     logger,
+    metricsToken,
     isClosing: () => closing,
   };
   const watcher = new RevisionWatcher(store.db, {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { type CliResult, runCli } from "./support/cli.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
+import { storeSuite } from "./support/postgres.ts";
 
 const CONFIG_YAML = `providers:
   - id: demo
@@ -36,7 +37,7 @@ function run(args: string[], env: Record<string, string>, stdin = ""): Promise<C
 }
 
 for (const kind of ["sqlite", "postgres"] as const) {
-  describe(`users CLI (${kind})`, () => {
+  describe(`users CLI (${kind})`, await storeSuite(kind), () => {
     let gw: TestGateway;
     let env: Record<string, string>;
     let acme: string;
@@ -127,6 +128,23 @@ for (const kind of ["sqlite", "postgres"] as const) {
         2,
         /e-mail/,
       );
+      // a control character makes a look-alike of a taken address: refused, and not echoed raw
+      const bell = await run(
+        [
+          "users",
+          "create",
+          "--account",
+          "acme",
+          "--email",
+          "owner\u0007@acme.test",
+          "--password",
+          "another-pass",
+        ],
+        env,
+      );
+      assert.equal(bell.code, 2, `${bell.stdout}\n${bell.stderr}`);
+      assert.match(bell.stderr, /e-mail/);
+      assert.ok(!bell.stderr.includes("\u0007"), "the control character is escaped in the message");
       await fails(
         [
           "users",

@@ -20,7 +20,7 @@ const MIGRATIONS = [
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";
-import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
+import { createTestDatabase, needsPostgres, storeSuite, type TestDatabase } from "./support/postgres.ts";
 
 let workDir: string;
 
@@ -419,7 +419,7 @@ describe("CLI on SQLite", () => {
   });
 });
 
-describe("CLI on PostgreSQL (DATABASE_URL)", () => {
+describe("CLI on PostgreSQL (DATABASE_URL)", await needsPostgres(), () => {
   let database: TestDatabase;
   let env: Record<string, string>;
 
@@ -568,7 +568,7 @@ describe("usage errors exit 2 with a message", () => {
 });
 
 for (const kind of ["sqlite", "postgres"] as const) {
-  describe(`CLI changes reach a running gateway (${kind})`, () => {
+  describe(`CLI changes reach a running gateway (${kind})`, await storeSuite(kind), () => {
     let gw: TestGateway;
     let env: Record<string, string>;
     let secret: string;

@@ -18,6 +18,7 @@ import {
   type TestGateway,
 } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { storeSuite } from "./support/postgres.ts";
 
 const STORES: StoreKind[] = (process.env.TEST_STORES ?? "sqlite,postgres")
   .split(",")
@@ -107,7 +108,7 @@ function fabricated(
 }
 
 for (const store of STORES) {
-  describe(`console API (${store} store)`, () => {
+  describe(`console API (${store} store)`, await storeSuite(store), () => {
     let upstream: MockUpstream;
     let gw: TestGateway;
     let acme: string;

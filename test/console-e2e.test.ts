@@ -1,4 +1,5 @@
-// The web console end to end in a real browser: Debian's Chromium driven by playwright-core,
+// The web console end to end in a real browser: Chromium (support/chromium.ts: the system's
+// or the one the @sparticuz/chromium dev dependency ships) driven by playwright-core,
 // against a real gateway (SQLite store, the built console in dist/console) in front of the
 // mock upstream. An owner logs in, creates a key, uses it through /v1 with the openai SDK,
 // finds the calls in Today, exports them as CSV, reports a problem from a record; an admin
@@ -21,10 +22,10 @@ import {
 } from "playwright-core";
 import { createUser } from "../src/accounts/users.ts";
 import { CONSOLE_CSP, CONSOLE_DIST } from "../src/http/console-static.ts";
+import { findChromium } from "./support/chromium.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 /**
  * Without the background-networking switches Chromium keeps trying to reach Google's
  * services, which on a machine without outside network stalls it. playwright-core gives every
@@ -187,13 +188,8 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
   const pageErrors: string[] = [];
 
   before(async () => {
-    // Never skip: a machine without the browser must fail this suite and say how to fix it.
-    if (!existsSync(CHROMIUM))
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}, so the console's browser tests cannot run. ` +
-          "Install Debian's Chromium: `sudo apt-get update && sudo apt-get install -y --no-install-recommends chromium` " +
-          "(.ci/run does this), or point CHROMIUM_PATH at a Chromium binary.",
-      );
+    // Never skip: without a browser this suite fails, saying why.
+    const chromiumBinary = await findChromium();
     if (!existsSync(join(CONSOLE_DIST, "index.html")))
       throw new Error("The console is not built: run `npm run build:console` first (`npm test` does).");
     mkdirSync(SHOTS, { recursive: true });
@@ -205,7 +201,12 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     await createUser(db, { account_id: accountId, role: "owner", ...OWNER });
     await createUser(db, { account_id: accountId, role: "member", ...MEMBER });
     await createUser(db, { account_id: operators, role: "admin", ...ADMIN });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+    browser = await chromium.launch({
+      executablePath: chromiumBinary.executablePath,
+      env: chromiumBinary.env,
+      headless: true,
+      args: CHROMIUM_FLAGS,
+    });
     ownerContext = await browser.newContext({ viewport: WIDE, locale: "en-US", acceptDownloads: true });
     adminContext = await browser.newContext({ viewport: WIDE, locale: "en-US" });
     // a step that cannot find what it waits for fails in seconds, not after half a minute

@@ -20,6 +20,7 @@ import {
 } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { loadContract } from "./support/openapi-validate.ts";
+import { storeSuite } from "./support/postgres.ts";
 import { parseStream, until } from "./support/stream-assertions.ts";
 
 const STORES: StoreKind[] = (process.env.TEST_STORES ?? "sqlite,postgres")
@@ -66,7 +67,7 @@ function safetyConfig(upstream: MockUpstream, reviewInput: boolean) {
 }
 
 for (const store of STORES) {
-  describe(`content safety with the rules reviewer (${store} store)`, () => {
+  describe(`content safety with the rules reviewer (${store} store)`, await storeSuite(store), () => {
     let upstream: MockUpstream;
     let gw: TestGateway;
     let accountId: string;
@@ -372,7 +373,7 @@ for (const store of STORES) {
     });
   });
 
-  describe(`content safety reviewing input (${store} store)`, () => {
+  describe(`content safety reviewing input (${store} store)`, await storeSuite(store), () => {
     let upstream: MockUpstream;
     let gw: TestGateway;
     let accountId: string;

@@ -18,6 +18,7 @@ import { updateAccount, updateKey } from "../src/accounts/repository.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import { type StoreKind, startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { storeSuite } from "./support/postgres.ts";
 
 const UPSTREAM_KEY = "sk-upstream-secret-123";
 /** what the mock puts in its HTTP 500 message, besides the upstream key */
@@ -72,7 +73,7 @@ async function eventually<T>(
 }
 
 for (const store of STORES) {
-  describe(`openai SDK against the gateway (${store} store)`, () => {
+  describe(`openai SDK against the gateway (${store} store)`, await storeSuite(store), () => {
     let upstream: MockUpstream;
     let gw: TestGateway;
     let accountId: string;

@@ -21,6 +21,7 @@ import {
   testConfig,
 } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { storeSuite } from "./support/postgres.ts";
 import { mockPromptTokens, parseStream, until } from "./support/stream-assertions.ts";
 
 /** same upstream as TEST_MODEL, with short first-byte and idle timeouts */
@@ -256,7 +257,7 @@ async function abortMidStream(
 // ---------------------------------------------------------------------------------------------
 
 for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind[]) {
-  describe(`exactly once (${store})`, () => {
+  describe(`exactly once (${store})`, await storeSuite(store), () => {
     let upstream: MockUpstream;
     let gw: TestGateway;
     let n = 0;
@@ -658,7 +659,7 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
     });
   });
 
-  describe(`exactly once at shutdown (${store})`, () => {
+  describe(`exactly once at shutdown (${store})`, await storeSuite(store), () => {
     it("a slow stream and a slow answer in flight when close() begins complete, are recorded and settled", async () => {
       const upstream = await startMockUpstream({ chunkDelayMs: 30 });
       const gw = await startTestGateway({ upstream, store });

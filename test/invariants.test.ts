@@ -19,6 +19,7 @@ import {
   summarize,
 } from "./support/mixed-load.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { storeSuite } from "./support/postgres.ts";
 
 const REQUESTS = 200;
 const SEED = seedFrom(process.env.INVARIANT_SEED);
@@ -37,7 +38,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 }
 
 for (const store of ["sqlite", "postgres"] as const) {
-  describe(`accounting invariants under a mixed load (${store})`, () => {
+  describe(`accounting invariants under a mixed load (${store})`, await storeSuite(store), () => {
     let upstream: MockUpstream;
     let gw: TestGateway;
     let result: MixedLoadResult;

@@ -2,7 +2,7 @@
 // key, /healthz, /readyz, /metrics, and a graceful SIGTERM.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -45,6 +45,32 @@ async function serve(env: Record<string, string>, args: string[] = []): Promise<
   return running;
 }
 
+/** The first stdout line matching `pattern`, once it has been written. */
+function stdoutLine(running: Running, pattern: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const look = () => {
+      const line = running.stdout.split("\n").find((l) => pattern.test(l));
+      if (line === undefined) return false;
+      running.child.stdout!.off("data", look);
+      clearTimeout(timer);
+      resolve(line);
+      return true;
+    };
+    const timer = setTimeout(
+      () => reject(new Error(`no line matching ${pattern}:\n${running.stdout}`)),
+      15_000,
+    );
+    if (!look()) running.child.stdout!.on("data", look);
+  });
+}
+
+/** The first start's key, from the file the logged line names (stdout is not a terminal here). */
+async function firstKey(running: Running): Promise<string> {
+  const logged = await stdoutLine(running, /^\{.*"msg":"first start/);
+  const file = JSON.parse(logged).file as string;
+  return readFileSync(file, "utf8").match(/sk-[A-Za-z0-9]{43}/)![0];
+}
+
 describe("first start on an empty store", () => {
   let dir: string;
   let gw: Running;
@@ -58,11 +84,21 @@ describe("first start on an empty store", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("prints one API key and a curl command that works against the demo model", async () => {
-    const keys = gw.stdout.match(/sk-[A-Za-z0-9]{43}/g) ?? [];
-    assert.ok(keys.length >= 1, "the key is printed");
+  it("stdout is not a terminal: the key and the admin password go to a file only its owner reads, named in the log", async () => {
+    const logged = await stdoutLine(gw, /^\{.*"msg":"first start/);
+    const file = JSON.parse(logged).file as string;
+    assert.equal(typeof file, "string", logged);
+    assert.equal(statSync(file).mode & 0o777, 0o600, "readable and writable by the owner only");
+    const text = readFileSync(file, "utf8");
+    const keys = text.match(/sk-[A-Za-z0-9]{43}/g) ?? [];
+    assert.ok(keys.length >= 1, "the key is in the file");
     assert.equal(new Set(keys).size, 1, "one key");
-    assert.match(gw.stdout, /curl http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/);
+    assert.match(text, /curl http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/);
+    const password = text.match(/password: +(\S+)/)?.[1];
+    assert.ok(password, "the admin password is in the file");
+    // stdout, the log stream, carries neither secret
+    assert.ok(!gw.stdout.includes(keys[0]!), "stdout does not carry the key");
+    assert.ok(!gw.stdout.includes(password), "stdout does not carry the password");
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${keys[0]}`, "content-type": "application/json" },
@@ -71,10 +107,12 @@ describe("first start on an empty store", () => {
     assert.equal(res.status, 200);
     const body = (await res.json()) as any;
     assert.match(body.choices[0].message.content, /demo model/);
-    // the key appears in the banner only, never in a log line
-    const logLines = gw.stdout.split("\n").filter((l) => l.startsWith("{"));
-    assert.ok(logLines.length > 0);
-    assert.ok(!logLines.some((l) => l.includes(keys[0]!)), "no log line carries the key");
+    const login = await fetch(`${gw.url}/api/console/login`, {
+      method: "POST",
+      headers: { origin: gw.url, "content-type": "application/json" },
+      body: JSON.stringify({ email: "admin@localhost", password }),
+    });
+    assert.equal(login.status, 200);
   });
 
   it("does not print a key again on the next start", async () => {
@@ -134,7 +172,7 @@ describe("SIGTERM", () => {
       ].join("\n"),
     );
     const gw = await serve({ GATEWAY_DATA_DIR: dir, GATEWAY_CONFIG: config });
-    const key = gw.stdout.match(/sk-[A-Za-z0-9]{43}/)![0];
+    const key = await firstKey(gw);
     const call = (stream: boolean) =>
       fetch(`${gw.url}/v1/chat/completions`, {
         method: "POST",
@@ -180,7 +218,7 @@ describe("a crash right after a response", () => {
     const dir = mkdtempSync(join(tmpdir(), "gw-kill-"));
     try {
       const gw = await serve({ GATEWAY_DATA_DIR: dir });
-      const key = gw.stdout.match(/sk-[A-Za-z0-9]{43}/)![0];
+      const key = await firstKey(gw);
       const ids: string[] = [];
       for (const stream of [false, true]) {
         const res = await fetch(`${gw.url}/v1/chat/completions`, {

@@ -7,6 +7,7 @@ import { promptReservation } from "../src/providers/prompt-bound.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { storeSuite } from "./support/postgres.ts";
 
 const MAX_TOKENS = 40;
 const messages = [{ role: "user" as const, content: `count to forty please mock:tokens=${MAX_TOKENS}` }];
@@ -24,7 +25,7 @@ async function fire(gw: TestGateway, secret: string): Promise<number> {
 }
 
 for (const store of ["sqlite", "postgres"] as const) {
-  describe(`quota under concurrency (${store})`, () => {
+  describe(`quota under concurrency (${store})`, await storeSuite(store), () => {
     let upstream: MockUpstream;
     let gw: TestGateway;
     before(async () => {

@@ -14,6 +14,7 @@ import type { ConfigInput } from "../src/config/schema.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { storeSuite } from "./support/postgres.ts";
 import { mockPromptTokens, parseStream, type Stream, until } from "./support/stream-assertions.ts";
 
 /** same upstream as TEST_MODEL, with short first-byte and idle timeouts */
@@ -119,7 +120,7 @@ async function closedPort(): Promise<number> {
 }
 
 for (const store of ["sqlite", "postgres"] as const) {
-  describe(`upstream failures (${store})`, () => {
+  describe(`upstream failures (${store})`, await storeSuite(store), () => {
     let upstream: MockUpstream;
     let slow: MockUpstream;
     let unaccepting: Awaited<ReturnType<typeof startUnacceptingListener>>;

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
+import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
 import {
   countAccounts,
@@ -26,7 +26,7 @@ const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 const plain = <T extends object>(row: T): T => ({ ...row });
 
 for (const kind of ["sqlite", "postgres"] as const) {
-  describe(kind, () => {
+  describe(kind, await storeSuite(kind), () => {
     let store: Store;
     let dir: string | undefined;
     let database: TestDatabase | undefined;

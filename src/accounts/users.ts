@@ -51,12 +51,28 @@ export function newConsoleId(kind: "usr" | "tkt" | "msg"): string {
   return kind + newId("req").slice(3);
 }
 
-/** Lower-cased and trimmed; throws UserInputError when it is not an e-mail address. */
+/**
+ * The form an e-mail is stored and looked up in: Unicode compatibility form (NFKC, so
+ * full-width and other look-alike forms of one address are one address), trimmed,
+ * lower-cased.
+ */
+export function canonicalEmail(email: string): string {
+  return email.normalize("NFKC").trim().toLowerCase();
+}
+
+/**
+ * Control, invisible (format), private-use and lone surrogate characters: a NUL or a
+ * zero-width space would make a second user that looks like an existing one.
+ */
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Co}\p{Cs}]/u;
+
+/** canonicalEmail(); throws UserInputError when it is not an e-mail address. */
 export function normaliseEmail(email: string): string {
-  const e = email.trim().toLowerCase();
+  const e = canonicalEmail(email);
   // One @, something on each side, no spaces; "admin@localhost" is a valid login name.
-  if (e.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(e))
-    throw new UserInputError("email", `"${email.slice(0, 100)}" is not an e-mail address`);
+  if (e.length > 254 || HIDDEN.test(e) || !/^[^\s@]+@[^\s@]+$/.test(e))
+    // JSON-quoted, so a control character shows as an escape, not raw on a terminal
+    throw new UserInputError("email", `${JSON.stringify(email.slice(0, 100))} is not an e-mail address`);
   return e;
 }
 
@@ -112,7 +128,7 @@ export async function findUserByEmail(db: Db, email: string): Promise<UserWithHa
   const row = await db
     .selectFrom("users")
     .select([...userColumns, "password_hash"])
-    .where("email", "=", email.trim().toLowerCase())
+    .where("email", "=", canonicalEmail(email))
     .executeTakeFirst();
   return row && { ...asUser(row), password_hash: row.password_hash };
 }
@@ -159,8 +175,9 @@ export async function updateUser(
 /** Sets the password of the user with this e-mail and ends their sessions. */
 export async function setPassword(db: Db, email: string, password: string): Promise<User> {
   const user = await findUserByEmail(db, email);
-  if (!user) throw new LookupError(`no user with the e-mail "${email.trim().toLowerCase()}"`);
+  const missing = () => new LookupError(`no user with the e-mail ${JSON.stringify(canonicalEmail(email))}`);
+  if (!user) throw missing();
   const updated = await updateUser(db, user.id, { password });
-  if (!updated) throw new LookupError(`no user with the e-mail "${email.trim().toLowerCase()}"`);
+  if (!updated) throw missing();
   return updated;
 }

@@ -1,8 +1,11 @@
 // Limits console login attempts: after 5 failures for one e-mail, or 20 from one client
 // address, within 15 minutes, further attempts are refused (even with the right password)
-// until the oldest failure leaves the window. In memory, per process: several instances each
-// keep their own counts until the Redis implementation shares them, so N instances allow up
-// to N times the attempts.
+// until the oldest failure leaves the window. An attempt counts as a failure from the moment
+// it is admitted, before its password is checked, and the check of the limit and the count
+// are one synchronous step: concurrent attempts cannot all pass the check while the first
+// ones are still hashing. A successful login takes its own count back. In memory, per
+// process: several instances each keep their own counts until the Redis implementation shares
+// them, so N instances allow up to N times the attempts.
 
 export interface LoginLimits {
   perEmail: number;
@@ -24,15 +27,20 @@ export class LoginLimiter {
     this.#limits = limits;
   }
 
-  /** Milliseconds until an attempt is allowed again; 0 when it is allowed now. */
-  retryAfterMs(email: string, address: string, now = Date.now()): number {
-    return Math.max(
+  /**
+   * Admits an attempt and counts it as a failure at once, or refuses it: `retryAfterMs` is 0
+   * when admitted (`at` then names the attempt for succeed()), else how long until one is.
+   */
+  attempt(email: string, address: string, now = Date.now()): { retryAfterMs: number; at: number } {
+    const retryAfterMs = Math.max(
       this.#wait(`e:${email}`, this.#limits.perEmail, now),
       this.#wait(`a:${address}`, this.#limits.perAddress, now),
     );
+    if (retryAfterMs === 0) this.#count(email, address, now);
+    return { retryAfterMs, at: now };
   }
 
-  fail(email: string, address: string, now = Date.now()): void {
+  #count(email: string, address: string, now: number): void {
     for (const subject of [`e:${email}`, `a:${address}`]) {
       const times = this.#recent(subject, now) ?? [];
       times.push(now);
@@ -43,9 +51,16 @@ export class LoginLimiter {
     if (this.#failures.size > MAX_SUBJECTS) this.#sweep(now);
   }
 
-  /** A successful login clears the e-mail's failures (not the address's). */
-  succeed(email: string): void {
+  /**
+   * A successful login clears the e-mail's failures, and takes back the count of its own
+   * attempt (`at`, from attempt()) from the address; the address's other failures stay.
+   */
+  succeed(email: string, address: string, at: number): void {
     this.#failures.delete(`e:${email}`);
+    const times = this.#failures.get(`a:${address}`);
+    const i = times?.indexOf(at) ?? -1;
+    if (i >= 0) times!.splice(i, 1);
+    if (times && !times.length) this.#failures.delete(`a:${address}`);
   }
 
   #recent(subject: string, now: number): number[] | undefined {

@@ -31,10 +31,19 @@ server:
   body_discard_bytes: 4096
   body_discard_ms: 500
   shutdown_grace_ms: 1500
+  headers_timeout_ms: 5000
+  request_timeout_ms: 30000
+  keep_alive_timeout_ms: 10000
+  max_connections: 500
+  max_connections_per_address: 50
+  cors_origins: [https://app.example.com, "http://localhost:5173"]
+  allowed_hosts: [Gateway.Example.com]
 store:
   data_dir: /var/lib/gateway
 log_level: warn
 default_plan: starter
+metrics:
+  token_env: METRICS_TOKEN
 providers:
   - id: demo
     type: demo
@@ -124,7 +133,15 @@ describe("loadConfig: embedded defaults", () => {
       sse_keepalive_ms: 15_000,
       stream_stall_ms: 60_000,
       shutdown_grace_ms: 30_000,
+      headers_timeout_ms: 20_000,
+      request_timeout_ms: 60_000,
+      keep_alive_timeout_ms: 65_000,
+      max_connections: 10_000,
+      max_connections_per_address: 1_000,
+      cors_origins: [],
+      allowed_hosts: [],
     });
+    assert.deepEqual(c.metrics, {});
     assert.deepEqual(c.store, { data_dir: "./data" });
     assert.equal(c.log_level, "info");
     assert.equal(c.models[0]!.max_output_tokens, 4096);
@@ -150,7 +167,15 @@ describe("loadConfig: the YAML file", () => {
       sse_keepalive_ms: 15_000,
       stream_stall_ms: 60_000,
       shutdown_grace_ms: 1500,
+      headers_timeout_ms: 5000,
+      request_timeout_ms: 30_000,
+      keep_alive_timeout_ms: 10_000,
+      max_connections: 500,
+      max_connections_per_address: 50,
+      cors_origins: ["https://app.example.com", "http://localhost:5173"],
+      allowed_hosts: ["gateway.example.com"],
     });
+    assert.deepEqual(c.metrics, { token_env: "METRICS_TOKEN" });
     assert.deepEqual(c.store, { data_dir: "/var/lib/gateway" });
     assert.equal(c.log_level, "warn");
     assert.equal(c.default_plan, "starter");
@@ -341,6 +366,21 @@ plans:
     assertLine(failure({}, path), path, "providers[0].type", /./);
     path = file(minimal().replace("  - id: default", "  - id: has space"));
     assertLine(failure({}, path), path, "plans[0].id", /letters, digits/);
+  });
+
+  test("server limits, CORS origins, allowed hosts and the metrics token variable are checked", () => {
+    let path = file(minimal("server:\n  headers_timeout_ms: 9000\n  request_timeout_ms: 5000\n"));
+    assertLine(failure({}, path), path, "server.headers_timeout_ms", /request_timeout_ms/);
+    path = file(minimal("server:\n  cors_origins: [https://app.example.com/path]\n"));
+    assertLine(failure({}, path), path, "server.cors_origins[0]", /origin/);
+    path = file(minimal("server:\n  cors_origins: ['*']\n"));
+    assertLine(failure({}, path), path, "server.cors_origins[0]", /./);
+    path = file(minimal("server:\n  allowed_hosts: ['evil.example:80']\n"));
+    assertLine(failure({}, path), path, "server.allowed_hosts[0]", /host name/);
+    path = file(minimal("server:\n  max_connections_per_address: 0\n"));
+    assertLine(failure({}, path), path, "server.max_connections_per_address", /./);
+    path = file(minimal("metrics:\n  token_env: not a name\n"));
+    assertLine(failure({}, path), path, "metrics.token_env", /environment variable/);
   });
 
   test("a default_plan that does not exist", () => {

@@ -22,6 +22,20 @@ export const modelSchema = z
   })
   .strict();
 
+/** A DNS name as a Host header carries it, without the port; compared lower-cased. */
+const hostName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/,
+    "must be a host name",
+  )
+  .transform((h) => h.toLowerCase());
+
+/** An origin as browsers send it: scheme, host and port only, e.g. https://app.example.com. */
+const webOrigin = z.url({ protocol: /^https?$/ }).refine((u) => URL.canParse(u) && new URL(u).origin === u, {
+  message: "must be an origin: scheme://host[:port], no path",
+});
+
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
 /** A regular expression source, checked to compile (matched case-insensitively, Unicode). */
@@ -160,6 +174,20 @@ export const configSchema = z
         body_discard_ms: positiveInt.default(10_000),
         /** how long SIGTERM waits for in-flight requests before closing them */
         shutdown_grace_ms: positiveInt.default(30_000),
+        /** receiving a request's line and headers; past it the connection is closed (408) */
+        headers_timeout_ms: positiveInt.default(20_000),
+        /** receiving a whole request, headers and body, from its first byte; never the response */
+        request_timeout_ms: positiveInt.default(60_000),
+        /** how long a keep-alive connection may sit idle between requests */
+        keep_alive_timeout_ms: positiveInt.default(65_000),
+        /** open connections in all; more are closed as they arrive */
+        max_connections: positiveInt.default(10_000),
+        /** open connections from one client address; more from it are closed as they arrive */
+        max_connections_per_address: positiveInt.default(1_000),
+        /** origins of browser applications allowed to call /v1 (CORS); none by default */
+        cors_origins: z.array(webOrigin).default([]),
+        /** host names the console answers to besides loopback names and IP addresses (DNS rebinding) */
+        allowed_hosts: z.array(hostName).default([]),
       })
       .strict()
       .prefault({}),
@@ -183,6 +211,13 @@ export const configSchema = z
     plans: z.array(planSchema).min(1),
     safety: safetySchema,
     retention: retentionSchema,
+    metrics: z
+      .object({
+        /** the environment variable holding the bearer token GET /metrics then requires */
+        token_env: envName.optional(),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict()
   .superRefine((cfg, ctx) => {
@@ -227,6 +262,13 @@ export const configSchema = z
         code: "custom",
         path: ["safety", "reviewers"],
         message: "content safety is enabled, so at least one reviewer is needed",
+      });
+    // Node refuses a headers timeout longer than the whole request's
+    if (cfg.server.headers_timeout_ms > cfg.server.request_timeout_ms)
+      ctx.addIssue({
+        code: "custom",
+        path: ["server", "headers_timeout_ms"],
+        message: "must not be longer than server.request_timeout_ms",
       });
     if (!cfg.plans.some((p) => p.id === cfg.default_plan))
       ctx.addIssue({

@@ -117,6 +117,13 @@ export const catalog = {
     "The request body is larger than the gateway accepts.",
     "the body exceeds `server.body_limit_bytes` (refused before it is read)",
   ),
+  request_timeout: entry(
+    408,
+    "invalid_request_error",
+    "request_timeout",
+    "The request did not arrive in time.",
+    "the request's headers (`server.headers_timeout_ms`) or its whole body (`server.request_timeout_ms`) did not arrive in time; the connection is closed",
+  ),
   model_not_found: entry(
     404,
     "invalid_request_error",
@@ -151,6 +158,20 @@ export const catalog = {
     "origin_mismatch",
     "The request's Origin is not this gateway's.",
     "a console POST, PATCH or DELETE whose `Origin` header is missing or is not the gateway's own origin",
+  ),
+  host_not_allowed: entry(
+    403,
+    "permission_error",
+    "host_not_allowed",
+    "The Host header names a host this gateway's console does not answer to.",
+    "a console call whose `Host` is not a loopback name, an IP address, the listen address or in `server.allowed_hosts`",
+  ),
+  metrics_unauthenticated: entry(
+    401,
+    "authentication_error",
+    "metrics_unauthenticated",
+    "Send the metrics token as the header 'Authorization: Bearer <token>'.",
+    "`GET /metrics` without the token `metrics.token_env` names, when it names one",
   ),
   login_rate_limited: entry(
     429,

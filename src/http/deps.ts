@@ -23,6 +23,8 @@ export interface GatewayDeps {
   finisher: CallFinisher;
   metrics: Metrics;
   logger: Logger;
+  /** the bearer token GET /metrics requires (from metrics.token_env); none: open */
+  metricsToken?: string | undefined;
   /** true once shutdown began: new requests get 503 */
   isClosing(): boolean;
 }

@@ -91,22 +91,34 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
   });
 }
 
+const REASONS: Record<number, string> = {
+  400: "Bad Request",
+  408: "Request Timeout",
+  431: "Request Header Fields Too Large",
+};
+
 /**
  * Answers requests Node's HTTP parser refuses before Fastify sees them (bad header bytes,
- * oversized headers) with the envelope too, instead of a bare "400 Bad Request".
+ * oversized headers) with the envelope too, instead of a bare "400 Bad Request"; and requests
+ * whose headers or body did not arrive in time (server.headers_timeout_ms and
+ * request_timeout_ms) with 408.
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (!socket.writable) {
+  // a response already begun on this connection cannot be followed by another one
+  const response = (socket as Socket & { _httpMessage?: { headersSent: boolean } })._httpMessage;
+  if (!socket.writable || response?.headersSent) {
     socket.destroy();
     return;
   }
   const error =
     err.code === "HPE_HEADER_OVERFLOW"
       ? new GatewayError("headers_too_large")
-      : new GatewayError("malformed_http");
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? new GatewayError("request_timeout")
+        : new GatewayError("malformed_http");
   const body = JSON.stringify(error.toBody());
   socket.end(
-    `HTTP/1.1 ${error.status} ${error.status === 431 ? "Request Header Fields Too Large" : "Bad Request"}\r\n` +
+    `HTTP/1.1 ${error.status} ${REASONS[error.status]}\r\n` +
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
 }

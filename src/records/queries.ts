@@ -241,6 +241,19 @@ export async function dailyUsage(
 }
 
 /** Whether the key exists in the account (deleted keys too: their records stay). */
+/**
+ * Whether the store holds a call record of this request id under another account. An id it
+ * has no record of (pruned by retention, or a call refused before it had an account) is not.
+ */
+export async function requestOfOtherAccount(db: Db, accountId: string, requestId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom("call_records")
+    .select("account_id")
+    .where("request_id", "=", requestId)
+    .executeTakeFirst();
+  return row !== undefined && row.account_id !== accountId;
+}
+
 export async function accountHasKey(db: Db, accountId: string, keyId: string): Promise<boolean> {
   const row = await db
     .selectFrom("api_keys")

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
+import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
 import { createAccount } from "../accounts/repository.ts";
 import { newId } from "../auth/key-format.ts";
 import { createLogger } from "../observability/logger.ts";
@@ -47,7 +47,7 @@ function record(created_at: number, account_id: string | null, tokens: number, i
 }
 
 for (const kind of ["sqlite", "postgres"] as const) {
-  describe(`record retention (${kind})`, () => {
+  describe(`record retention (${kind})`, await storeSuite(kind), () => {
     let store: Store;
     let dir: string | undefined;
     let database: TestDatabase | undefined;

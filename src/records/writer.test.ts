@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Kysely, KyselyPlugin } from "kysely";
-import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
+import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
 import { createAccount, createKey } from "../accounts/repository.ts";
 import { newId } from "../auth/key-format.ts";
 import { migrate, openStore, type Store, type StoreOptions } from "../store/db.ts";
@@ -111,7 +111,7 @@ function expectedDaily(records: CallRecord[]): DailyTotals {
 }
 
 for (const kind of ["sqlite", "postgres"] as const) {
-  describe(kind, () => {
+  describe(kind, await storeSuite(kind), () => {
     let options: StoreOptions;
     let store: Store;
     /** a second connection (pool) to the same data: sees only what is committed */

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import pg from "pg";
-import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
+import { createTestDatabase, needsPostgres, type TestDatabase } from "../../test/support/postgres.ts";
 import { migrate, openStore, ping, type Store } from "./db.ts";
 
-describe("PostgreSQL store", () => {
+describe("PostgreSQL store", await needsPostgres(), () => {
   let database: TestDatabase;
   let store: Store;
   const errors: Error[] = [];

@@ -28,8 +28,17 @@ export function runCli(
   const childEnv: Record<string, string | undefined> = { ...process.env };
   for (const name of [...CLI_VARS, "NODE_TEST_CONTEXT", "NODE_OPTIONS"]) delete childEnv[name];
   Object.assign(childEnv, env);
+  return runNode([MAIN, ...args], childEnv, options);
+}
+
+/** Runs `node <args>` in `cwd` with exactly the environment `env`; what it printed. */
+export function runNode(
+  args: string[],
+  env: Record<string, string | undefined>,
+  options: { cwd: string; stdin?: string },
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: childEnv, cwd: options.cwd });
+    const child = spawn(process.execPath, args, { env, cwd: options.cwd });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {

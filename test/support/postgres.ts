@@ -1,9 +1,36 @@
 // A fresh PostgreSQL database per test suite on the local server, dropped afterwards.
-// The admin URL can be overridden with TEST_PG_ADMIN_URL.
+// The admin URL can be overridden with TEST_PG_ADMIN_URL. Suites that need it pass
+// `await needsPostgres()` (or `await storeSuite(kind)`) to describe().
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { type SuiteOptions, suiteNeeding } from "./services.ts";
 
 const ADMIN_URL = process.env.TEST_PG_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+let reachable: Promise<boolean> | undefined;
+
+/** Runs the suite where PostgreSQL answers; elsewhere one line says it did not (CI=true: it fails). */
+export async function needsPostgres(): Promise<SuiteOptions> {
+  reachable ??= (async () => {
+    const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3_000 });
+    try {
+      await client.connect();
+      await client.query("select 1");
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  const url = new URL(ADMIN_URL);
+  return suiteNeeding("PostgreSQL", `${url.hostname}:${url.port || 5432}`, await reachable);
+}
+
+/** describe() options for a suite on one store: PostgreSQL's need the server. */
+export function storeSuite(kind: "sqlite" | "postgres"): Promise<SuiteOptions> {
+  return kind === "postgres" ? needsPostgres() : Promise.resolve({});
+}
 
 export interface TestDatabase {
   url: string;

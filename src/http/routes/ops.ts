@@ -1,5 +1,8 @@
-// Operations endpoints: liveness, readiness (the store answers), Prometheus metrics.
+// Operations endpoints: liveness, readiness (the store answers), Prometheus metrics (behind
+// a bearer token when metrics.token_env names one).
+import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import { hashKey, parseBearer } from "../../auth/key-format.ts";
 import { GatewayError } from "../../errors/index.ts";
 import { ping } from "../../store/db.ts";
 import type { GatewayDeps } from "../deps.ts";
@@ -19,7 +22,14 @@ export async function opsRoutes(app: FastifyInstance, deps: GatewayDeps): Promis
     return { status: "ready", store: deps.store.dialect };
   });
 
-  app.get("/metrics", async (_request, reply) => {
+  // compared as digests: equal lengths for timingSafeEqual, and no early exit on a prefix
+  const wanted = deps.metricsToken === undefined ? undefined : Buffer.from(hashKey(deps.metricsToken));
+  app.get("/metrics", async (request, reply) => {
+    if (wanted) {
+      const bearer = parseBearer(request.headers.authorization);
+      if (bearer.kind !== "token" || !timingSafeEqual(Buffer.from(hashKey(bearer.token)), wanted))
+        throw new GatewayError("metrics_unauthenticated", { headers: { "www-authenticate": "Bearer" } });
+    }
     return reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
   });
 }

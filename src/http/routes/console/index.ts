@@ -1,8 +1,10 @@
 // The console API under /api/console/ (docs/console-api.md): session-cookie login, separate
 // from the sk- keys of /v1. Two hooks guard every route, in this order:
-//   1. POST, PATCH and DELETE must carry the gateway's own Origin (cross-site request
-//      forgery), checked before the body is read;
+//   1. the Host must be one the gateway answers to (DNS rebinding), and POST, PATCH and
+//      DELETE must carry the gateway's own Origin (cross-site request forgery), both
+//      checked before the body is read;
 //   2. every route but login and logout needs a live session.
+import { isIP } from "node:net";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { readCookie, resolveSession, SESSION_COOKIE, sessionCookie } from "../../../auth/sessions.ts";
 import { GatewayError } from "../../../errors/index.ts";
@@ -40,13 +42,40 @@ function sameOrigin(request: FastifyRequest): boolean {
   }
 }
 
+/**
+ * The Host names the console answers to. A page of another site whose name the attacker
+ * points at the gateway (DNS rebinding) is same-origin with it in the browser, so its Origin
+ * matches its Host: only the name tells it apart. IP addresses pass, since such a page's
+ * name is never one, and so do loopback names (`localhost`, `*.localhost`: browsers resolve
+ * them locally), the listen address, and `server.allowed_hosts`.
+ */
+export function hostChecker(
+  listenHost: string,
+  allowed: readonly string[],
+): (host: string | undefined) => boolean {
+  const names = new Set([listenHost.toLowerCase(), ...allowed]);
+  return (host) => {
+    if (!host) return false;
+    let name: string;
+    try {
+      name = new URL(`http://${host}`).hostname;
+    } catch {
+      return false;
+    }
+    if (isIP(name.replace(/^\[|\]$/g, ""))) return true;
+    return name === "localhost" || name.endsWith(".localhost") || names.has(name);
+  };
+}
+
 export async function consoleRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
+  const hostAllowed = hostChecker(deps.config.server.host, deps.config.server.allowed_hosts);
   await app.register(
     async (api) => {
       api.decorateRequest("consoleUser", null);
       api.addHook("onRequest", async (request, reply) => {
         // answers carry one account's data: no shared cache may keep them
         reply.header("cache-control", "no-store");
+        if (!hostAllowed(request.headers.host)) throw new GatewayError("host_not_allowed");
         if (STATE_CHANGING.has(request.method) && !sameOrigin(request))
           throw new GatewayError("origin_mismatch");
         if (PUBLIC.has(request.routeOptions.url ?? "")) return;

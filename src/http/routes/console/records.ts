@@ -51,15 +51,21 @@ const listQuery = z
 const exportQuery = z.object({ ...viewFields, format: z.enum(["csv", "jsonl"]).default("csv") }).strict();
 
 /**
- * One CSV cell (RFC 4180): quoted when it holds a quote, comma or line break. Text starting
- * with = + - @ (or a tab or carriage return) gets a leading ' so a spreadsheet shows it
- * instead of running it as a formula.
+ * Starts a cell a spreadsheet may run as a formula: = + - @, their full-width forms (which
+ * some spreadsheets read as the ASCII ones), and whitespace or a NUL (which some strip before
+ * looking at the first character).
+ */
+const FORMULA_START = /^[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\s\0]/;
+
+/**
+ * One CSV cell (RFC 4180): quoted when it holds a quote, comma or line break. Text that
+ * FORMULA_START matches gets a leading ' so a spreadsheet shows it instead of running it.
  */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return "";
   let text =
     typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value);
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  if (FORMULA_START.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 

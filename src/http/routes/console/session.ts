@@ -3,7 +3,7 @@
 // and takes as long.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { findUserByEmail } from "../../../accounts/users.ts";
+import { canonicalEmail, findUserByEmail } from "../../../accounts/users.ts";
 import { LoginLimiter } from "../../../auth/login-limiter.ts";
 import { PASSWORD_MAX_LENGTH, verifyPassword } from "../../../auth/password.ts";
 import {
@@ -31,21 +31,19 @@ export async function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
 
   app.post("/login", async (request, reply): Promise<UserAnswer> => {
     const body = parseInput(loginBody, request.body, "body");
-    const email = body.email.trim().toLowerCase();
+    const email = canonicalEmail(body.email);
     const address = request.ip;
-    const wait = limiter.retryAfterMs(email, address);
-    if (wait > 0)
+    // counted before the password is checked, so concurrent attempts cannot outrun the limit
+    const attempt = limiter.attempt(email, address);
+    if (attempt.retryAfterMs > 0)
       throw new GatewayError("login_rate_limited", {
-        headers: { "retry-after": String(Math.ceil(wait / 1000)) },
+        headers: { "retry-after": String(Math.ceil(attempt.retryAfterMs / 1000)) },
       });
     const user = await findUserByEmail(deps.store.db, email);
     // always one scrypt derivation, against a dummy hash when the e-mail is unknown
     const matches = await verifyPassword(body.password, user?.password_hash ?? null);
-    if (!user || !matches || user.disabled) {
-      limiter.fail(email, address);
-      throw new GatewayError("invalid_credentials");
-    }
-    limiter.succeed(email);
+    if (!user || !matches || user.disabled) throw new GatewayError("invalid_credentials");
+    limiter.succeed(email, address, attempt.at);
     const { token } = await createSession(deps.store.db, user.id);
     reply.header("set-cookie", sessionCookie(token, overTls(request)));
     const { password_hash: _, ...rest } = user;

@@ -5,7 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { User } from "../../../accounts/users.ts";
 import { GatewayError } from "../../../errors/index.ts";
-import { accountHasKey } from "../../../records/queries.ts";
+import { accountHasKey, requestOfOtherAccount } from "../../../records/queries.ts";
 import { TICKET_KINDS, TICKET_STATUSES } from "../../../tickets/kinds.ts";
 import {
   addMessage,
@@ -79,6 +79,12 @@ export async function ticketRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
       throw new GatewayError("invalid_request", {
         message: "Invalid parameter 'key_id': no such key in this account.",
         param: "key_id",
+      });
+    // another account's request would show its owner's call to whoever answers the ticket
+    if (body.request_id && (await requestOfOtherAccount(deps.store.db, account.id, body.request_id)))
+      throw new GatewayError("invalid_request", {
+        message: "Invalid parameter 'request_id': no such request in this account.",
+        param: "request_id",
       });
     const ticket = await createTicket(deps.store.db, {
       ...body,
