@@ -587,6 +587,7 @@ describe("failures", () => {
     });
     await assert.rejects(provider().complete(call()), (err) => {
       assertUpstreamError(err, { failure: "status", status: 401, retryable: false });
+      assert.equal(err.refused, "key");
       assert.match(err.message, /^the upstream answered HTTP 401: Incorrect API key provided: /);
       for (const secret of [
         "sk-proj",
@@ -595,6 +596,21 @@ describe("failures", () => {
         "platform.openai.com",
       ])
         assert.equal(err.message.includes(secret), false, `${secret} in ${err.message}`);
+      return true;
+    });
+  });
+
+  test("retry-after-ms (OpenAI, Azure) wins over retry-after; a 403 is a refused key too", async () => {
+    answer = json(429, { error: { message: "slow down" } }, { "retry-after-ms": "1500", "retry-after": "9" });
+    await assert.rejects(provider().complete(call()), (err) => {
+      assertUpstreamError(err, { failure: "status", status: 429, retryable: true });
+      assert.equal(err.retryAfterMs, 1500);
+      return true;
+    });
+    answer = json(403, { error: { message: "You are not allowed to sample from this model" } });
+    await assert.rejects(provider().complete(call()), (err) => {
+      assertUpstreamError(err, { failure: "status", status: 403, retryable: false });
+      assert.equal(err.refused, "key");
       return true;
     });
   });

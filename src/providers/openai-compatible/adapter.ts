@@ -151,9 +151,16 @@ function statusError(
   const message = status
     ? `the upstream answered HTTP ${status}${said ? `: ${said}` : ""}`
     : `the upstream reported an error${said ? `: ${said}` : ""}`;
+  const code = wireCode(parsed?.error.code);
   return new UpstreamError("status", message, {
     status,
     retryAfterMs: retryAfter,
-    detail: { message: said, code: wireCode(parsed?.error.code), param: wireParam(parsed?.error.param) },
+    refused:
+      status === 401 || status === 403
+        ? "key"
+        : status === 400 && code === "content_filter"
+          ? "prompt"
+          : undefined,
+    detail: { message: said, code, param: wireParam(parsed?.error.param) },
   });
 }
