@@ -72,7 +72,7 @@ export class OpenAICompatibleProvider implements Provider {
   readonly #openai: boolean;
 
   constructor(
-    config: OpenAICompatibleConfig,
+    config: Omit<OpenAICompatibleConfig, "type">,
     env: Record<string, string | undefined>,
     endpoint: OpenAIEndpoint = OPENAI_ENDPOINT,
   ) {
