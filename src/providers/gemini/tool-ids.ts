@@ -4,7 +4,10 @@
 // thought_signature"). OpenAI clients keep a tool call's id and send it back with the tool
 // call and its result, unchanged, so the signature comes back with them:
 //
-//   call_<16 hex: one per answer>_<n: the call's place in the answer>[_ts_<signature, base64url>]
+//   call_<16 hex: one per answer>_<n: the call's place in the answer>[_ts_<signature>]
+//
+// The signature is opaque: its characters are carried as base64url of their UTF-8, which ids
+// take safely (no + / =) and which gives back exactly the string Gemini sent.
 import { randomBytes } from "node:crypto";
 
 const SIGNATURE_MARK = "_ts_";
@@ -17,14 +20,14 @@ export function answerPrefix(): string {
 export function toolCallId(prefix: string, n: number, thoughtSignature: string | undefined): string {
   const id = `${prefix}_${n}`;
   return thoughtSignature
-    ? `${id}${SIGNATURE_MARK}${Buffer.from(thoughtSignature, "base64").toString("base64url")}`
+    ? `${id}${SIGNATURE_MARK}${Buffer.from(thoughtSignature).toString("base64url")}`
     : id;
 }
 
-/** The signature a tool-call id carries, as Gemini sent it (base64); undefined for other ids. */
+/** The signature a tool-call id carries, as Gemini sent it; undefined for other ids. */
 export function thoughtSignatureOf(id: string): string | undefined {
   const at = id.indexOf(SIGNATURE_MARK);
   if (at === -1) return undefined;
   const encoded = id.slice(at + SIGNATURE_MARK.length);
-  return encoded ? Buffer.from(encoded, "base64url").toString("base64") : undefined;
+  return encoded ? Buffer.from(encoded, "base64url").toString("utf8") : undefined;
 }
