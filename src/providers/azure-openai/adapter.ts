@@ -3,10 +3,26 @@
 // content filter refuses is a 400 `content_filter` (our content_filter answer, see
 // src/errors/upstream.ts), and its streams carry frames with no choices (prompt filter
 // annotations), which are not passed on: to a client they are broken chunks.
+import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
+import { type FieldRules, mapped } from "../field-policy.ts";
 import { OpenAICompatibleProvider, type OpenAIEndpoint } from "../openai-compatible/adapter.ts";
 import { estimatedPromptBound } from "../prompt-bound.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
 import type { AzureOpenAIConfig } from "./config.ts";
+
+/** Azure speaks OpenAI's API: every field goes as it is, and Azure answers for what a deployment lacks. */
+export const AZURE_RULES = Object.fromEntries(
+  FORWARDED_FIELDS.map((field) => [
+    field,
+    mapped(
+      field === "max_tokens" || field === "max_completion_tokens"
+        ? "superseded: the reserved output bound, in the field `output_bound_field` chooses"
+        : field === "stream_options"
+          ? "`include_usage: true` always (the gateway reads the usage); the client's choice is honoured by the gateway"
+          : "forwarded as it is",
+    ),
+  ]),
+) as FieldRules;
 
 export function azureEndpoint(apiVersion: string): OpenAIEndpoint {
   return {
