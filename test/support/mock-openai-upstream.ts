@@ -45,7 +45,7 @@
  * above still apply, from the last user message (mock:hang, mock:latency, mock:status, ...).
  *
  * Run as a process (for the benchmark):
- *   node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
+ *   node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record] [--azure]
  * prints one line `{"url":"http://127.0.0.1:9100/v1"}` and exits cleanly on SIGTERM/SIGINT.
  */
 import { randomBytes } from "node:crypto";
@@ -1050,6 +1050,9 @@ async function runCli(argv: string[]): Promise<void> {
         break;
       case "--no-record":
         opts.record = false;
+        break;
+      case "--azure":
+        opts.azure = true;
         break;
       default:
         process.stderr.write(`mock-openai-upstream: unknown argument ${a}\n`);
