@@ -228,6 +228,18 @@ async function brokenStream(params: Params) {
 
 const lastBody = (mock: MockUpstream) => mock.requests.at(-1)!.body;
 
+/** One test per directive: the finish_reason it must end with, whole and streamed. */
+function finishReasonTests(model: string, cases: [directive: string, finish: string][]) {
+  for (const [directive, finish] of cases)
+    test(`${directive} is finish_reason ${finish}, whole and streamed`, async () => {
+      const messages = [{ role: "user" as const, content: `go ${directive}` }];
+      const { answer } = await complete({ model, messages, max_tokens: 20 });
+      assert.equal(answer.choices[0]!.finish_reason, finish);
+      const { chunks } = await stream({ model, messages, max_tokens: 20 });
+      assert.deepEqual(finishes(chunks), [finish]);
+    });
+}
+
 describe("Anthropic", () => {
   const model = "claude-sonnet";
 
@@ -443,18 +455,11 @@ describe("Anthropic", () => {
     assert.equal(refused.param, "reasoning_effort");
   });
 
-  for (const [directive, finish] of [
+  finishReasonTests(model, [
     ["mock:stop-sequence", "stop"],
     ["mock:tokens=9999", "length"],
     ["mock:refusal", "content_filter"],
-  ] as const)
-    test(`stop_reason for ${directive} is finish_reason ${finish}, whole and streamed`, async () => {
-      const messages = [{ role: "user" as const, content: `go ${directive}` }];
-      const { answer } = await complete({ model, messages, max_tokens: 20 });
-      assert.equal(answer.choices[0]!.finish_reason, finish);
-      const { chunks } = await stream({ model, messages, max_tokens: 20 });
-      assert.deepEqual(finishes(chunks), [finish]);
-    });
+  ]);
 
   test("errors: 529 and 429 are 502 upstream_error, 400 is upstream_bad_request, a refused key says so without it", async () => {
     for (const status of [529, 429, 500]) {
@@ -765,21 +770,14 @@ describe("Google Gemini", () => {
     assert.equal(gemini.requests.length, before);
   });
 
-  for (const [directive, finish] of [
+  finishReasonTests(model, [
     ["mock:finish=SAFETY", "content_filter"],
     ["mock:finish=RECITATION", "content_filter"],
     ["mock:finish=PROHIBITED_CONTENT", "content_filter"],
     ["mock:tokens=9999", "length"],
     ["mock:blocked", "content_filter"],
     ["mock:finish=OTHER", "stop"],
-  ] as const)
-    test(`${directive} is finish_reason ${finish}, whole and streamed`, async () => {
-      const messages = [{ role: "user" as const, content: `go ${directive}` }];
-      const { answer } = await complete({ model, messages, max_tokens: 20 });
-      assert.equal(answer.choices[0]!.finish_reason, finish);
-      const { chunks } = await stream({ model, messages, max_tokens: 20 });
-      assert.deepEqual(finishes(chunks), [finish]);
-    });
+  ]);
 
   test("errors: 429 and 503 are 502, 400 upstream_bad_request, an unknown key is the operator's error", async () => {
     for (const status of [429, 503]) {

@@ -3,7 +3,7 @@
 // would change the answer is never dropped silently: the client hears which field and which
 // provider, and nothing goes upstream. `drop_unsupported: true` on a provider drops instead.
 // The same rules render the tables of docs/providers.md (npm run docs:providers).
-import type { ChatRequest, FORWARDED_FIELDS } from "../apis/chat-completions/request.ts";
+import { type ChatRequest, FORWARDED_FIELDS } from "../apis/chat-completions/request.ts";
 import { GatewayError } from "../errors/index.ts";
 
 export type ForwardedField = (typeof FORWARDED_FIELDS)[number];
@@ -42,6 +42,38 @@ export function refused(
 }
 
 /**
+ * What every translating provider does alike: fields no translation carries, and fields that
+ * change nothing there.
+ */
+export const SHARED_RULES = {
+  logit_bias: refused(
+    "it has no logit bias",
+    (b: Record<string, number>) => Object.keys(b).length === 0,
+    "`{}`: dropped; else refused",
+  ),
+  stream_options: dropped("the gateway reads the stream's usage itself and honours `include_usage`"),
+  modalities: refused(
+    "the gateway takes text answers only",
+    (m: string[]) => m.every((x) => x === "text"),
+    '`["text"]`: dropped; audio: refused',
+  ),
+  audio: refused("the gateway takes text answers only"),
+  prediction: dropped("predicted outputs only speed an answer up"),
+  metadata: dropped("OpenAI's tags for stored completions"),
+  store: dropped("OpenAI's stored completions"),
+  service_tier: dropped("a billing tier; the answer is the same"),
+  verbosity: refused(
+    "it has no verbosity setting",
+    (v: string) => v === "medium",
+    "`medium`: dropped; else refused",
+  ),
+  web_search_options: refused("search is not offered through the gateway"),
+  prompt_cache_key: dropped("a cache routing hint"),
+  functions: refused("the legacy functions field is not translated; send tools"),
+  function_call: refused("the legacy function_call field is not translated; send tool_choice"),
+} satisfies Partial<FieldRules>;
+
+/**
  * The request as the provider's translation reads it: refused fields throw invalid_request
  * naming the field and the provider; with `dropUnsupported`, they are left out instead.
  * Call before anything is sent, so a refusal costs no upstream call.
@@ -78,10 +110,10 @@ export function unsupportedPart(param: string, provider: string, what: string): 
   });
 }
 
-/** Markdown table of a provider's rules, for docs/providers.md. */
+/** Markdown table of a provider's rules, in the order of the README's field list, for docs/providers.md. */
 export function rulesTable(rules: FieldRules): string {
   const lines = ["| OpenAI field | What it becomes |", "| --- | --- |"];
-  for (const [field, rule] of Object.entries(rules))
-    lines.push(`| \`${field}\` | ${rule.becomes.replace(/\|/g, "\\|")} |`);
+  for (const field of FORWARDED_FIELDS)
+    lines.push(`| \`${field}\` | ${rules[field].becomes.replace(/\|/g, "\\|")} |`);
   return lines.join("\n");
 }

@@ -140,6 +140,27 @@ export class HttpUpstream {
 }
 
 /**
+ * The headers of every call to a provider: JSON in, JSON or SSE out, the API's own `fixed`
+ * headers, the configured extras, and the key (read from the environment variable the
+ * configuration names) in the header `auth` says.
+ */
+export function upstreamHeaders(
+  config: { headers: Record<string, string>; api_key_env?: string | undefined },
+  env: Record<string, string | undefined>,
+  auth: (key: string) => Record<string, string>,
+  fixed: Record<string, string> = {},
+): Record<string, string> {
+  const key = config.api_key_env ? env[config.api_key_env] : undefined;
+  return {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    ...fixed,
+    ...config.headers,
+    ...(key ? auth(key) : {}),
+  };
+}
+
+/**
  * How long the upstream asked us to wait: `retry-after-ms` (OpenAI, Azure), Azure's
  * `x-ms-retry-after-ms`, else `retry-after`.
  */

@@ -115,4 +115,8 @@ export const EFFORT_SHARE: Readonly<Record<string, number>> = {
 };
 
 /** The reasoning_effort values the translating providers know. */
-export const EFFORTS = ["none", "minimal", "low", "medium", "high"] as const;
+export const EFFORTS: readonly string[] = ["none", "minimal", "low", "medium", "high"];
+
+/** Why a reasoning_effort cannot be honoured, for a FieldRule's `refuse`. */
+export const unknownEffort = (effort: string) =>
+  EFFORTS.includes(effort) ? undefined : `it knows no reasoning effort '${effort}'`;

@@ -51,9 +51,8 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { listenForTests } from "./listen.ts";
+import { type Active, isMain, requestTracker, runMockCli } from "./mock-provider.ts";
 
 export interface MockUpstreamOptions {
   /** Delay before the response headers (default 0); the per-request `mock:latency=MS` directive overrides. */
@@ -162,7 +161,7 @@ const AZURE_STREAM_ERROR = JSON.stringify({
   error: { code: "server_error", message: "The server had an error while processing your request." },
 });
 /** Azure's answer to a prompt its content filter refuses (learn.microsoft.com content filtering). */
-const AZURE_PROMPT_FILTERED = JSON.stringify({
+export const AZURE_PROMPT_FILTERED = JSON.stringify({
   error: {
     message:
       "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry. To learn more about our content filtering policies please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766",
@@ -615,17 +614,6 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
 // Server
 // ---------------------------------------------------------------------------
 
-/** Per chat request bookkeeping. */
-interface Active {
-  /** Set when the mock has finished answering (or deliberately destroyed the socket). */
-  done: boolean;
-  /** Set when the request left `inFlight`. */
-  closed: boolean;
-  /** `reset()` generation the request started in; aborts of older requests are not counted. */
-  gen: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-}
-
 export function startMockUpstream(
   options: MockUpstreamOptions & { record?: boolean } = {},
 ): Promise<MockUpstream> {
@@ -639,10 +627,7 @@ export function startMockUpstream(
   const port = options.port ?? 0;
 
   const requests: ReceivedRequest[] = [];
-  const active = new Set<Active>();
-  let aborted = 0;
-  let gen = 0;
-  let closing = false;
+  const tracker = requestTracker();
 
   function authorized(req: IncomingMessage, res: ServerResponse): boolean {
     if (expectedAuth === undefined) return true;
@@ -660,24 +645,10 @@ export function startMockUpstream(
     return false;
   }
 
-  function finishActive(state: Active): void {
-    if (state.closed) return;
-    state.closed = true;
-    active.delete(state);
-    if (state.timer !== undefined) {
-      clearTimeout(state.timer);
-      state.timer = undefined;
-    }
-    if (!state.done && !closing && state.gen === gen) aborted++;
-  }
-
   /** `deployment`: Azure's deployment path names the model, not the body */
   function handleChat(req: IncomingMessage, res: ServerResponse, path: string, deployment?: string): void {
-    const state: Active = { done: false, closed: false, gen, timer: undefined };
-    active.add(state);
-    const onClose = (): void => finishActive(state);
-    res.once("close", onClose);
-    req.once("error", onClose);
+    const state = tracker.begin(res);
+    req.once("error", () => tracker.finish(state));
 
     const entry: ReceivedRequest | undefined = record
       ? { method: req.method ?? "POST", path, headers: req.headers, body: undefined, at: Date.now() }
@@ -977,103 +948,11 @@ export function startMockUpstream(
     sendError(res, 404, `Invalid URL (${method} ${path})`, "invalid_request_error", null, null);
   });
 
-  let closePromise: Promise<void> | undefined;
-
-  return listenForTests(server, port, host).then(
-    (url): MockUpstream => ({
-      url,
-      requests,
-      inFlight: () => active.size,
-      aborted: () => aborted,
-      reset: () => {
-        requests.length = 0;
-        aborted = 0;
-        gen++;
-      },
-      close: () => {
-        closePromise ??= new Promise<void>((done) => {
-          closing = true;
-          server.close(() => {
-            // Sockets are destroyed; settle bookkeeping for requests whose 'close' event is still queued.
-            for (const state of active) finishActive(state);
-            done();
-          });
-          server.closeAllConnections();
-        });
-        return closePromise;
-      },
-    }),
-  );
+  return listenForTests(server, port, host).then((url) => tracker.upstream(server, url, requests));
 }
 
 // ---------------------------------------------------------------------------
-// CLI: node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
+// CLI: node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record] [--azure]
 // ---------------------------------------------------------------------------
 
-function isMain(): boolean {
-  if (import.meta.main === true) return true;
-  const entry = process.argv[1];
-  return entry !== undefined && resolve(entry) === fileURLToPath(import.meta.url);
-}
-
-async function runCli(argv: string[]): Promise<void> {
-  const opts: MockUpstreamOptions & { record?: boolean } = {};
-  const num = (flag: string, v: string | undefined): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isFinite(n) || n < 0) {
-      process.stderr.write(`mock-openai-upstream: ${flag} needs a non-negative number\n`);
-      process.exit(2);
-    }
-    return n;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const eq = a.indexOf("=");
-    const flag = a.startsWith("--") && eq !== -1 ? a.slice(0, eq) : a;
-    const inline = a.startsWith("--") && eq !== -1 ? a.slice(eq + 1) : undefined;
-    const value = (): string | undefined => inline ?? argv[++i];
-    switch (flag) {
-      case "--port":
-        opts.port = num(flag, value());
-        break;
-      case "--host":
-        opts.host = value();
-        break;
-      case "--latency":
-        opts.latencyMs = num(flag, value());
-        break;
-      case "--chunk-delay":
-        opts.chunkDelayMs = num(flag, value());
-        break;
-      case "--api-key":
-        opts.apiKey = value();
-        break;
-      case "--no-record":
-        opts.record = false;
-        break;
-      case "--azure":
-        opts.azure = true;
-        break;
-      default:
-        process.stderr.write(`mock-openai-upstream: unknown argument ${a}\n`);
-        process.exit(2);
-    }
-  }
-  const mock = await startMockUpstream(opts);
-  process.stdout.write(`${JSON.stringify({ url: mock.url })}\n`);
-  let stopping = false;
-  const shutdown = (): void => {
-    if (stopping) return;
-    stopping = true;
-    void mock.close().then(() => process.exit(0));
-  };
-  process.once("SIGTERM", shutdown);
-  process.once("SIGINT", shutdown);
-}
-
-if (isMain()) {
-  runCli(process.argv.slice(2)).catch((err: unknown) => {
-    process.stderr.write(`mock-openai-upstream: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  });
-}
+if (isMain(import.meta.url)) void runMockCli("mock-openai-upstream", startMockUpstream);

@@ -3,7 +3,7 @@
 // as JSON or as SSE events with optional delays and faults, `mock:` directives read from the
 // last user text, and the command line the benchmark starts them with. Each provider mock
 // adds only its wire format and its request validation.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -78,11 +78,72 @@ export function sseEvent(data: unknown, event?: string): string {
   return `${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`;
 }
 
-interface Active {
+/** One request a mock is answering. */
+export interface Active {
+  /** set when the mock has finished answering (or deliberately cut the connection) */
   done: boolean;
+  /** set when the request left `inFlight` */
   closed: boolean;
+  /** the `reset()` generation it started in; aborts of older requests are not counted */
   gen: number;
   timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/**
+ * A mock's bookkeeping of the requests it answers, and the MockUpstream it hands a test:
+ * requests in flight, those the client closed before the mock finished (aborts), reset, close.
+ */
+export function requestTracker() {
+  const active = new Set<Active>();
+  let aborted = 0;
+  let gen = 0;
+  let closing = false;
+  const finish = (state: Active): void => {
+    if (state.closed) return;
+    state.closed = true;
+    active.delete(state);
+    if (state.timer !== undefined) {
+      clearTimeout(state.timer);
+      state.timer = undefined;
+    }
+    if (!state.done && !closing && state.gen === gen) aborted++;
+  };
+  return {
+    /** a request begins; it is finished when its response closes */
+    begin(res: ServerResponse): Active {
+      const state: Active = { done: false, closed: false, gen, timer: undefined };
+      active.add(state);
+      res.once("close", () => finish(state));
+      return state;
+    },
+    finish,
+    upstream(server: Server, url: string, requests: ReceivedRequest[]): MockUpstream {
+      let closed: Promise<void> | undefined;
+      return {
+        url,
+        requests,
+        inFlight: () => active.size,
+        aborted: () => aborted,
+        reset: () => {
+          requests.length = 0;
+          aborted = 0;
+          gen++;
+        },
+        close: () => {
+          closed ??= new Promise<void>((done) => {
+            closing = true;
+            server.close(() => {
+              // Sockets are destroyed; settle requests whose 'close' event is still queued.
+              for (const state of active) finish(state);
+              done();
+            });
+            server.closeAllConnections();
+          });
+          return closed;
+        },
+      };
+    },
+  };
 }
 
 export function startMockProvider(
@@ -93,18 +154,7 @@ export function startMockProvider(
   const chunkDelay = Math.max(0, options.chunkDelayMs ?? 0);
   const record = options.record !== false;
   const requests: ReceivedRequest[] = [];
-  const active = new Set<Active>();
-  let aborted = 0;
-  let gen = 0;
-  let closing = false;
-
-  const finish = (state: Active) => {
-    if (state.closed) return;
-    state.closed = true;
-    active.delete(state);
-    if (state.timer) clearTimeout(state.timer);
-    if (!state.done && !closing && state.gen === gen) aborted++;
-  };
+  const tracker = requestTracker();
 
   function replyFor(req: IncomingMessage, res: ServerResponse, state: Active): Reply {
     const end = () => {
@@ -166,9 +216,7 @@ export function startMockProvider(
 
   const server = createServer({ keepAliveTimeout: 65_000, noDelay: true }, (req, res) => {
     const url = new URL(req.url ?? "/", "http://mock");
-    const state: Active = { done: false, closed: false, gen, timer: undefined };
-    active.add(state);
-    res.once("close", () => finish(state));
+    const state = tracker.begin(res);
     const parts: Buffer[] = [];
     req.on("data", (b: Buffer) => parts.push(b));
     req.on("end", () => {
@@ -204,30 +252,10 @@ export function startMockProvider(
     });
   });
 
-  let closed: Promise<void> | undefined;
-  return listenForTests(server, options.port ?? 0, options.host ?? "127.0.0.1").then((v1) => ({
-    // these providers' base URLs are the origin: their adapters append the API's own paths
-    url: v1.replace(/\/v1$/, ""),
-    requests,
-    inFlight: () => active.size,
-    aborted: () => aborted,
-    reset: () => {
-      requests.length = 0;
-      aborted = 0;
-      gen++;
-    },
-    close: () => {
-      closed ??= new Promise<void>((done) => {
-        closing = true;
-        server.close(() => {
-          for (const state of active) finish(state);
-          done();
-        });
-        server.closeAllConnections();
-      });
-      return closed;
-    },
-  }));
+  // these providers' base URLs are the origin: their adapters append the API's own paths
+  return listenForTests(server, options.port ?? 0, options.host ?? "127.0.0.1").then((v1) =>
+    tracker.upstream(server, v1.replace(/\/v1$/, ""), requests),
+  );
 }
 
 /** Whether `moduleUrl` is the script node was started with. */
@@ -238,7 +266,7 @@ export function isMain(moduleUrl: string): boolean {
 
 /**
  * The command line of a mock: `--port N --host H --latency MS --chunk-delay MS --api-key K
- * --no-record`; prints `{"url": …}` and exits cleanly on SIGTERM or SIGINT.
+ * --no-record [--azure]`; prints `{"url": …}` and exits cleanly on SIGTERM or SIGINT.
  */
 export async function runMockCli(
   name: string,
@@ -263,6 +291,7 @@ export async function runMockCli(
     else if (flag === "--chunk-delay") options.chunkDelayMs = number();
     else if (flag === "--api-key") options.apiKey = value();
     else if (flag === "--no-record") options.record = false;
+    else if (flag === "--azure") options.azure = true;
     else fail(`unknown argument ${flag}`);
   }
   const mock = await start(options);

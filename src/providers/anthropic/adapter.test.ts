@@ -3,17 +3,19 @@
 // translation alone.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, beforeEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import {
+  drain,
+  finishReasons,
   json,
-  type RecordingServer,
+  recordingServerForTests,
   sse,
-  startRecordingServer,
-} from "../../../test/support/recording-server.ts";
+  textOf,
+} from "../../../test/support/adapter-kit.ts";
 import { parseChatRequest } from "../../apis/chat-completions/request.ts";
 import { GatewayError } from "../../errors/index.ts";
 import { estimatedPromptBound } from "../prompt-bound.ts";
-import type { Chunk, Provider, UpstreamCall } from "../types.ts";
+import type { Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import { anthropicConfig } from "./config.ts";
 import { anthropic } from "./index.ts";
@@ -22,20 +24,18 @@ import { anthropicPromptBound, messagesBody, TOOL_PROMPT_TOKENS, thinkingBudget 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
 const KEY = "sk-ant-test-0123456789";
 
-let server: RecordingServer;
-const providers: Provider[] = [];
+const upstream = recordingServerForTests();
 
 function provider(fields: Record<string, unknown> = {}): Provider {
   const config = anthropicConfig.parse({
     type: "anthropic",
     id: "claude",
-    base_url: server.origin,
+    base_url: upstream.server.origin,
     api_key_env: "KEY",
     ...fields,
   });
   const p = anthropic.create(config, { KEY });
-  providers.push(p);
-  return p;
+  return upstream.track(p);
 }
 
 const call = (fields: Record<string, unknown> = {}, outputBound = 1024): UpstreamCall => ({
@@ -45,40 +45,15 @@ const call = (fields: Record<string, unknown> = {}, outputBound = 1024): Upstrea
   signal: new AbortController().signal,
 });
 
-async function drain(stream: AsyncIterable<Chunk>) {
-  const chunks: Chunk[] = [];
-  try {
-    for await (const c of stream) chunks.push(c);
-  } catch (error) {
-    return { chunks, error };
-  }
-  return { chunks, error: undefined };
-}
-
-const text = (chunks: Chunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
-
-before(async () => {
-  server = await startRecordingServer();
-});
-beforeEach(() => {
-  server.received.length = 0;
-});
-after(async () => {
-  await Promise.all(providers.map((p) => p.close()));
-  await server.close();
-});
-
 describe("the reference's examples", () => {
   test("basic stream: role first, the text, stop; usage from message_start and the last message_delta", async () => {
-    server.answer = sse(fixture("docs-basic-stream.sse"));
+    upstream.server.answer = sse(fixture("docs-basic-stream.sse"));
     const { chunks, error } = await drain(provider().stream(call({ stream: true })));
     assert.equal(error, undefined);
-    assert.equal(text(chunks), "Hello!");
+    assert.equal(textOf(chunks), "Hello!");
     assert.deepEqual(chunks[0]!.choices[0]!.delta, { role: "assistant", content: "" });
     assert.equal(chunks[0]!.id, "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY");
-    assert.deepEqual(chunks.flatMap((c) => c.choices.map((ch) => ch.finish_reason)).filter(Boolean), [
-      "stop",
-    ]);
+    assert.deepEqual(finishReasons(chunks), ["stop"]);
     const last = chunks.at(-1)!;
     assert.deepEqual(last.choices, []);
     assert.deepEqual(last.usage, {
@@ -89,7 +64,7 @@ describe("the reference's examples", () => {
       reasoning: 0,
       details: { prompt_tokens_details: { cached_tokens: 0 } },
     });
-    const req = server.received[0]!;
+    const req = upstream.server.received[0]!;
     assert.equal(req.url, "/v1/messages");
     assert.equal(req.headers["x-api-key"], KEY);
     assert.equal(req.headers["anthropic-version"], "2023-06-01");
@@ -97,10 +72,10 @@ describe("the reference's examples", () => {
   });
 
   test("tool use stream: the text, then the call indexed 0 with its id, name and arguments put together", async () => {
-    server.answer = sse(fixture("docs-tool-use-stream.sse"));
+    upstream.server.answer = sse(fixture("docs-tool-use-stream.sse"));
     const { chunks, error } = await drain(provider().stream(call({ stream: true })));
     assert.equal(error, undefined);
-    assert.equal(text(chunks), "Okay, let's check the weather for San Francisco, CA:");
+    assert.equal(textOf(chunks), "Okay, let's check the weather for San Francisco, CA:");
     const deltas = chunks.flatMap((c) => (c.choices[0]?.delta.tool_calls as any[]) ?? []);
     assert.ok(deltas.every((d) => d.index === 0));
     assert.equal(deltas[0].id, "toolu_01T1x1fJ34qAmk2tNTrN7Up6");
@@ -113,15 +88,15 @@ describe("the reference's examples", () => {
   });
 
   test("thinking stream: the thinking is not content; no usage in it means none reported (the relay estimates)", async () => {
-    server.answer = sse(fixture("docs-thinking-stream.sse"));
+    upstream.server.answer = sse(fixture("docs-thinking-stream.sse"));
     const { chunks, error } = await drain(provider().stream(call({ stream: true })));
     assert.equal(error, undefined);
-    assert.equal(text(chunks), "27 * 453 = 12,231");
+    assert.equal(textOf(chunks), "27 * 453 = 12,231");
     assert.equal(chunks.at(-1)!.usage, undefined);
   });
 
   test("an overloaded error event before any content: nothing yielded, a retryable 529 failure", async () => {
-    server.answer = sse(fixture("docs-overloaded-error.sse"));
+    upstream.server.answer = sse(fixture("docs-overloaded-error.sse"));
     const { chunks, error } = await drain(provider().stream(call({ stream: true })));
     assert.equal(chunks.length, 0, "no chunk before content: the failure is still an ordinary one");
     assert.ok(error instanceof UpstreamError);
@@ -132,15 +107,15 @@ describe("the reference's examples", () => {
 
   test("a stream cut before message_stop is a network failure", async () => {
     const cut = fixture("docs-basic-stream.sse").toString("utf8").split("event: message_delta")[0]!;
-    server.answer = sse(cut);
+    upstream.server.answer = sse(cut);
     const { chunks, error } = await drain(provider().stream(call({ stream: true })));
-    assert.equal(text(chunks), "Hello!");
+    assert.equal(textOf(chunks), "Hello!");
     assert.ok(error instanceof UpstreamError);
     assert.equal(error.failure, "network");
   });
 
   test("the Message example as a chat.completion", async () => {
-    server.answer = (res) =>
+    upstream.server.answer = (res) =>
       res.writeHead(200, { "content-type": "application/json" }).end(fixture("docs-message.json"));
     const completion = await provider().complete(call());
     assert.deepEqual(completion.choices, [
@@ -164,7 +139,7 @@ describe("errors", () => {
   });
 
   test("429 is retryable after its retry-after; 529 is retryable", async () => {
-    server.answer = json(429, body("rate_limit_error", "Your account has hit a rate limit."), {
+    upstream.server.answer = json(429, body("rate_limit_error", "Your account has hit a rate limit."), {
       "retry-after": "4",
     });
     await assert.rejects(provider().complete(call()), (err: UpstreamError) => {
@@ -173,7 +148,7 @@ describe("errors", () => {
       assert.equal(err.retryAfterMs, 4000);
       return true;
     });
-    server.answer = json(529, body("overloaded_error", "Overloaded"));
+    upstream.server.answer = json(529, body("overloaded_error", "Overloaded"));
     await assert.rejects(
       provider().complete(call()),
       (err: UpstreamError) => err.retryable && err.status === 529,
@@ -181,7 +156,7 @@ describe("errors", () => {
   });
 
   test("a 429 for a reached spend limit is not retryable", async () => {
-    server.answer = json(
+    upstream.server.answer = json(
       429,
       body("rate_limit_error", "You have reached your specified API usage limits.", {
         error_code: "enforced_spend_limit_reached",
@@ -199,10 +174,10 @@ describe("errors", () => {
       [401, "authentication_error"],
       [403, "permission_error"],
     ] as const) {
-      server.answer = json(status, body(type, "invalid x-api-key"));
+      upstream.server.answer = json(status, body(type, "invalid x-api-key"));
       await assert.rejects(provider().complete(call()), (err: UpstreamError) => err.refused === "key");
     }
-    server.answer = json(
+    upstream.server.answer = json(
       400,
       body("invalid_request_error", "messages.0.role: Input should be 'user' or 'assistant'"),
     );
@@ -222,7 +197,7 @@ describe("the request", () => {
       (err: GatewayError) => err.errorName === "invalid_request" && err.param === "n",
     );
     await assert.rejects(provider().complete(call({ logit_bias: { "50256": -100 } })), GatewayError);
-    assert.equal(server.received.length, 0);
+    assert.equal(upstream.server.received.length, 0);
   });
 
   test("tool results open their user turn; a user message after them follows", () => {

@@ -1,7 +1,7 @@
 // Adapter for Anthropic's Messages API: OpenAI chat completions translated to /v1/messages
 // and the answers (whole or streamed) back into OpenAI's shapes, with Anthropic's usage in
 // our convention.
-import { HttpUpstream, type Opened, parseJson, parseShape } from "../http-upstream.ts";
+import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall, Usage } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { AnthropicConfig } from "./config.ts";
@@ -28,14 +28,9 @@ export class AnthropicProvider implements Provider {
     this.id = config.id;
     this.#http = new HttpUpstream(config);
     this.#dropUnsupported = config.drop_unsupported;
-    const apiKey = config.api_key_env ? env[config.api_key_env] : undefined;
-    this.#headers = {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
+    this.#headers = upstreamHeaders(config, env, (key) => ({ "x-api-key": key }), {
       "anthropic-version": ANTHROPIC_VERSION,
-      ...config.headers,
-      ...(apiKey ? { "x-api-key": apiKey } : {}),
-    };
+    });
   }
 
   promptBound = anthropicPromptBound;

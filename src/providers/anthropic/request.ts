@@ -2,17 +2,17 @@
 // the Messages API defines are sent: it refuses unknown ones.
 import type { ChatRequest } from "../../apis/chat-completions/request.ts";
 import { GatewayError } from "../../errors/index.ts";
-import { applyFieldRules, dropped, type FieldRules, mapped, refused } from "../field-policy.ts";
+import { applyFieldRules, type FieldRules, mapped, refused, SHARED_RULES } from "../field-policy.ts";
 import { estimatedPromptBound } from "../prompt-bound.ts";
 import {
   EFFORT_SHARE,
-  EFFORTS,
   functionTools,
   type Part,
   readParts,
   textOnly,
   toolArguments,
   toolChoice,
+  unknownEffort,
 } from "../translate.ts";
 import type { UpstreamCall } from "../types.ts";
 
@@ -42,6 +42,7 @@ function thinks(request: ChatRequest): boolean {
 const DURING_THINKING = "extended thinking (reasoning_effort) takes";
 
 export const ANTHROPIC_RULES: FieldRules = {
+  ...SHARED_RULES,
   temperature: {
     becomes: "`temperature` (Anthropic's range is 0 to 1: above 1 is refused; with thinking only 1)",
     refuse: (t: number, request) =>
@@ -86,11 +87,6 @@ export const ANTHROPIC_RULES: FieldRules = {
     (p: number) => p === 0,
     "0: dropped; else refused",
   ),
-  logit_bias: refused(
-    "it has no logit bias",
-    (b: Record<string, number>) => Object.keys(b).length === 0,
-    "`{}`: dropped; else refused",
-  ),
   logprobs: refused(
     "it returns no log probabilities",
     (l: boolean) => !l,
@@ -101,35 +97,12 @@ export const ANTHROPIC_RULES: FieldRules = {
     (n: number) => n === 0,
     "0: dropped; else refused",
   ),
-  stream_options: dropped("the gateway reads the stream's usage itself and honours `include_usage`"),
   reasoning_effort: {
     becomes:
       "`thinking: {type: enabled, budget_tokens}`: `none` → no thinking; `minimal` → 1024; `low`, `medium`, `high` → 25 %, 50 %, 80 % of the output bound, at least 1024 (a bound of 1024 or less is refused)",
-    refuse: (effort: string) =>
-      (EFFORTS as readonly string[]).includes(effort)
-        ? undefined
-        : `it knows no reasoning effort '${effort}'`,
+    refuse: unknownEffort,
   },
-  modalities: refused(
-    "it answers in text only",
-    (m: string[]) => m.every((x) => x === "text"),
-    '`["text"]`: dropped; audio: refused',
-  ),
-  audio: refused("it answers in text only"),
-  prediction: dropped("predicted outputs only speed an answer up"),
-  metadata: dropped("OpenAI's tags for stored completions"),
-  store: dropped("OpenAI's stored completions"),
-  service_tier: dropped("a billing tier; the answer is the same"),
-  verbosity: refused(
-    "it has no verbosity setting",
-    (v: string) => v === "medium",
-    "`medium`: dropped; else refused",
-  ),
-  web_search_options: refused("web search is not offered through the gateway"),
-  prompt_cache_key: dropped("a cache routing hint"),
   safety_identifier: mapped("`metadata.user_id` when `user` is absent"),
-  functions: refused("the legacy functions field is not translated; send tools"),
-  function_call: refused("the legacy function_call field is not translated; send tool_choice"),
 };
 
 type Block = Record<string, unknown> & { type: string };

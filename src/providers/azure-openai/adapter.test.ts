@@ -3,36 +3,30 @@
 // refusal of a prompt).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, beforeEach, test } from "node:test";
-import {
-  json,
-  type RecordingServer,
-  sse,
-  startRecordingServer,
-} from "../../../test/support/recording-server.ts";
+import { test } from "node:test";
+import { drain, json, recordingServerForTests, sse } from "../../../test/support/adapter-kit.ts";
+import { AZURE_PROMPT_FILTERED } from "../../../test/support/mock-openai-upstream.ts";
 import { parseChatRequest } from "../../apis/chat-completions/request.ts";
-import type { Chunk, Provider, UpstreamCall } from "../types.ts";
+import type { Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import { azureOpenAIConfig } from "./config.ts";
 import { azureOpenAI } from "./index.ts";
 
 const KEY = "azure0123456789abcdef";
-let server: RecordingServer;
-const providers: Provider[] = [];
+const upstream = recordingServerForTests();
 
 function provider(apiVersion?: string): Provider {
   const p = azureOpenAI.create(
     azureOpenAIConfig.parse({
       type: "azure-openai",
       id: "az",
-      base_url: `${server.origin}/`,
+      base_url: `${upstream.server.origin}/`,
       api_key_env: "KEY",
       ...(apiVersion ? { api_version: apiVersion } : {}),
     }),
     { KEY },
   );
-  providers.push(p);
-  return p;
+  return upstream.track(p);
 }
 
 const call = (fields: Record<string, unknown> = {}): UpstreamCall => ({
@@ -42,31 +36,10 @@ const call = (fields: Record<string, unknown> = {}): UpstreamCall => ({
   signal: new AbortController().signal,
 });
 
-async function drain(stream: AsyncIterable<Chunk>) {
-  const chunks: Chunk[] = [];
-  try {
-    for await (const c of stream) chunks.push(c);
-  } catch (error) {
-    return { chunks, error };
-  }
-  return { chunks, error: undefined };
-}
-
-before(async () => {
-  server = await startRecordingServer();
-});
-beforeEach(() => {
-  server.received.length = 0;
-});
-after(async () => {
-  await Promise.all(providers.map((p) => p.close()));
-  await server.close();
-});
-
 test("the deployment URL with api-version, the api-key header, OpenAI's body", async () => {
-  server.answer = sse(readFileSync(new URL("./fixtures/prompt-filter-stream.sse", import.meta.url)));
+  upstream.server.answer = sse(readFileSync(new URL("./fixtures/prompt-filter-stream.sse", import.meta.url)));
   await drain(provider().stream(call({ stream: true })));
-  const req = server.received[0]!;
+  const req = upstream.server.received[0]!;
   assert.equal(req.url, "/openai/deployments/my%20deployment/chat/completions?api-version=2024-10-21");
   assert.equal(req.headers["api-key"], KEY);
   assert.equal(req.headers.authorization, undefined);
@@ -75,14 +48,14 @@ test("the deployment URL with api-version, the api-key header, OpenAI's body", a
 });
 
 test("api_version v1: /openai/v1/chat/completions, the model in the body", async () => {
-  server.answer = sse(readFileSync(new URL("./fixtures/prompt-filter-stream.sse", import.meta.url)));
+  upstream.server.answer = sse(readFileSync(new URL("./fixtures/prompt-filter-stream.sse", import.meta.url)));
   await drain(provider("v1").stream(call({ stream: true })));
-  assert.equal(server.received[0]!.url, "/openai/v1/chat/completions");
-  assert.equal(server.received[0]!.body.model, "my deployment");
+  assert.equal(upstream.server.received[0]!.url, "/openai/v1/chat/completions");
+  assert.equal(upstream.server.received[0]!.body.model, "my deployment");
 });
 
 test("the prompt-filter frame (no choices, no usage) is not passed on; the rest is, usage included", async () => {
-  server.answer = sse(readFileSync(new URL("./fixtures/prompt-filter-stream.sse", import.meta.url)));
+  upstream.server.answer = sse(readFileSync(new URL("./fixtures/prompt-filter-stream.sse", import.meta.url)));
   const { chunks, error } = await drain(provider().stream(call({ stream: true })));
   assert.equal(error, undefined);
   assert.equal(chunks.length, 4);
@@ -92,20 +65,7 @@ test("the prompt-filter frame (no choices, no usage) is not passed on; the rest 
 });
 
 test("a prompt Azure's filter refuses is a refused prompt, not retryable", async () => {
-  server.answer = json(400, {
-    error: {
-      message:
-        "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.",
-      type: null,
-      param: "prompt",
-      code: "content_filter",
-      status: 400,
-      innererror: {
-        code: "ResponsibleAIPolicyViolation",
-        content_filter_result: { violence: { filtered: true, severity: "high" } },
-      },
-    },
-  });
+  upstream.server.answer = json(400, JSON.parse(AZURE_PROMPT_FILTERED));
   await assert.rejects(provider().complete(call()), (err: UpstreamError) => {
     assert.equal(err.refused, "prompt");
     assert.equal(err.retryable, false);
@@ -117,7 +77,7 @@ test("an error inside the 200 stream after the prompt-filter frame: a failure be
   const frame = readFileSync(new URL("./fixtures/prompt-filter-stream.sse", import.meta.url), "utf8").split(
     "\n\n",
   )[0];
-  server.answer = sse(
+  upstream.server.answer = sse(
     `${frame}\n\ndata: {"error":{"code":"server_error","message":"The server had an error."}}\n\n`,
   );
   const { chunks, error } = await drain(provider().stream(call({ stream: true })));

@@ -2,16 +2,18 @@
 // (./fixtures, sources in its README), its errors, and the request translation alone.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, beforeEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import {
+  drain,
+  finishReasons,
   json,
-  type RecordingServer,
+  recordingServerForTests,
   sse,
-  startRecordingServer,
-} from "../../../test/support/recording-server.ts";
+  textOf,
+} from "../../../test/support/adapter-kit.ts";
 import { parseChatRequest } from "../../apis/chat-completions/request.ts";
 import type { GatewayError } from "../../errors/index.ts";
-import type { Chunk, Provider, UpstreamCall } from "../types.ts";
+import type { Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import { geminiConfig } from "./config.ts";
 import { gemini } from "./index.ts";
@@ -21,16 +23,14 @@ import { answerPrefix, thoughtSignatureOf, toolCallId } from "./tool-ids.ts";
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
 const KEY = "AIzaTest0123456789";
 
-let server: RecordingServer;
-const providers: Provider[] = [];
+const upstream = recordingServerForTests();
 
 function provider(): Provider {
   const p = gemini.create(
-    geminiConfig.parse({ type: "gemini", id: "gem", base_url: server.origin, api_key_env: "KEY" }),
+    geminiConfig.parse({ type: "gemini", id: "gem", base_url: upstream.server.origin, api_key_env: "KEY" }),
     { KEY },
   );
-  providers.push(p);
-  return p;
+  return upstream.track(p);
 }
 
 const call = (fields: Record<string, unknown> = {}, outputBound = 1024): UpstreamCall => ({
@@ -40,30 +40,9 @@ const call = (fields: Record<string, unknown> = {}, outputBound = 1024): Upstrea
   signal: new AbortController().signal,
 });
 
-async function drain(stream: AsyncIterable<Chunk>) {
-  const chunks: Chunk[] = [];
-  try {
-    for await (const c of stream) chunks.push(c);
-  } catch (error) {
-    return { chunks, error };
-  }
-  return { chunks, error: undefined };
-}
-
-before(async () => {
-  server = await startRecordingServer();
-});
-beforeEach(() => {
-  server.received.length = 0;
-});
-after(async () => {
-  await Promise.all(providers.map((p) => p.close()));
-  await server.close();
-});
-
 describe("answers", () => {
   test("parallel function calls: two tool calls, the first carrying its signature in its id; thinking billed as output", async () => {
-    server.answer = (res) =>
+    upstream.server.answer = (res) =>
       res
         .writeHead(200, { "content-type": "application/json" })
         .end(fixture("docs-parallel-function-calls.json"));
@@ -96,22 +75,22 @@ describe("answers", () => {
         completion_tokens_details: { reasoning_tokens: 120 },
       },
     });
-    const req = server.received[0]!;
+    const req = upstream.server.received[0]!;
     assert.equal(req.url, "/v1beta/models/gemini-2.5-flash:generateContent");
     assert.equal(req.headers["x-goog-api-key"], KEY);
   });
 
   test("a stream: role first, the text, stop; the last running usage, not a sum", async () => {
-    server.answer = sse(fixture("stream-text-thinking.sse"));
+    upstream.server.answer = sse(fixture("stream-text-thinking.sse"));
     const { chunks, error } = await drain(provider().stream(call({ stream: true })));
     assert.equal(error, undefined);
-    assert.equal(server.received[0]!.url, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse");
     assert.equal(
-      chunks.map((c) => c.choices[0]?.delta.content ?? "").join(""),
-      "The capital of France is Paris.",
+      upstream.server.received[0]!.url,
+      "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
     );
+    assert.equal(textOf(chunks), "The capital of France is Paris.");
     assert.equal(chunks[0]!.choices[0]!.delta.role, "assistant");
-    assert.equal(chunks.at(-2)!.choices[0]!.finish_reason, "stop");
+    assert.deepEqual(finishReasons(chunks), ["stop"]);
     const usage = chunks.at(-1)!.usage!;
     assert.deepEqual(
       [usage.prompt, usage.completion, usage.reasoning, usage.cachedInput],
@@ -120,8 +99,8 @@ describe("answers", () => {
   });
 
   test("a stream that ends before its candidate finished is a network failure", async () => {
-    server.answer = sse(
-      fixture("stream-text-thinking.sse").toString("utf8").split("\n\n").slice(0, 2).join("\n\n") + "\n\n",
+    upstream.server.answer = sse(
+      `${fixture("stream-text-thinking.sse").toString("utf8").split("\n\n").slice(0, 2).join("\n\n")}\n\n`,
     );
     const { error } = await drain(provider().stream(call({ stream: true })));
     assert.ok(error instanceof UpstreamError);
@@ -129,7 +108,7 @@ describe("answers", () => {
   });
 
   test("a blocked prompt: one choice, content_filter, the prompt's usage", async () => {
-    server.answer = (res) =>
+    upstream.server.answer = (res) =>
       res.writeHead(200, { "content-type": "application/json" }).end(fixture("prompt-blocked.json"));
     const completion = await provider().complete(call());
     assert.equal(completion.choices.length, 1);
@@ -140,7 +119,7 @@ describe("answers", () => {
 
 describe("errors", () => {
   test("an unknown key (400 API_KEY_INVALID) is a refused key; 429 RESOURCE_EXHAUSTED is retryable", async () => {
-    server.answer = json(400, {
+    upstream.server.answer = json(400, {
       error: {
         code: 400,
         message: "API key not valid. Please pass a valid API key.",
@@ -152,7 +131,7 @@ describe("errors", () => {
       provider().complete(call()),
       (err: UpstreamError) => err.refused === "key" && !err.retryable,
     );
-    server.answer = json(429, {
+    upstream.server.answer = json(429, {
       error: { code: 429, message: "Resource has been exhausted", status: "RESOURCE_EXHAUSTED" },
     });
     await assert.rejects(
@@ -162,7 +141,7 @@ describe("errors", () => {
   });
 
   test("an error object inside a 200 stream takes its own code", async () => {
-    server.answer = sse(
+    upstream.server.answer = sse(
       `data: ${JSON.stringify({ error: { code: 503, message: "The model is overloaded.", status: "UNAVAILABLE" } })}\n\n`,
     );
     const { error } = await drain(provider().stream(call({ stream: true })));
@@ -279,6 +258,6 @@ describe("the request", () => {
       () => provider().stream(call({ stream: true, parallel_tool_calls: false })),
       (err: GatewayError) => err.param === "parallel_tool_calls" && /Google Gemini/.test(err.message),
     );
-    assert.equal(server.received.length, 0);
+    assert.equal(upstream.server.received.length, 0);
   });
 });

@@ -1,7 +1,7 @@
 // Adapter for the Gemini API: OpenAI chat completions translated to generateContent and
 // streamGenerateContent (SSE), and the candidates back into OpenAI choices, with Gemini's
 // usage (thinking included) in our convention.
-import { HttpUpstream, type Opened, parseJson, parseShape } from "../http-upstream.ts";
+import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { GeminiConfig } from "./config.ts";
@@ -27,13 +27,7 @@ export class GeminiProvider implements Provider {
     this.id = config.id;
     this.#http = new HttpUpstream(config);
     this.#dropUnsupported = config.drop_unsupported;
-    const apiKey = config.api_key_env ? env[config.api_key_env] : undefined;
-    this.#headers = {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...config.headers,
-      ...(apiKey ? { "x-goog-api-key": apiKey } : {}),
-    };
+    this.#headers = upstreamHeaders(config, env, (key) => ({ "x-goog-api-key": key }));
   }
 
   promptBound = geminiPromptBound;

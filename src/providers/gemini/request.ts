@@ -8,18 +8,19 @@ import {
   type FieldRules,
   mapped,
   refused,
+  SHARED_RULES,
   unsupportedPart,
 } from "../field-policy.ts";
 import { estimatedPromptBound } from "../prompt-bound.ts";
 import {
   EFFORT_SHARE,
-  EFFORTS,
   functionTools,
   type Part,
   readParts,
   textOnly,
   toolArguments,
   toolChoice,
+  unknownEffort,
 } from "../translate.ts";
 import type { UpstreamCall } from "../types.ts";
 import { thoughtSignatureOf } from "./tool-ids.ts";
@@ -44,6 +45,7 @@ export const MAX_THINKING_BUDGET = 24_576;
 export const MIN_THINKING_BUDGET = 512;
 
 export const GEMINI_RULES: FieldRules = {
+  ...SHARED_RULES,
   temperature: mapped("`generationConfig.temperature`"),
   top_p: mapped("`generationConfig.topP`"),
   max_tokens: mapped(
@@ -72,11 +74,6 @@ export const GEMINI_RULES: FieldRules = {
   ),
   presence_penalty: mapped("`generationConfig.presencePenalty`"),
   frequency_penalty: mapped("`generationConfig.frequencyPenalty`"),
-  logit_bias: refused(
-    "it has no logit bias",
-    (b: Record<string, number>) => Object.keys(b).length === 0,
-    "`{}`: dropped; else refused",
-  ),
   logprobs: refused(
     "the gateway does not translate its log probabilities",
     (l: boolean) => !l,
@@ -87,34 +84,11 @@ export const GEMINI_RULES: FieldRules = {
     (n: number) => n === 0,
     "0: dropped; else refused",
   ),
-  stream_options: dropped("the gateway reads the stream's usage itself and honours `include_usage`"),
   reasoning_effort: {
     becomes: `\`generationConfig.thinkingConfig.thinkingBudget\`: \`none\` → 0; \`minimal\` → ${MIN_THINKING_BUDGET}; \`low\`, \`medium\`, \`high\` → 25 %, 50 %, 80 % of the output bound, from ${MIN_THINKING_BUDGET} to ${MAX_THINKING_BUDGET}`,
-    refuse: (effort: string) =>
-      (EFFORTS as readonly string[]).includes(effort)
-        ? undefined
-        : `it knows no reasoning effort '${effort}'`,
+    refuse: unknownEffort,
   },
-  modalities: refused(
-    "the gateway takes text answers only",
-    (m: string[]) => m.every((x) => x === "text"),
-    '`["text"]`: dropped; audio: refused',
-  ),
-  audio: refused("the gateway takes text answers only"),
-  prediction: dropped("predicted outputs only speed an answer up"),
-  metadata: dropped("OpenAI's tags for stored completions"),
-  store: dropped("OpenAI's stored completions"),
-  service_tier: dropped("a billing tier; the answer is the same"),
-  verbosity: refused(
-    "it has no verbosity setting",
-    (v: string) => v === "medium",
-    "`medium`: dropped; else refused",
-  ),
-  web_search_options: refused("search grounding is not offered through the gateway"),
-  prompt_cache_key: dropped("a cache routing hint"),
   safety_identifier: dropped("Gemini has no end-user field; the answer is the same"),
-  functions: refused("the legacy functions field is not translated; send tools"),
-  function_call: refused("the legacy function_call field is not translated; send tool_choice"),
 };
 
 /** The keywords of Gemini's Schema object; other JSON Schema keywords are refused there. */

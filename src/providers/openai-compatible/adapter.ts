@@ -1,7 +1,7 @@
 // Adapter for any server speaking OpenAI's chat completions API (OpenAI, vLLM, Ollama,
 // llama.cpp, LM Studio, …), and the wire handling Azure OpenAI composes (../azure-openai).
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
-import { HttpUpstream, parseJson, parseShape } from "../http-upstream.ts";
+import { HttpUpstream, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { estimatedPromptBound } from "../prompt-bound.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
@@ -81,13 +81,7 @@ export class OpenAICompatibleProvider implements Provider {
     this.#endpoint = endpoint;
     this.#boundField = config.output_bound_field;
     this.#openai = new URL(config.base_url).hostname === OPENAI_HOST;
-    const apiKey = config.api_key_env ? env[config.api_key_env] : undefined;
-    this.#headers = {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...config.headers,
-      ...(apiKey ? endpoint.auth(apiKey) : {}),
-    };
+    this.#headers = upstreamHeaders(config, env, endpoint.auth);
   }
 
   promptBound = estimatedPromptBound;
