@@ -93,6 +93,7 @@ before(async () => {
           api_key_env: "AZURE_KEY",
           api_version: "v1",
         },
+        { id: "az-badkey", type: "azure-openai", base_url: azureBase, api_key_env: "WRONG_KEY" },
       ],
       models: [
         {
@@ -130,6 +131,12 @@ before(async () => {
           owned_by: "acme",
         },
         { id: "gpt-4o-v1", provider: "az-v1", upstream_model: "gpt-4o", owned_by: "acme" },
+        {
+          id: "gpt-4o-badkey",
+          provider: "az-badkey",
+          upstream_model: "my-gpt4o-deployment",
+          owned_by: "acme",
+        },
       ],
       plans: [
         {
@@ -143,6 +150,7 @@ before(async () => {
             "gemini-badkey",
             "gpt-4o",
             "gpt-4o-v1",
+            "gpt-4o-badkey",
           ],
         },
       ],
@@ -896,6 +904,34 @@ describe("Azure OpenAI", () => {
     assert.equal(answer.choices[0]!.finish_reason, "tool_calls");
     assert.deepEqual(lastBody(azure).tools, [weather]);
   });
+
+  test("errors: 429 and 500 are 502, 400 upstream_bad_request, a refused api-key the operator's error", async () => {
+    for (const status of [429, 500]) {
+      const err = await refusal(
+        complete({ model, messages: [{ role: "user", content: `x mock:status=${status}` }] }),
+      );
+      assert.equal(err.status, 502);
+      assert.equal(err.code, "upstream_error");
+    }
+    const bad = await refusal(
+      complete({ model, messages: [{ role: "user", content: "x mock:status=400" }] }),
+    );
+    assert.equal(bad.code, "upstream_bad_request");
+    const key = await refusal(
+      complete({ model: "gpt-4o-badkey", messages: [{ role: "user", content: "x" }] }),
+    );
+    assert.equal(key.code, "upstream_key_refused");
+    assert.equal(key.message.includes("not-the-key"), false);
+  });
+
+  test("a stream cut mid-way ends with an error event after what arrived", async () => {
+    const { text, err } = await brokenStream({
+      model,
+      messages: [{ role: "user", content: "x mock:tokens=8 mock:drop-after=3" }],
+    });
+    assert.equal(text, "Hello world this");
+    assert.equal(err.code, "upstream_error");
+  });
 });
 
 test("GET /v1/models lists public names only, nothing of the providers behind them", async () => {
@@ -910,6 +946,7 @@ test("GET /v1/models lists public names only, nothing of the providers behind th
     "gemini-badkey",
     "gemini-flash",
     "gpt-4o",
+    "gpt-4o-badkey",
     "gpt-4o-v1",
   ]);
   for (const m of list.data) assert.deepEqual(Object.keys(m).sort(), ["created", "id", "object", "owned_by"]);
