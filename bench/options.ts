@@ -1,7 +1,7 @@
 // The benchmark's knobs: flags win over BENCH_* environment variables, which win over the
 // defaults (the --quick defaults when --quick or BENCH_QUICK=1 is given).
 import { parseArgs } from "node:util";
-import type { Mode, TargetName } from "./types.ts";
+import type { BenchProvider, Mode, TargetName } from "./types.ts";
 
 export interface BenchOptions {
   /** seconds of each saturation run */
@@ -22,6 +22,12 @@ export interface BenchOptions {
   logLevel: string;
   targets: TargetName[];
   modes: Mode[];
+  /**
+   * the upstream's wire format: openai measures direct, pass-through and gateway; the others
+   * measure the gateway's translating adapter against that provider's mock (gateway only: the
+   * load speaks OpenAI's API, which their mocks do not)
+   */
+  provider: BenchProvider;
   /** content safety on the gateway: off, or on with a rules reviewer (stream requests are then answered as JSON) */
   safety: "off" | "rules";
   /** write V8 CPU profiles of the gateway and the pass-through to .bench/profiles */
@@ -43,6 +49,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --log-level L         the gateway's LOG_LEVEL                   (BENCH_LOG_LEVEL, default warn)
   --targets LIST        direct,passthrough,gateway                (BENCH_TARGETS, default all)
   --modes LIST          json,stream                               (BENCH_MODES, default both)
+  --provider P          the upstream: openai (the default), anthropic, gemini or azure; the
+                        last three measure the gateway alone against that provider's mock,
+                        so its CPU µs/req is the cost of the translation (BENCH_PROVIDER)
   --safety off|rules    content safety on the gateway with a rules reviewer; streams are
                         reviewed streams                           (BENCH_SAFETY, default off)
   --profile             write .cpuprofile files of the gateway and the pass-through to .bench/profiles
@@ -51,6 +60,7 @@ export const USAGE = `usage: npm run bench -- [options]
 const MAX_SECONDS = 300;
 const TARGETS: readonly TargetName[] = ["direct", "passthrough", "gateway"];
 const MODES: readonly Mode[] = ["json", "stream"];
+const PROVIDERS: readonly BenchProvider[] = ["openai", "anthropic", "gemini", "azure"];
 
 type Env = Record<string, string | undefined>;
 
@@ -80,6 +90,13 @@ export function rateConnectionsFor(rate: number, latencyMs: number, connections:
   return Math.max(connections, Math.ceil((rate * latencyMs * 2) / 1000));
 }
 
+/** Only the gateway speaks OpenAI's API in front of another provider's mock. */
+function targetsFor(provider: BenchProvider, targets: TargetName[]) {
+  if (provider === "openai") return { provider, targets };
+  if (!targets.includes("gateway")) throw new Error(`--provider ${provider} measures the gateway only`);
+  return { provider, targets: ["gateway"] as TargetName[] };
+}
+
 export function parseOptions(argv: string[], env: Env): BenchOptions {
   const { values } = parseArgs({
     args: argv,
@@ -96,6 +113,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
       targets: { type: "string" },
       modes: { type: "string" },
       safety: { type: "string" },
+      provider: { type: "string" },
       profile: { type: "boolean" },
       quick: { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -132,7 +150,10 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
     latency,
     tokens: number("--tokens", pick(values.tokens, "BENCH_TOKENS"), 20, 100_000),
     logLevel: pick(values["log-level"], "BENCH_LOG_LEVEL") ?? "warn",
-    targets: list("--targets", pick(values.targets, "BENCH_TARGETS"), TARGETS),
+    ...targetsFor(
+      list("--provider", pick(values.provider, "BENCH_PROVIDER") ?? "openai", PROVIDERS)[0]!,
+      list("--targets", pick(values.targets, "BENCH_TARGETS"), TARGETS),
+    ),
     modes: list("--modes", pick(values.modes, "BENCH_MODES"), MODES),
     safety: list("--safety", pick(values.safety, "BENCH_SAFETY") ?? "off", ["off", "rules"] as const)[0]!,
     profile: values.profile ?? false,

@@ -181,6 +181,13 @@ export function formatReport(
 ): string {
   const failed = failures(runs);
   return [
+    ...(options.provider === "openai"
+      ? []
+      : [
+          `Upstream: the ${options.provider} mock; the gateway alone is measured, so its CPU µs/req is the`,
+          "gateway's whole cost per request with this provider's translation (compare with --provider openai).",
+          "",
+        ]),
     table(runs.map(row)),
     "",
     ...goalLines(goals, options),

@@ -68,7 +68,9 @@ async function startTargets(mock: ServerProcess, options: BenchOptions, dir: str
   if (options.targets.includes("direct")) targets.push(directTarget(mock));
   if (options.targets.includes("passthrough")) targets.push(await startPassthrough(mock, profileDir));
   if (options.targets.includes("gateway"))
-    targets.push(await startGatewayTarget(mock, dir, options.logLevel, options.safety, profileDir));
+    targets.push(
+      await startGatewayTarget(mock, dir, options.logLevel, options.safety, options.provider, profileDir),
+    );
   return targets;
 }
 
@@ -142,10 +144,10 @@ function writeResults(
 async function bench(options: BenchOptions): Promise<number> {
   tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
   log(
-    `benchmark: about ${estimateSeconds(options)} s; mock upstream latency ${options.latency} ms` +
+    `benchmark: about ${estimateSeconds(options)} s; ${options.provider} mock upstream, latency ${options.latency} ms` +
       (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)"),
   );
-  const mock = await startMock(options.latency);
+  const mock = await startMock(options.latency, options.provider);
   const targets = await startTargets(mock, options, tempDir);
   for (const target of targets)
     for (const mode of options.modes) await preflight(target, mode, options.tokens);

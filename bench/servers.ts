@@ -5,10 +5,40 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { type ServerProcess, startServer } from "./processes.ts";
-import type { TargetName } from "./types.ts";
+import type { BenchProvider, TargetName } from "./types.ts";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const MOCK_SCRIPT = join(ROOT, "test/support/mock-openai-upstream.ts");
+/** Each provider's mock (test/support), the gateway's provider entry for it, and its model name. */
+const UPSTREAMS: Record<
+  BenchProvider,
+  { script: string; args: string[]; provider(url: string): Record<string, unknown>; model: string }
+> = {
+  openai: {
+    script: "test/support/mock-openai-upstream.ts",
+    args: [],
+    provider: (url) => ({ type: "openai-compatible", base_url: url }),
+    model: "mock-model",
+  },
+  anthropic: {
+    script: "test/support/mock-anthropic-upstream.ts",
+    args: [],
+    provider: (url) => ({ type: "anthropic", base_url: url }),
+    model: "claude-sonnet-4-5",
+  },
+  gemini: {
+    script: "test/support/mock-gemini-upstream.ts",
+    args: [],
+    provider: (url) => ({ type: "gemini", base_url: url }),
+    model: "gemini-2.5-flash",
+  },
+  azure: {
+    script: "test/support/mock-openai-upstream.ts",
+    args: ["--azure"],
+    // the mock's url names /v1; Azure's base_url is the resource's origin
+    provider: (url) => ({ type: "azure-openai", base_url: url.replace(/\/v1$/, "") }),
+    model: "bench-deployment",
+  },
+};
 const PASSTHROUGH_SCRIPT = join(ROOT, "bench/passthrough.ts");
 const GATEWAY_SCRIPT = join(ROOT, "src/main.ts");
 const HOST = "127.0.0.1";
@@ -16,7 +46,7 @@ const HOST = "127.0.0.1";
 /** The public model name the gateway's config offers. */
 const GATEWAY_MODEL = "gpt-bench";
 /** The name the mock is asked for directly (the one the gateway sends upstream). */
-const UPSTREAM_MODEL = "mock-model";
+const UPSTREAM_MODEL = UPSTREAMS.openai.model;
 /** Far more tokens than any bench can use: the quota must never be the bottleneck. */
 const QUOTA_TOKENS = 100_000_000_000;
 
@@ -45,10 +75,21 @@ function chatUrl(server: ServerProcess): string {
   return `${base}/chat/completions`;
 }
 
-export function startMock(latencyMs: number): Promise<ServerProcess> {
+export function startMock(latencyMs: number, provider: BenchProvider = "openai"): Promise<ServerProcess> {
+  const { script, args } = UPSTREAMS[provider];
   return startServer(
     "mock upstream",
-    [MOCK_SCRIPT, "--host", HOST, "--port", "0", "--latency", String(latencyMs), "--no-record"],
+    [
+      join(ROOT, script),
+      "--host",
+      HOST,
+      "--port",
+      "0",
+      "--latency",
+      String(latencyMs),
+      "--no-record",
+      ...args,
+    ],
     process.env,
   );
 }
@@ -112,14 +153,15 @@ function writeGatewayConfig(
   upstream: string,
   logLevel: string,
   safety: "off" | "rules",
+  provider: BenchProvider,
 ): string {
   const file = join(dir, "gateway.yaml");
   const config = {
     server: { host: HOST, port: 0, shutdown_grace_ms: 2_000 },
     store: { data_dir: join(dir, "data") },
     log_level: logLevel,
-    providers: [{ id: "mock", type: "openai-compatible", base_url: upstream }],
-    models: [{ id: GATEWAY_MODEL, provider: "mock", upstream_model: UPSTREAM_MODEL }],
+    providers: [{ id: "mock", ...UPSTREAMS[provider].provider(upstream) }],
+    models: [{ id: GATEWAY_MODEL, provider: "mock", upstream_model: UPSTREAMS[provider].model }],
     plans: [{ id: "default", quota_tokens: QUOTA_TOKENS, models: [GATEWAY_MODEL] }],
     // Streams are measured as reviewed streams: the spec's JSON answer to a stream request is
     // the json mode's work again.
@@ -151,11 +193,12 @@ export async function startGatewayTarget(
   dir: string,
   logLevel: string,
   safety: "off" | "rules",
+  provider: BenchProvider,
   profileDir?: string,
 ): Promise<Target> {
   const dataDir = join(dir, "data");
   mkdirSync(dataDir, { recursive: true });
-  const config = writeGatewayConfig(dir, String(mock.info.url), logLevel, safety);
+  const config = writeGatewayConfig(dir, String(mock.info.url), logLevel, safety, provider);
   const server = await startServer(
     "gateway",
     [...profileFlags(profileDir, "gateway"), GATEWAY_SCRIPT, "serve", "--json"],

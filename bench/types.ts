@@ -42,6 +42,8 @@ export interface LoadResult {
 }
 
 export type Mode = "json" | "stream";
+/** the upstream wire format a benchmark runs against */
+export type BenchProvider = "openai" | "anthropic" | "gemini" | "azure";
 export type TargetName = "direct" | "passthrough" | "gateway";
 export type LoadKind = "saturation" | "rate";
 

@@ -229,6 +229,14 @@ export const catalog = {
     "The upstream model rejected the request.",
     "the upstream answered 400 or 422: the request is valid here but not for that model. The upstream's own `code` (e.g. `context_length_exceeded`), `param` and message are passed on when it gave them; `upstream_bad_request` when it gave none",
   ),
+  upstream_key_refused: entry(
+    502,
+    "upstream_error",
+    "upstream_key_refused",
+    "The upstream refused the gateway's key for this model; the gateway's operator must check the provider's key.",
+    "the upstream answered 401 or 403 (Gemini: 400 `API_KEY_INVALID`): the key the gateway holds for that provider is wrong, revoked or lacks a permission. Not the client's key; the message never quotes the upstream's",
+    "never",
+  ),
   upstream_timeout: entry(
     504,
     "upstream_error",
@@ -241,7 +249,7 @@ export const catalog = {
     "invalid_request_error",
     "content_filter",
     "The request was blocked by the content safety review.",
-    "content safety is on with `review_input` and a reviewer flagged the caller's messages; nothing was sent upstream or charged",
+    "content safety is on with `review_input` and a reviewer flagged the caller's messages (nothing was sent upstream), or the upstream's own content filter refused the prompt (Azure OpenAI's 400 `content_filter`); nothing is charged",
   ),
   safety_unavailable: entry(
     503,

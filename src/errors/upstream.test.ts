@@ -37,6 +37,39 @@ describe("fromUpstream", () => {
     }
   });
 
+  test("a refused provider key is 502 upstream_key_refused, never retried, without the upstream's words", () => {
+    const err = new UpstreamError(
+      "status",
+      "the upstream answered HTTP 401: Incorrect API key provided: sk-ab***yz",
+      {
+        status: 401,
+        refused: "key",
+        detail: { message: "Incorrect API key provided: sk-ab***yz" },
+      },
+    );
+    const mapped = expectMapping(err, "upstream_key_refused", 502);
+    assert.equal(mapped.toBody().error.type, "upstream_error");
+    assert.match(mapped.message, /operator must check the provider's key/);
+    assert.match(mapped.message, /HTTP 401/);
+    assert.equal(mapped.message.includes("sk-"), false);
+    assert.equal(mapped.headers?.["x-should-retry"], "false");
+  });
+
+  test("a prompt refused by the upstream's content filter is our 400 content_filter", () => {
+    const err = new UpstreamError("status", "the upstream answered HTTP 400: filtered", {
+      status: 400,
+      refused: "prompt",
+      detail: { message: "The response was filtered", code: "content_filter", param: "prompt" },
+    });
+    const mapped = expectMapping(err, "content_filter", 400);
+    assert.equal(mapped.toBody().error.type, "invalid_request_error");
+    assert.equal(
+      mapped.message,
+      "The upstream's content filter refused the prompt: The response was filtered",
+    );
+    assert.equal(mapped.param, null);
+  });
+
   test("network and malformed failures are 502 upstream_error", () => {
     for (const failure of ["network", "malformed"] as const) {
       const err = new UpstreamError(failure, `a ${failure} failure`);

@@ -1,11 +1,14 @@
 // Every provider type the gateway speaks. A new provider is a folder with its config schema
 // and adapter (an index.ts exporting its ProviderModule), plus one line in this list.
 import { z } from "zod";
+import { anthropic } from "./anthropic/index.ts";
+import { azureOpenAI } from "./azure-openai/index.ts";
 import { demo } from "./demo/index.ts";
+import { gemini } from "./gemini/index.ts";
 import { openaiCompatible } from "./openai-compatible/index.ts";
 import type { Provider } from "./types.ts";
 
-export const PROVIDER_MODULES = [openaiCompatible, demo] as const;
+export const PROVIDER_MODULES = [openaiCompatible, anthropic, gemini, azureOpenAI, demo] as const;
 
 type Schemas<T extends readonly { config: unknown }[]> = { -readonly [K in keyof T]: T[K]["config"] };
 

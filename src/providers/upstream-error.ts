@@ -22,6 +22,12 @@ export interface UpstreamErrorOptions {
   detail?:
     | { message?: string | undefined; code?: string | undefined; param?: string | undefined }
     | undefined;
+  /**
+   * What the upstream refused, where it said so: the gateway's provider key (401/403, and
+   * Gemini's 400 API_KEY_INVALID), or the prompt, by its own content filter (Azure's 400
+   * `content_filter`). Each has its own answer to the client (src/errors/upstream.ts).
+   */
+  refused?: "key" | "prompt" | undefined;
   cause?: unknown;
 }
 
@@ -36,6 +42,7 @@ export class UpstreamError extends Error {
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
   readonly detail: UpstreamErrorOptions["detail"];
+  readonly refused: UpstreamErrorOptions["refused"];
 
   constructor(failure: UpstreamFailure, message: string, options: UpstreamErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -43,6 +50,7 @@ export class UpstreamError extends Error {
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
     this.detail = options.detail;
+    this.refused = options.refused;
     this.retryable =
       options.retryable ??
       (failure === "status" ? options.status === undefined || RETRYABLE_STATUS.has(options.status) : true);

@@ -23,6 +23,10 @@ export class CallDraft {
   promptTokens = 0;
   completionTokens = 0;
   usageSource: UsageSource = "none";
+  /** the breakdown the upstream reported: of the prompt, cache reads and writes; of the completion, reasoning */
+  cachedTokens = 0;
+  cacheWriteTokens = 0;
+  reasoningTokens = 0;
   /** tokens the upstream counted that are not charged: see waiveCharge() */
   unchargedTokens = 0;
   ttftMs: number | null = null;
@@ -49,10 +53,19 @@ export class CallDraft {
     this.ttftMs ??= this.elapsedMs();
   }
 
-  setUsage(prompt: number, completion: number, source: UsageSource): void {
+  /** `breakdown`: what the upstream reported of cache reads, cache writes and reasoning; none for estimates */
+  setUsage(
+    prompt: number,
+    completion: number,
+    source: UsageSource,
+    breakdown?: { cachedInput: number; cacheWrite: number; reasoning: number },
+  ): void {
     this.promptTokens = prompt;
     this.completionTokens = completion;
     this.usageSource = source;
+    this.cachedTokens = breakdown?.cachedInput ?? 0;
+    this.cacheWriteTokens = breakdown?.cacheWrite ?? 0;
+    this.reasoningTokens = breakdown?.reasoning ?? 0;
   }
 
   /**
@@ -95,6 +108,9 @@ export class CallDraft {
       completion_tokens: this.completionTokens,
       total_tokens: this.totalTokens,
       uncharged_tokens: this.unchargedTokens,
+      cached_tokens: this.cachedTokens,
+      cache_write_tokens: this.cacheWriteTokens,
+      reasoning_tokens: this.reasoningTokens,
       usage_source: this.usageSource,
       latency_ms: this.elapsedMs(),
       ttft_ms: this.ttftMs,

@@ -28,7 +28,7 @@ export function noteUsage(
   req: ChatRequest,
   written: string,
 ): void {
-  if (usage) draft.setUsage(usage.prompt, usage.completion, "upstream");
+  if (usage) draft.setUsage(usage.prompt, usage.completion, "upstream", usage);
   else draft.setUsage(localPromptTokens(req), countText(written), "estimated");
 }
 

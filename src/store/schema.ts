@@ -69,6 +69,12 @@ export interface CallRecordsTable {
   total_tokens: number;
   /** tokens the upstream counted that were not charged (the gateway's own failure): the operator's cost */
   uncharged_tokens: number;
+  /** of prompt_tokens, read from the provider's prompt cache */
+  cached_tokens: number;
+  /** of prompt_tokens, written to the provider's prompt cache (Anthropic bills these above base input) */
+  cache_write_tokens: number;
+  /** of completion_tokens, reasoning (thinking) tokens */
+  reasoning_tokens: number;
   /** upstream | estimated | none */
   usage_source: string;
   latency_ms: number;

@@ -18,6 +18,16 @@
  *   mock:refusal        refusal instead of content
  *   mock:tool           one `get_weather` tool call
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
+ *   mock:cache          usage says 3 of the prompt tokens were cached
+ *
+ * Azure OpenAI mode (`azure: true`): the routes are Azure's,
+ * `/openai/deployments/{deployment}/chat/completions?api-version=…` (a missing api-version is
+ * 404 "Resource not found", as Azure answers) and `/openai/v1/chat/completions`; the key is the
+ * `api-key` header (`apiKey`); every stream opens with Azure's prompt-filter frame (empty
+ * `choices`, `prompt_filter_results`, created 0). Besides the directives above:
+ *   mock:blocked        400 with Azure's `content_filter` error: the prompt was filtered
+ *   mock:filtered       the answer ends with finish_reason content_filter
+ *   mock:error-event    stream: after the prompt-filter frame, an error object inside the 200 stream
  *
  * A `model` of OpenAI's reasoning families (o1, o3, gpt-5, …) is refused with OpenAI's 400
  * `unsupported_parameter` when the body carries `max_tokens`, as OpenAI refuses it.
@@ -35,15 +45,14 @@
  * above still apply, from the last user message (mock:hang, mock:latency, mock:status, ...).
  *
  * Run as a process (for the benchmark):
- *   node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
+ *   node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record] [--azure]
  * prints one line `{"url":"http://127.0.0.1:9100/v1"}` and exits cleanly on SIGTERM/SIGINT.
  */
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { listenForTests } from "./listen.ts";
+import { type Active, isMain, requestTracker, runMockCli } from "./mock-provider.ts";
 
 export interface MockUpstreamOptions {
   /** Delay before the response headers (default 0); the per-request `mock:latency=MS` directive overrides. */
@@ -56,6 +65,8 @@ export interface MockUpstreamOptions {
   host?: string;
   /** Default 0 (random free port). */
   port?: number;
+  /** speak as Azure OpenAI (see the file comment) */
+  azure?: boolean;
 }
 
 export interface ReceivedRequest {
@@ -127,6 +138,55 @@ const MODELS_BODY = JSON.stringify({
 });
 
 const SSE_DONE = "data: [DONE]\n\n";
+
+const AZURE_PROMPT_FILTER_FRAME = `data: ${JSON.stringify({
+  choices: [],
+  created: 0,
+  id: "",
+  model: "",
+  object: "",
+  prompt_filter_results: [
+    {
+      prompt_index: 0,
+      content_filter_results: {
+        hate: { filtered: false, severity: "safe" },
+        self_harm: { filtered: false, severity: "safe" },
+        sexual: { filtered: false, severity: "safe" },
+        violence: { filtered: false, severity: "safe" },
+      },
+    },
+  ],
+})}\n\n`;
+const AZURE_STREAM_ERROR = JSON.stringify({
+  error: { code: "server_error", message: "The server had an error while processing your request." },
+});
+/** Azure's answer to a prompt its content filter refuses (learn.microsoft.com content filtering). */
+export const AZURE_PROMPT_FILTERED = JSON.stringify({
+  error: {
+    message:
+      "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry. To learn more about our content filtering policies please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766",
+    type: null,
+    param: "prompt",
+    code: "content_filter",
+    status: 400,
+    innererror: {
+      code: "ResponsibleAIPolicyViolation",
+      content_filter_result: {
+        hate: { filtered: false, severity: "safe" },
+        self_harm: { filtered: false, severity: "safe" },
+        sexual: { filtered: false, severity: "safe" },
+        violence: { filtered: true, severity: "high" },
+      },
+    },
+  },
+});
+const AZURE_BAD_KEY = JSON.stringify({
+  error: {
+    code: "401",
+    message:
+      "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.",
+  },
+});
 const SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8";
 const JSON_CONTENT_TYPE = "application/json";
 
@@ -187,6 +247,10 @@ interface Directives {
   refusal: boolean;
   tool: boolean;
   text: string | undefined;
+  cache: boolean;
+  blocked: boolean;
+  filtered: boolean;
+  errorEvent: boolean;
 }
 
 const DIRECTIVE_RE = /(?<![\w-])mock:([a-z][a-z-]*)(?:=(\S+))?/g;
@@ -210,6 +274,10 @@ function parseDirectives(text: string): Directives {
     refusal: false,
     tool: false,
     text: undefined,
+    cache: false,
+    blocked: false,
+    filtered: false,
+    errorEvent: false,
   };
   if (text.indexOf("mock:") === -1) return d;
   DIRECTIVE_RE.lastIndex = 0;
@@ -250,6 +318,18 @@ function parseDirectives(text: string): Directives {
         break;
       case "text":
         if (value !== undefined) d.text = value;
+        break;
+      case "cache":
+        d.cache = true;
+        break;
+      case "blocked":
+        d.blocked = true;
+        break;
+      case "filtered":
+        d.filtered = true;
+        break;
+      case "error-event":
+        d.errorEvent = true;
         break;
     }
   }
@@ -379,12 +459,12 @@ function statusError(status: number, model: string): ErrorSpec {
   }
 }
 
-function usageObject(prompt: number, completion: number) {
+function usageObject(prompt: number, completion: number, cached = 0) {
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
-    prompt_tokens_details: { cached_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: cached },
     completion_tokens_details: { reasoning_tokens: 0 },
   };
 }
@@ -402,12 +482,16 @@ interface Plan {
   piecesJson: string[];
   /** Reply text for `kind: "text"` (N words joined by single spaces). */
   text: string;
-  finishReason: "stop" | "length" | "tool_calls";
+  finishReason: "stop" | "length" | "tool_calls" | "content_filter";
   completionPerChoice: number;
   promptTokens: number;
   usage: boolean;
   includeUsage: boolean;
   callIdBase: string;
+  cached: number;
+  /** Azure: the prompt-filter frame opens the stream */
+  azure: boolean;
+  errorEvent: boolean;
 }
 
 function replyText(tokens: number, word: string | undefined): string {
@@ -464,7 +548,7 @@ function buildCompletionJson(plan: Plan): string {
     system_fingerprint: SYSTEM_FINGERPRINT,
     choices,
   };
-  if (plan.usage) body.usage = usageObject(plan.promptTokens, plan.completionPerChoice * plan.n);
+  if (plan.usage) body.usage = usageObject(plan.promptTokens, plan.completionPerChoice * plan.n, plan.cached);
   return JSON.stringify(body);
 }
 
@@ -484,7 +568,12 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
   const pieces = plan.piecesJson;
   const steps: string[] = [];
 
-  let open = "";
+  // Azure's first frame: the prompt's filter annotations, with no choices and created 0
+  let open = plan.azure ? AZURE_PROMPT_FILTER_FRAME : "";
+  if (plan.errorEvent) {
+    steps.push(`${open}data: ${AZURE_STREAM_ERROR}\n\n`);
+    return { steps, contentSteps: 0 };
+  }
   for (let i = 0; i < n; i++) {
     let delta: string;
     if (plan.kind === "text") delta = '{"role":"assistant","content":"","refusal":null}';
@@ -514,7 +603,7 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
     end +=
       `data: {"id":"${plan.id}","object":"chat.completion.chunk","created":${plan.created},` +
       `"model":${JSON.stringify(plan.model)},"system_fingerprint":"${SYSTEM_FINGERPRINT}","choices":[],` +
-      `"usage":${JSON.stringify(usageObject(plan.promptTokens, plan.completionPerChoice * n))}}\n\n`;
+      `"usage":${JSON.stringify(usageObject(plan.promptTokens, plan.completionPerChoice * n, plan.cached))}}\n\n`;
   }
   end += SSE_DONE;
   steps.push(end);
@@ -525,37 +614,29 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
 // Server
 // ---------------------------------------------------------------------------
 
-/** Per chat request bookkeeping. */
-interface Active {
-  /** Set when the mock has finished answering (or deliberately destroyed the socket). */
-  done: boolean;
-  /** Set when the request left `inFlight`. */
-  closed: boolean;
-  /** `reset()` generation the request started in; aborts of older requests are not counted. */
-  gen: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-}
-
 export function startMockUpstream(
   options: MockUpstreamOptions & { record?: boolean } = {},
 ): Promise<MockUpstream> {
   const defaultLatency = Math.max(0, options.latencyMs ?? 0);
   const chunkDelay = Math.max(0, options.chunkDelayMs ?? 0);
-  const expectedAuth = options.apiKey !== undefined ? `Bearer ${options.apiKey}` : undefined;
+  const azure = options.azure === true;
+  const expectedAuth =
+    options.apiKey === undefined ? undefined : azure ? options.apiKey : `Bearer ${options.apiKey}`;
   const record = options.record !== false;
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 0;
 
   const requests: ReceivedRequest[] = [];
-  const active = new Set<Active>();
-  let aborted = 0;
-  let gen = 0;
-  let closing = false;
+  const tracker = requestTracker();
 
   function authorized(req: IncomingMessage, res: ServerResponse): boolean {
     if (expectedAuth === undefined) return true;
-    const got = req.headers.authorization;
+    const got = azure ? req.headers["api-key"] : req.headers.authorization;
     if (got === expectedAuth) return true;
+    if (azure) {
+      sendJson(res, 401, AZURE_BAD_KEY);
+      return false;
+    }
     if (got === undefined || got === "") {
       sendError(res, 401, MISSING_KEY_MESSAGE, "invalid_request_error", null, null);
     } else {
@@ -564,23 +645,10 @@ export function startMockUpstream(
     return false;
   }
 
-  function finishActive(state: Active): void {
-    if (state.closed) return;
-    state.closed = true;
-    active.delete(state);
-    if (state.timer !== undefined) {
-      clearTimeout(state.timer);
-      state.timer = undefined;
-    }
-    if (!state.done && !closing && state.gen === gen) aborted++;
-  }
-
-  function handleChat(req: IncomingMessage, res: ServerResponse, path: string): void {
-    const state: Active = { done: false, closed: false, gen, timer: undefined };
-    active.add(state);
-    const onClose = (): void => finishActive(state);
-    res.once("close", onClose);
-    req.once("error", onClose);
+  /** `deployment`: Azure's deployment path names the model, not the body */
+  function handleChat(req: IncomingMessage, res: ServerResponse, path: string, deployment?: string): void {
+    const state = tracker.begin(res);
+    req.once("error", () => tracker.finish(state));
 
     const entry: ReceivedRequest | undefined = record
       ? { method: req.method ?? "POST", path, headers: req.headers, body: undefined, at: Date.now() }
@@ -600,6 +668,7 @@ export function startMockUpstream(
         parsed = false;
       }
       if (entry !== undefined) entry.body = parsed ? body : raw;
+      if (deployment !== undefined && parsed && body && typeof body === "object") body.model ??= deployment;
       answerChat(req, res, state, parsed, body);
     });
   }
@@ -690,6 +759,11 @@ export function startMockUpstream(
         sendError(res, d.status, ...statusError(d.status, body.model));
         return;
       }
+      if (azure && d.blocked) {
+        state.done = true;
+        sendJson(res, 400, AZURE_PROMPT_FILTERED);
+        return;
+      }
       if (d.contextOverflow) {
         state.done = true;
         sendError(
@@ -756,6 +830,7 @@ export function startMockUpstream(
       text = replyText(tokens, d.text);
       finishReason = bound !== undefined && tokens === bound ? "length" : "stop";
     }
+    if (d.filtered) finishReason = "content_filter";
     const usage = !d.noUsage;
     const so = body.stream_options;
     const includeUsage = usage && so !== null && typeof so === "object" && so.include_usage === true;
@@ -773,6 +848,9 @@ export function startMockUpstream(
       usage,
       includeUsage,
       callIdBase: `${CALL_PREFIX}${counterB62(seq, 8)}`,
+      cached: d.cache ? Math.min(3, promptWords) : 0,
+      azure,
+      errorEvent: azure && d.errorEvent,
     };
   }
 
@@ -849,6 +927,13 @@ export function startMockUpstream(
     const q = url.indexOf("?");
     const path = q === -1 ? url : url.slice(0, q);
     const method = req.method ?? "GET";
+    if (azure) {
+      const deployment = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(path);
+      if (method === "POST" && deployment && /[?&]api-version=[^&]/.test(url))
+        return handleChat(req, res, path, decodeURIComponent(deployment[1]!));
+      if (method === "POST" && path === "/openai/v1/chat/completions") return handleChat(req, res, path);
+      return sendJson(res, 404, JSON.stringify({ error: { code: "404", message: "Resource not found" } }));
+    }
     if (path === "/v1/chat/completions" && method === "POST") return handleChat(req, res, path);
     if (method === "GET" && (path === "/v1/models" || path === "/v1/models/mock-model")) {
       if (!authorized(req, res)) return;
@@ -863,100 +948,11 @@ export function startMockUpstream(
     sendError(res, 404, `Invalid URL (${method} ${path})`, "invalid_request_error", null, null);
   });
 
-  let closePromise: Promise<void> | undefined;
-
-  return listenForTests(server, port, host).then(
-    (url): MockUpstream => ({
-      url,
-      requests,
-      inFlight: () => active.size,
-      aborted: () => aborted,
-      reset: () => {
-        requests.length = 0;
-        aborted = 0;
-        gen++;
-      },
-      close: () => {
-        closePromise ??= new Promise<void>((done) => {
-          closing = true;
-          server.close(() => {
-            // Sockets are destroyed; settle bookkeeping for requests whose 'close' event is still queued.
-            for (const state of active) finishActive(state);
-            done();
-          });
-          server.closeAllConnections();
-        });
-        return closePromise;
-      },
-    }),
-  );
+  return listenForTests(server, port, host).then((url) => tracker.upstream(server, url, requests));
 }
 
 // ---------------------------------------------------------------------------
-// CLI: node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
+// CLI: node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record] [--azure]
 // ---------------------------------------------------------------------------
 
-function isMain(): boolean {
-  if (import.meta.main === true) return true;
-  const entry = process.argv[1];
-  return entry !== undefined && resolve(entry) === fileURLToPath(import.meta.url);
-}
-
-async function runCli(argv: string[]): Promise<void> {
-  const opts: MockUpstreamOptions & { record?: boolean } = {};
-  const num = (flag: string, v: string | undefined): number => {
-    const n = Number(v);
-    if (v === undefined || !Number.isFinite(n) || n < 0) {
-      process.stderr.write(`mock-openai-upstream: ${flag} needs a non-negative number\n`);
-      process.exit(2);
-    }
-    return n;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const eq = a.indexOf("=");
-    const flag = a.startsWith("--") && eq !== -1 ? a.slice(0, eq) : a;
-    const inline = a.startsWith("--") && eq !== -1 ? a.slice(eq + 1) : undefined;
-    const value = (): string | undefined => inline ?? argv[++i];
-    switch (flag) {
-      case "--port":
-        opts.port = num(flag, value());
-        break;
-      case "--host":
-        opts.host = value();
-        break;
-      case "--latency":
-        opts.latencyMs = num(flag, value());
-        break;
-      case "--chunk-delay":
-        opts.chunkDelayMs = num(flag, value());
-        break;
-      case "--api-key":
-        opts.apiKey = value();
-        break;
-      case "--no-record":
-        opts.record = false;
-        break;
-      default:
-        process.stderr.write(`mock-openai-upstream: unknown argument ${a}\n`);
-        process.exit(2);
-    }
-  }
-  const mock = await startMockUpstream(opts);
-  process.stdout.write(`${JSON.stringify({ url: mock.url })}\n`);
-  let stopping = false;
-  const shutdown = (): void => {
-    if (stopping) return;
-    stopping = true;
-    void mock.close().then(() => process.exit(0));
-  };
-  process.once("SIGTERM", shutdown);
-  process.once("SIGINT", shutdown);
-}
-
-if (isMain()) {
-  runCli(process.argv.slice(2)).catch((err: unknown) => {
-    process.stderr.write(`mock-openai-upstream: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  });
-}
+if (isMain(import.meta.url)) void runMockCli("mock-openai-upstream", startMockUpstream);

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { after, before, beforeEach, describe, test } from "node:test";
+import { drain, finishReasons, textOf } from "../../../test/support/adapter-kit.ts";
 import { listenForTests } from "../../../test/support/listen.ts";
 import { FORWARDED_FIELDS, parseChatRequest } from "../../apis/chat-completions/request.ts";
 import type { Chunk, Provider, UpstreamCall } from "../types.ts";
@@ -101,27 +102,6 @@ const call = (fields: Record<string, unknown> = {}, signal = new AbortController
   outputBound: 256,
   signal,
 });
-
-/** Every chunk the stream yields, and the error it ends with, if any. */
-async function drain(stream: AsyncIterable<Chunk>): Promise<{ chunks: Chunk[]; error: unknown }> {
-  const chunks: Chunk[] = [];
-  try {
-    for await (const c of stream) chunks.push(c);
-  } catch (error) {
-    return { chunks, error };
-  }
-  return { chunks, error: undefined };
-}
-
-const textOf = (chunks: Chunk[], index = 0) =>
-  chunks
-    .flatMap((c) => c.choices)
-    .filter((c) => c.index === index)
-    .map((c) => c.delta.content ?? "")
-    .join("");
-
-const finishReasons = (chunks: Chunk[]) =>
-  chunks.flatMap((c) => c.choices.map((ch) => ch.finish_reason)).filter((r) => r !== null);
 
 /** The streamed tool calls of choice 0, put together by their index. */
 function toolCalls(chunks: Chunk[]) {
@@ -587,6 +567,7 @@ describe("failures", () => {
     });
     await assert.rejects(provider().complete(call()), (err) => {
       assertUpstreamError(err, { failure: "status", status: 401, retryable: false });
+      assert.equal(err.refused, "key");
       assert.match(err.message, /^the upstream answered HTTP 401: Incorrect API key provided: /);
       for (const secret of [
         "sk-proj",
@@ -595,6 +576,21 @@ describe("failures", () => {
         "platform.openai.com",
       ])
         assert.equal(err.message.includes(secret), false, `${secret} in ${err.message}`);
+      return true;
+    });
+  });
+
+  test("retry-after-ms (OpenAI, Azure) wins over retry-after; a 403 is a refused key too", async () => {
+    answer = json(429, { error: { message: "slow down" } }, { "retry-after-ms": "1500", "retry-after": "9" });
+    await assert.rejects(provider().complete(call()), (err) => {
+      assertUpstreamError(err, { failure: "status", status: 429, retryable: true });
+      assert.equal(err.retryAfterMs, 1500);
+      return true;
+    });
+    answer = json(403, { error: { message: "You are not allowed to sample from this model" } });
+    await assert.rejects(provider().complete(call()), (err) => {
+      assertUpstreamError(err, { failure: "status", status: 403, retryable: false });
+      assert.equal(err.refused, "key");
       return true;
     });
   });

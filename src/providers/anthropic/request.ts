@@ -1,0 +1,244 @@
+// An OpenAI chat request as an Anthropic Messages request (POST /v1/messages). Only fields
+// the Messages API defines are sent: it refuses unknown ones.
+import type { ChatRequest } from "../../apis/chat-completions/request.ts";
+import { GatewayError } from "../../errors/index.ts";
+import { applyFieldRules, type FieldRules, mapped, refused, SHARED_RULES } from "../field-policy.ts";
+import { estimatedPromptBound } from "../prompt-bound.ts";
+import {
+  EFFORT_SHARE,
+  functionTools,
+  type Part,
+  readParts,
+  textOnly,
+  toolArguments,
+  toolChoice,
+  unknownEffort,
+} from "../translate.ts";
+import type { UpstreamCall } from "../types.ts";
+
+export const PROVIDER = "Anthropic";
+
+/**
+ * What Anthropic adds to the prompt when a request has tools: its tool-use system prompt,
+ * 346 tokens for tool_choice auto or none and 313 for any or tool on current models (Claude
+ * 4.x; "Tool use system prompt token count", platform.claude.com tool-use pricing). The
+ * larger is held for every tools request.
+ */
+export const TOOL_PROMPT_TOKENS = 346;
+
+/** The prompt part of the reservation: the shared bound plus what Anthropic adds. */
+export function anthropicPromptBound(request: ChatRequest): number {
+  return estimatedPromptBound(request) + (request.tools?.length ? TOOL_PROMPT_TOKENS : 0);
+}
+
+/** Anthropic refuses a thinking budget under this ("budget_tokens" minimum, extended thinking docs). */
+export const MIN_THINKING_BUDGET = 1024;
+
+/** Whether reasoning_effort asks for thinking (none and absent do not). */
+function thinks(request: ChatRequest): boolean {
+  return request.reasoning_effort !== undefined && request.reasoning_effort !== "none";
+}
+
+const DURING_THINKING = "extended thinking (reasoning_effort) takes";
+
+export const ANTHROPIC_RULES: FieldRules = {
+  ...SHARED_RULES,
+  temperature: {
+    becomes: "`temperature` (Anthropic's range is 0 to 1: above 1 is refused; with thinking only 1)",
+    refuse: (t: number, request) =>
+      t > 1
+        ? "its temperature goes from 0 to 1"
+        : thinks(request) && t !== 1
+          ? `${DURING_THINKING} no temperature but 1`
+          : undefined,
+  },
+  top_p: {
+    becomes: "`top_p` (with thinking, 0.95 to 1 only)",
+    refuse: (p: number, request) =>
+      thinks(request) && p < 0.95 ? `${DURING_THINKING} top_p from 0.95 to 1 only` : undefined,
+  },
+  max_tokens: mapped("superseded: `max_tokens` carries the output bound the gateway reserved"),
+  max_completion_tokens: mapped("superseded: `max_tokens` carries the output bound the gateway reserved"),
+  n: refused("it returns one choice per request", (n: number) => n === 1, "1: dropped; more: refused"),
+  stop: mapped("`stop_sequences`"),
+  seed: refused("it has no seed"),
+  user: mapped("`metadata.user_id`"),
+  tools: mapped(
+    "`tools[]` as `{name, description, input_schema}` (function tools only; `strict` is not enforced)",
+  ),
+  tool_choice: {
+    becomes: "`tool_choice`: `auto` → auto, `none` → none, `required` → any, a named function → tool",
+    refuse: (choice: unknown, request) =>
+      thinks(request) && choice !== "auto" && choice !== "none"
+        ? `${DURING_THINKING} tool_choice auto or none only`
+        : undefined,
+  },
+  parallel_tool_calls: mapped(
+    "`false` → `tool_choice.disable_parallel_tool_use`; `true` (the default) dropped",
+  ),
+  response_format: refused(
+    "it has no JSON mode or schema-constrained output here",
+    (f: { type: string }) => f.type === "text",
+    "`text`: dropped; `json_object`, `json_schema`: refused",
+  ),
+  presence_penalty: refused("it has no presence penalty", (p: number) => p === 0, "0: dropped; else refused"),
+  frequency_penalty: refused(
+    "it has no frequency penalty",
+    (p: number) => p === 0,
+    "0: dropped; else refused",
+  ),
+  logprobs: refused(
+    "it returns no log probabilities",
+    (l: boolean) => !l,
+    "`false`: dropped; `true`: refused",
+  ),
+  top_logprobs: refused(
+    "it returns no log probabilities",
+    (n: number) => n === 0,
+    "0: dropped; else refused",
+  ),
+  reasoning_effort: {
+    becomes:
+      "`thinking: {type: enabled, budget_tokens}`: `none` → no thinking; `minimal` → 1024; `low`, `medium`, `high` → 25 %, 50 %, 80 % of the output bound, at least 1024 (a bound of 1024 or less is refused)",
+    refuse: unknownEffort,
+  },
+  safety_identifier: mapped("`metadata.user_id` when `user` is absent"),
+};
+
+type Block = Record<string, unknown> & { type: string };
+interface AnthropicMessage {
+  role: "user" | "assistant";
+  content: Block[];
+}
+
+function partBlock(part: Part): Block {
+  if (part.kind === "text") return { type: "text", text: part.text };
+  if (part.kind === "image")
+    return { type: "image", source: { type: "base64", media_type: part.mediaType, data: part.data } };
+  return { type: "image", source: { type: "url", url: part.url } };
+}
+
+/** The thinking budget for an effort within `bound`; undefined for none. */
+export function thinkingBudget(effort: string, bound: number): number | undefined {
+  if (effort === "none") return undefined;
+  const share = EFFORT_SHARE[effort];
+  return Math.max(MIN_THINKING_BUDGET, share === undefined ? 0 : Math.floor(bound * share));
+}
+
+/**
+ * The Messages request body. Throws invalid_request, before anything is sent, for what
+ * Anthropic cannot honour (unless the provider drops unsupported fields).
+ */
+export function messagesBody(call: UpstreamCall, stream: boolean, dropUnsupported: boolean) {
+  const request = applyFieldRules(call.request, ANTHROPIC_RULES, PROVIDER, dropUnsupported);
+  const system: Block[] = [];
+  const messages: AnthropicMessage[] = [];
+  const push = (role: AnthropicMessage["role"], blocks: Block[]) => {
+    if (!blocks.length) return; // Anthropic refuses empty turns; an empty message says nothing
+    const last = messages.at(-1);
+    // Consecutive turns of one role are one turn there.
+    if (last?.role === role) last.content.push(...blocks);
+    else messages.push({ role, content: blocks });
+  };
+  request.messages.forEach((m, i) => {
+    const param = `messages[${i}]`;
+    switch (m.role) {
+      case "system":
+      case "developer": {
+        const text = textOnly(m.content, `${param}.content`, PROVIDER);
+        if (text) system.push({ type: "text", text });
+        break;
+      }
+      case "user":
+        push("user", readParts(m.content, `${param}.content`, PROVIDER).map(partBlock));
+        break;
+      case "assistant": {
+        const blocks = readParts(m.content, `${param}.content`, PROVIDER).map(partBlock);
+        (m.tool_calls ?? []).forEach((c, j) => {
+          blocks.push({
+            type: "tool_use",
+            id: c.id,
+            name: c.function.name,
+            input: toolArguments(c.function.arguments, `${param}.tool_calls[${j}].function.arguments`),
+          });
+        });
+        push("assistant", blocks);
+        break;
+      }
+      case "tool": {
+        const content = readParts(m.content, `${param}.content`, PROVIDER).map(partBlock);
+        push("user", [{ type: "tool_result", tool_use_id: m.tool_call_id, content }]);
+        break;
+      }
+      default:
+        throw new GatewayError("invalid_request", {
+          message: `Messages of role '${m.role}' are not supported by ${PROVIDER}: send tool messages.`,
+          param: `${param}.role`,
+        });
+    }
+  });
+  // Tool results must open their user turn: a user message merged after them goes behind.
+  for (const m of messages)
+    if (m.role === "user")
+      m.content.sort((a, b) => Number(b.type === "tool_result") - Number(a.type === "tool_result"));
+
+  const body: Record<string, unknown> = {
+    model: call.upstreamModel,
+    max_tokens: call.outputBound,
+    messages,
+  };
+  if (system.length) body.system = system;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.top_p !== undefined) body.top_p = request.top_p;
+  if (request.stop !== undefined)
+    body.stop_sequences = typeof request.stop === "string" ? [request.stop] : request.stop;
+  const userId = request.user ?? request.safety_identifier;
+  if (userId !== undefined) body.metadata = { user_id: userId };
+  const tools = functionTools(request, PROVIDER);
+  if (tools.length)
+    body.tools = tools.map((t) => ({
+      name: t.name,
+      ...(t.description === undefined ? {} : { description: t.description }),
+      input_schema: t.parameters ?? { type: "object", properties: {} },
+    }));
+  const choice = toolChoice(request, PROVIDER);
+  const single = request.parallel_tool_calls === false;
+  if (choice || (single && tools.length)) {
+    const mode = choice?.mode ?? "auto";
+    const tc: Record<string, unknown> =
+      mode === "named"
+        ? { type: "tool", name: (choice as { name: string }).name }
+        : { type: mode === "required" ? "any" : mode };
+    if (single && mode !== "none") tc.disable_parallel_tool_use = true;
+    body.tool_choice = tc;
+  }
+  const thinking = thinkingFor(request, messages, call.outputBound, dropUnsupported);
+  if (thinking) body.thinking = thinking;
+  if (stream) body.stream = true;
+  return body;
+}
+
+function thinkingFor(
+  request: ChatRequest,
+  messages: AnthropicMessage[],
+  bound: number,
+  dropUnsupported: boolean,
+) {
+  const effort = request.reasoning_effort;
+  if (effort === undefined) return undefined;
+  const budget = thinkingBudget(effort, bound);
+  if (budget === undefined) return undefined;
+  // A tool loop under way: Anthropic wants the previous turn's signed thinking block back,
+  // which an OpenAI client never kept. The turn goes without thinking rather than failing.
+  const lastAssistant = messages.findLast((m) => m.role === "assistant");
+  if (lastAssistant?.content.some((b) => b.type === "tool_use")) return undefined;
+  // budget_tokens must be below max_tokens and at least 1024: a smaller bound cannot think.
+  if (budget >= bound) {
+    if (dropUnsupported) return undefined;
+    throw new GatewayError("invalid_request", {
+      message: `'reasoning_effort' needs an output bound above ${MIN_THINKING_BUDGET} tokens on ${PROVIDER}: its thinking budget is at least ${MIN_THINKING_BUDGET} and must stay below max_tokens. Raise max_tokens or leave reasoning_effort out.`,
+      param: "reasoning_effort",
+    });
+  }
+  return { type: "enabled", budget_tokens: budget };
+}

@@ -1,0 +1,22 @@
+import { z } from "zod";
+import { httpProviderFields, outputBoundField } from "../config-fields.ts";
+
+export const azureOpenAIConfig = z
+  .object({
+    type: z.literal("azure-openai"),
+    ...httpProviderFields,
+    /**
+     * A dated version (the GA inference spec is 2024-10-21) is sent as ?api-version= to
+     * /openai/deployments/{upstream_model}/chat/completions; `v1` calls /openai/v1/chat/completions
+     * with the model in the body.
+     */
+    api_version: z
+      .string()
+      .regex(/^(?:v1|\d{4}-\d{2}-\d{2}(?:-preview)?)$/, "must be a dated version such as 2024-10-21, or v1")
+      .default("2024-10-21"),
+    /** as for openai-compatible providers (config-fields.ts) */
+    output_bound_field: z.union([z.literal("auto"), outputBoundField]).default("auto"),
+  })
+  .strict();
+
+export type AzureOpenAIConfig = z.output<typeof azureOpenAIConfig>;

@@ -1,0 +1,10 @@
+import type { ProviderModule } from "../types.ts";
+import { AzureOpenAIProvider } from "./adapter.ts";
+import { type AzureOpenAIConfig, azureOpenAIConfig } from "./config.ts";
+
+export const azureOpenAI = {
+  type: "azure-openai",
+  config: azureOpenAIConfig,
+  create: (config: AzureOpenAIConfig, env: Record<string, string | undefined>) =>
+    new AzureOpenAIProvider(config, env),
+} as const satisfies ProviderModule<AzureOpenAIConfig>;

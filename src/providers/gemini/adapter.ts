@@ -1,0 +1,208 @@
+// Adapter for the Gemini API: OpenAI chat completions translated to generateContent and
+// streamGenerateContent (SSE), and the candidates back into OpenAI choices, with Gemini's
+// usage (thinking included) in our convention.
+import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import type { Chunk, Completion, FinishReason, Provider, UpstreamCall } from "../types.ts";
+import { UpstreamError } from "../upstream-error.ts";
+import type { GeminiConfig } from "./config.ts";
+import { geminiPromptBound, generateBody } from "./request.ts";
+import { answerPrefix, toolCallId } from "./tool-ids.ts";
+import {
+  finishReason,
+  type GeminiPart,
+  type GeminiResponse,
+  geminiError,
+  isError,
+  readUsage,
+  responseSchema,
+} from "./wire.ts";
+
+export class GeminiProvider implements Provider {
+  readonly id: string;
+  readonly #http: HttpUpstream;
+  readonly #headers: Record<string, string>;
+  readonly #dropUnsupported: boolean;
+
+  constructor(config: GeminiConfig, env: Record<string, string | undefined>) {
+    this.id = config.id;
+    this.#http = new HttpUpstream(config);
+    this.#dropUnsupported = config.drop_unsupported;
+    this.#headers = upstreamHeaders(config, env, (key) => ({ "x-goog-api-key": key }));
+  }
+
+  promptBound = geminiPromptBound;
+
+  async complete(call: UpstreamCall): Promise<Completion> {
+    const body = this.#body(call);
+    const raw = await this.#http.json(await this.#post(call, "generateContent", body));
+    const response = parseShape(responseSchema, raw, "the upstream's reply is not a Gemini response");
+    const prefix = answerPrefix();
+    let calls = 0;
+    const candidates = response.candidates ?? [];
+    const choices: Completion["choices"] = candidates.map((candidate, i) => {
+      const { text, toolCalls } = readParts(candidate.content?.parts ?? [], (signature) =>
+        toolCallId(prefix, calls++, signature),
+      );
+      return {
+        index: candidate.index ?? i,
+        message: {
+          role: "assistant",
+          content: text || (toolCalls.length ? null : ""),
+          refusal: null,
+          ...(toolCalls.length ? { tool_calls: toolCalls.map(({ index: _index, ...call }) => call) } : {}),
+        },
+        logprobs: null,
+        finish_reason: finishReason(candidate.finishReason, toolCalls.length > 0),
+      };
+    });
+    // A prompt Gemini blocked has no candidates, only the reason.
+    if (!choices.length)
+      choices.push({
+        index: 0,
+        message: { role: "assistant", content: null, refusal: null },
+        logprobs: null,
+        finish_reason: response.promptFeedback?.blockReason ? "content_filter" : "stop",
+      });
+    return {
+      id: response.responseId,
+      object: "chat.completion",
+      model: response.modelVersion,
+      choices,
+      usage: response.usageMetadata ? readUsage(response.usageMetadata) : undefined,
+    };
+  }
+
+  stream(call: UpstreamCall): AsyncGenerator<Chunk> {
+    // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
+    return this.#chunks(call, this.#body(call));
+  }
+
+  async *#chunks(call: UpstreamCall, body: string): AsyncGenerator<Chunk> {
+    const state = new StreamState();
+    for await (const event of this.#http.events(
+      await this.#post(call, "streamGenerateContent?alt=sse", body),
+    )) {
+      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
+      if (isError(raw)) throw geminiError(undefined, raw);
+      yield* state.read(
+        parseShape(responseSchema, raw, "the upstream sent a stream event that is not a Gemini response"),
+      );
+    }
+    // Gemini's stream has no end marker: it is whole when every candidate has finished.
+    if (!state.complete)
+      throw new UpstreamError("network", "the upstream stream ended before it was complete");
+    yield state.usageChunk();
+  }
+
+  #body(call: UpstreamCall): string {
+    return JSON.stringify(generateBody(call, this.#dropUnsupported));
+  }
+
+  #post(call: UpstreamCall, method: string, body: string): Promise<Opened> {
+    const path = `${this.#http.basePath}/v1beta/models/${encodeURIComponent(call.upstreamModel)}:${method}`;
+    return this.#http.post(path, this.#headers, body, call.signal, geminiError);
+  }
+
+  async close(): Promise<void> {
+    await this.#http.close();
+  }
+}
+
+interface ToolCallDelta {
+  index: number;
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A candidate's parts: its text (thought summaries left out) and its function calls as tool calls. */
+function readParts(parts: GeminiPart[], nextId: (signature: string | undefined) => string, firstIndex = 0) {
+  let text = "";
+  const toolCalls: ToolCallDelta[] = [];
+  for (const part of parts) {
+    if (part.functionCall) {
+      toolCalls.push({
+        index: firstIndex + toolCalls.length,
+        // the signature travels in the id, to come back with the call (./tool-ids.ts)
+        id: nextId(part.thoughtSignature),
+        type: "function",
+        function: { name: part.functionCall.name, arguments: JSON.stringify(part.functionCall.args ?? {}) },
+      });
+    } else if (part.text && !part.thought) text += part.text;
+  }
+  return { text, toolCalls };
+}
+
+/**
+ * Gemini's stream events (each a whole GenerateContentResponse holding what is new) as OpenAI
+ * chunks. Usage in each event is the running total: the last one is the figure.
+ */
+class StreamState {
+  readonly #prefix = answerPrefix();
+  #calls = 0;
+  #id: string | undefined;
+  #model: string | undefined;
+  #usage: GeminiResponse["usageMetadata"];
+  #blocked = false;
+  readonly #started = new Set<number>();
+  readonly #finished = new Set<number>();
+  /** candidate -> how many tool calls it made so far, and whether any */
+  readonly #toolCalls = new Map<number, number>();
+
+  get complete(): boolean {
+    return this.#blocked || (this.#finished.size > 0 && this.#finished.size === this.#started.size);
+  }
+
+  *read(response: GeminiResponse): Generator<Chunk> {
+    this.#id ??= response.responseId;
+    this.#model ??= response.modelVersion;
+    if (response.usageMetadata) this.#usage = response.usageMetadata;
+    const candidates = response.candidates ?? [];
+    if (!candidates.length && response.promptFeedback?.blockReason && !this.#started.size) {
+      this.#blocked = true;
+      yield this.#chunk(0, { role: "assistant", content: "" }, "content_filter");
+      return;
+    }
+    for (const [i, candidate] of candidates.entries()) {
+      const index = candidate.index ?? i;
+      const made = this.#toolCalls.get(index) ?? 0;
+      const { text, toolCalls } = readParts(
+        candidate.content?.parts ?? [],
+        (signature) => toolCallId(this.#prefix, this.#calls++, signature),
+        made,
+      );
+      if (toolCalls.length) this.#toolCalls.set(index, made + toolCalls.length);
+      const delta: Record<string, unknown> = {};
+      if (!this.#started.has(index)) {
+        this.#started.add(index);
+        delta.role = "assistant";
+        delta.content = text;
+      } else if (text) delta.content = text;
+      if (toolCalls.length) delta.tool_calls = toolCalls;
+      const finish = candidate.finishReason
+        ? finishReason(candidate.finishReason, this.#toolCalls.has(index))
+        : null;
+      if (finish) this.#finished.add(index);
+      if (Object.keys(delta).length || finish) yield this.#chunk(index, delta, finish);
+    }
+  }
+
+  usageChunk(): Chunk {
+    return {
+      id: this.#id,
+      object: "chat.completion.chunk",
+      model: this.#model,
+      choices: [],
+      usage: this.#usage ? readUsage(this.#usage) : undefined,
+    };
+  }
+
+  #chunk(index: number, delta: Record<string, unknown>, finish: FinishReason | null): Chunk {
+    return {
+      id: this.#id,
+      object: "chat.completion.chunk",
+      model: this.#model,
+      choices: [{ index, delta, logprobs: null, finish_reason: finish }],
+    };
+  }
+}

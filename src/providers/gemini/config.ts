@@ -1,0 +1,15 @@
+import { z } from "zod";
+import { httpProviderFields } from "../config-fields.ts";
+
+export const geminiConfig = z
+  .object({
+    type: z.literal("gemini"),
+    ...httpProviderFields,
+    /** the adapter appends /v1beta/models/{model}:generateContent (or :streamGenerateContent?alt=sse) */
+    base_url: httpProviderFields.base_url.default("https://generativelanguage.googleapis.com"),
+    /** drop request fields Gemini cannot honour instead of refusing the request (docs/providers.md) */
+    drop_unsupported: z.boolean().default(false),
+  })
+  .strict();
+
+export type GeminiConfig = z.output<typeof geminiConfig>;

@@ -1,0 +1,9 @@
+import type { ProviderModule } from "../types.ts";
+import { GeminiProvider } from "./adapter.ts";
+import { type GeminiConfig, geminiConfig } from "./config.ts";
+
+export const gemini = {
+  type: "gemini",
+  config: geminiConfig,
+  create: (config: GeminiConfig, env: Record<string, string | undefined>) => new GeminiProvider(config, env),
+} as const satisfies ProviderModule<GeminiConfig>;

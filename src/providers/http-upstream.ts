@@ -1,0 +1,202 @@
+// The HTTP side every networked adapter shares: one keep-alive undici Pool per provider (never
+// a connection per request), the call's deadline, error bodies read within bounds, and every
+// way a call can break turned into an UpstreamError. Adapters add only their wire format.
+import { Pool } from "undici";
+import type { z } from "zod";
+import type { Timeouts } from "./config-fields.ts";
+import { Deadline } from "./deadline.ts";
+import { readSse, type SseEvent } from "./sse-reader.ts";
+import { retryAfterMs, UpstreamError } from "./upstream-error.ts";
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+type ResponseBody = Awaited<ReturnType<Pool["request"]>>["body"];
+type ResponseHeaders = Awaited<ReturnType<Pool["request"]>>["headers"];
+
+/** An answer whose status was a success: its body, still to be read, and the call's deadline. */
+export interface Opened {
+  body: ResponseBody;
+  deadline: Deadline;
+}
+
+/**
+ * Turns an HTTP error answer into the adapter's UpstreamError. `parsed` is the body as JSON
+ * (undefined when it was not JSON); `retryAfter` what the headers asked us to wait.
+ */
+export type StatusReader = (status: number, parsed: unknown, retryAfter: number | undefined) => UpstreamError;
+
+export interface HttpUpstreamConfig {
+  base_url: string;
+  max_connections: number;
+  timeouts: Timeouts;
+}
+
+export class HttpUpstream {
+  /** base_url's path, without a trailing slash: adapters append their endpoint */
+  readonly basePath: string;
+  readonly #pool: Pool;
+  readonly #totalMs: number;
+
+  constructor(config: HttpUpstreamConfig) {
+    const url = new URL(config.base_url);
+    this.basePath = url.pathname.replace(/\/+$/, "");
+    this.#pool = new Pool(url.origin, {
+      connections: config.max_connections,
+      connectTimeout: config.timeouts.connect_ms,
+      headersTimeout: config.timeouts.first_byte_ms,
+      bodyTimeout: config.timeouts.idle_ms,
+      keepAliveTimeout: 30_000,
+      pipelining: 1,
+    });
+    this.#totalMs = config.timeouts.total_ms;
+  }
+
+  /** POSTs `body`; an HTTP error status is thrown as `readStatus` describes it. */
+  async post(
+    path: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal,
+    readStatus: StatusReader,
+  ): Promise<Opened> {
+    const deadline = new Deadline(signal, this.#totalMs);
+    let response: Awaited<ReturnType<Pool["request"]>>;
+    try {
+      response = await this.#pool.request({ path, method: "POST", headers, body, signal: deadline.signal });
+    } catch (err) {
+      deadline.end();
+      throw this.failure(err, deadline.signal, "cannot reach the upstream");
+    }
+    if (response.statusCode >= 400) {
+      deadline.end();
+      const text = await readBounded(response.body).catch(() => "");
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      throw readStatus(response.statusCode, parsed, retryAfterFrom(response.headers));
+    }
+    return { body: response.body, deadline };
+  }
+
+  /** The whole body of a successful answer, as JSON. */
+  async json(opened: Opened): Promise<unknown> {
+    let text: string;
+    try {
+      text = await opened.body.text();
+    } catch (err) {
+      throw this.failure(err, opened.deadline.signal, "the upstream's reply broke off");
+    } finally {
+      opened.deadline.end();
+    }
+    return parseJson(text, "the upstream's reply is not JSON");
+  }
+
+  /**
+   * The body's SSE events. A read failure becomes an UpstreamError; when the consumer stops
+   * (done, failed or gone), the deadline ends and the body is destroyed. Consumers that have
+   * seen the end should read on rather than leave: leaving destroys the body, which costs an
+   * AbortError and the keep-alive connection.
+   */
+  async *events(opened: Opened): AsyncGenerator<SseEvent> {
+    try {
+      for await (const event of readSse(opened.body)) yield event;
+    } catch (err) {
+      throw this.failure(err, opened.deadline.signal, "the upstream stream broke off");
+    } finally {
+      opened.deadline.end();
+      if (!opened.body.destroyed) opened.body.destroy();
+    }
+  }
+
+  /** Normalises whatever went wrong into an UpstreamError, or the caller's abort reason. */
+  failure(err: unknown, signal: AbortSignal, what: string): unknown {
+    if (err instanceof UpstreamError) return err;
+    if (signal.aborted) {
+      const reason = signal.reason;
+      if (reason instanceof DOMException && reason.name === "TimeoutError")
+        return new UpstreamError("timeout", "the upstream did not finish within the total timeout", {
+          cause: err,
+        });
+      return reason; // the relay's own reason (client gone, shutdown)
+    }
+    const code = (err as { code?: string }).code;
+    if (code === "UND_ERR_CONNECT_TIMEOUT")
+      return new UpstreamError("timeout", "connecting to the upstream timed out", { cause: err });
+    if (code === "UND_ERR_HEADERS_TIMEOUT")
+      return new UpstreamError("timeout", "the upstream did not start answering in time", { cause: err });
+    if (code === "UND_ERR_BODY_TIMEOUT")
+      return new UpstreamError("timeout", "the upstream went silent in the middle of its answer", {
+        cause: err,
+      });
+    return new UpstreamError("network", what, { cause: err });
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+}
+
+/**
+ * The headers of every call to a provider: JSON in, JSON or SSE out, the API's own `fixed`
+ * headers, the configured extras, and the key (read from the environment variable the
+ * configuration names) in the header `auth` says.
+ */
+export function upstreamHeaders(
+  config: { headers: Record<string, string>; api_key_env?: string | undefined },
+  env: Record<string, string | undefined>,
+  auth: (key: string) => Record<string, string>,
+  fixed: Record<string, string> = {},
+): Record<string, string> {
+  const key = config.api_key_env ? env[config.api_key_env] : undefined;
+  return {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    ...fixed,
+    ...config.headers,
+    ...(key ? auth(key) : {}),
+  };
+}
+
+/**
+ * How long the upstream asked us to wait: `retry-after-ms` (OpenAI, Azure), Azure's
+ * `x-ms-retry-after-ms`, else `retry-after`.
+ */
+export function retryAfterFrom(headers: ResponseHeaders): number | undefined {
+  for (const name of ["retry-after-ms", "x-ms-retry-after-ms"]) {
+    const raw = headers[name];
+    const ms = Number(Array.isArray(raw) ? raw[0] : raw);
+    if (raw !== undefined && Number.isFinite(ms) && ms >= 0) return Math.round(ms);
+  }
+  return retryAfterMs(headers["retry-after"]);
+}
+
+export function parseJson(text: string, notJson: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UpstreamError("malformed", notJson);
+  }
+}
+
+export function parseShape<T>(schema: z.ZodType<T>, raw: unknown, notShape: string): T {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new UpstreamError("malformed", notShape);
+  return parsed.data;
+}
+
+async function readBounded(body: ResponseBody): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const part of body as AsyncIterable<Buffer>) {
+    parts.push(part);
+    size += part.length;
+    if (size > MAX_ERROR_BODY) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(parts).toString("utf8");
+}

@@ -1,0 +1,384 @@
+/**
+ * Mock of Anthropic's Messages API, `POST /v1/messages` (JSON and SSE), for the gateway's
+ * tests and the benchmark. It answers in Anthropic's shapes (the examples of the Messages and
+ * streaming references, docs.claude.com/en/api/messages and /en/api/messages-streaming) and
+ * validates requests as the real API does: an unknown field, a `system` role in `messages`, a
+ * missing `max_tokens`, a block of an unknown type, a tool result that answers no tool use,
+ * a thinking budget out of range: all are 400 `invalid_request_error`. A wrong `x-api-key` is
+ * 401 `authentication_error`; a missing `anthropic-version` is 400.
+ *
+ * Directives in the text of the last user turn (`mock:` …), as in mock-openai-upstream.ts:
+ *   tokens=N         answer N words (one output token each), capped by max_tokens (then max_tokens)
+ *   tool             one get_weather call; tools=2: get_weather and get_time, in parallel
+ *   stop-sequence    stop_reason stop_sequence;  refusal: stop_reason refusal
+ *   cache            usage with cache writes (7) and cache reads (11) besides input_tokens
+ *   split-usage      the stream sends two message_delta events (running totals, as with server tools)
+ *   thinking         a thinking block before the text
+ *   status=CODE      answer HTTP CODE with Anthropic's error body for it (529 overloaded_error, …)
+ *   spend-limit      429 whose error says the spend limit is reached
+ *   error-event      stream: an overloaded `error` event right after message_start
+ *   error-after=K    stream: an `error` event after K text deltas
+ *   hang, drop-after=K, latency=MS
+ * Input tokens are the words of the system prompt and all messages (at least 1).
+ *
+ * Run as a process (for the benchmark): node test/support/mock-anthropic-upstream.ts --port 0 --latency 20
+ */
+import type { MockUpstream, MockUpstreamOptions } from "./mock-openai-upstream.ts";
+import {
+  countOf,
+  countWords,
+  directives,
+  isMain,
+  type MockRequest,
+  mockId,
+  type Reply,
+  replyWords,
+  runMockCli,
+  sseEvent,
+  startMockProvider,
+} from "./mock-provider.ts";
+
+const TOP_FIELDS = new Set([
+  "model",
+  "messages",
+  "max_tokens",
+  "system",
+  "temperature",
+  "top_p",
+  "top_k",
+  "stop_sequences",
+  "stream",
+  "metadata",
+  "tools",
+  "tool_choice",
+  "thinking",
+  "service_tier",
+]);
+const BLOCK_FIELDS: Record<string, Set<string>> = {
+  text: new Set(["type", "text", "cache_control", "citations"]),
+  image: new Set(["type", "source", "cache_control"]),
+  tool_use: new Set(["type", "id", "name", "input", "cache_control"]),
+  tool_result: new Set(["type", "tool_use_id", "content", "is_error", "cache_control"]),
+};
+const IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
+const ERROR_TYPES: Record<number, [string, string]> = {
+  400: ["invalid_request_error", "The mock was asked to refuse this request."],
+  401: ["authentication_error", "invalid x-api-key"],
+  403: ["permission_error", "Your API key does not have permission to use the specified resource."],
+  404: ["not_found_error", "The requested resource could not be found."],
+  429: ["rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit."],
+  500: ["api_error", "An unexpected error has occurred internal to Anthropic's systems."],
+  529: ["overloaded_error", "Overloaded"],
+};
+
+export const MOCK_CACHE_WRITE = 7;
+export const MOCK_CACHE_READ = 11;
+
+class Invalid extends Error {}
+
+const invalid = (message: string): never => {
+  throw new Invalid(message);
+};
+
+function errorBody(type: string, message: string, details?: Record<string, unknown>) {
+  return {
+    type: "error",
+    error: { type, message, ...(details ? { details } : {}) },
+    request_id: mockId("req_"),
+  };
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .map((b) => (b?.type === "text" ? b.text : b?.type === "tool_result" ? textOf(b.content) : ""))
+    .join(" ");
+}
+
+/** Checks a request as the Messages API does; returns the words read and the last user text. */
+function validate(body: any): { promptWords: number; lastUser: string } {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) invalid("Invalid JSON body.");
+  for (const key of Object.keys(body))
+    if (!TOP_FIELDS.has(key)) invalid(`${key}: Extra inputs are not permitted`);
+  if (typeof body.model !== "string") invalid("model: Field required");
+  if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) invalid("max_tokens: Field required");
+  if (body.temperature !== undefined && !(body.temperature >= 0 && body.temperature <= 1))
+    invalid("temperature: Input should be less than or equal to 1");
+  if (body.metadata !== undefined)
+    for (const key of Object.keys(body.metadata))
+      if (key !== "user_id") invalid(`metadata.${key}: Extra inputs are not permitted`);
+  if (body.stop_sequences !== undefined && !Array.isArray(body.stop_sequences))
+    invalid("stop_sequences: Input should be a valid list");
+  let words = 0;
+  if (body.system !== undefined) {
+    if (typeof body.system === "string") words += countWords(body.system);
+    else if (Array.isArray(body.system))
+      for (const [i, b] of body.system.entries()) {
+        if (b?.type !== "text" || typeof b.text !== "string" || !b.text)
+          invalid(`system.${i}: system blocks must be non-empty text blocks`);
+        words += countWords(b.text);
+      }
+    else invalid("system: Input should be a valid string or list");
+  }
+  if (!Array.isArray(body.messages) || !body.messages.length) invalid("messages: Field required");
+  const tools = new Set<string>();
+  for (const [i, t] of (body.tools ?? []).entries()) {
+    for (const key of Object.keys(t)) {
+      if (!["name", "description", "input_schema", "cache_control"].includes(key))
+        invalid(`tools.${i}.${key}: Extra inputs are not permitted`);
+    }
+    if (typeof t.name !== "string" || t.input_schema?.type !== "object")
+      invalid(`tools.${i}: name and an input_schema of type object are required`);
+    tools.add(t.name);
+    words += countWords(JSON.stringify(t));
+  }
+  const choice = body.tool_choice;
+  if (choice !== undefined) {
+    if (!["auto", "any", "tool", "none"].includes(choice.type))
+      invalid("tool_choice.type: Input tag does not match");
+    if (choice.type === "tool" && !tools.has(choice.name)) invalid("tool_choice.name: no tool of that name");
+  }
+  if (body.thinking !== undefined) {
+    const budget = body.thinking.budget_tokens;
+    if (body.thinking.type !== "enabled" || !Number.isInteger(budget) || budget < 1024)
+      invalid("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
+    if (budget >= body.max_tokens) invalid("`max_tokens` must be greater than `thinking.budget_tokens`.");
+    if (body.temperature !== undefined && body.temperature !== 1)
+      invalid("`temperature` may only be set to 1 when thinking is enabled.");
+  }
+  let pendingToolUses: string[] = [];
+  let lastUser = "";
+  body.messages.forEach((m: any, i: number) => {
+    if (m?.role !== "user" && m?.role !== "assistant")
+      invalid(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+    const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+    if (!Array.isArray(blocks) || !blocks.length)
+      invalid(`messages.${i}: all messages must have non-empty content`);
+    const results: string[] = [];
+    blocks.forEach((b: any, j: number) => {
+      const allowed = BLOCK_FIELDS[b?.type];
+      if (!allowed)
+        invalid(`messages.${i}.content.${j}.type: Input tag '${b?.type}' does not match any expected tag`);
+      for (const key of Object.keys(b))
+        if (!allowed!.has(key))
+          invalid(`messages.${i}.content.${j}.${b.type}.${key}: Extra inputs are not permitted`);
+      if (b.type === "text" && !b.text)
+        invalid(`messages.${i}.content.${j}: text content blocks must be non-empty`);
+      if (b.type === "image") {
+        const s = b.source;
+        const ok =
+          (s?.type === "base64" && IMAGE_TYPES.has(s.media_type) && typeof s.data === "string") ||
+          (s?.type === "url" && /^https?:\/\//.test(s.url));
+        if (!ok) invalid(`messages.${i}.content.${j}.image.source: invalid image source`);
+      }
+      if (b.type === "tool_use") {
+        if (m.role !== "assistant")
+          invalid(`messages.${i}.content.${j}: tool_use blocks belong to assistant turns`);
+        if (typeof b.input !== "object" || b.input === null || Array.isArray(b.input))
+          invalid(`messages.${i}.content.${j}.tool_use.input: Input should be a valid dictionary`);
+      }
+      if (b.type === "tool_result") {
+        if (j !== results.length) invalid(`messages.${i}: tool_result blocks must come first in a user turn`);
+        if (!pendingToolUses.includes(b.tool_use_id))
+          invalid(
+            `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+          );
+        results.push(b.tool_use_id);
+      }
+    });
+    if (pendingToolUses.length && pendingToolUses.some((id) => !results.includes(id)))
+      invalid(
+        `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(", ")}`,
+      );
+    pendingToolUses =
+      m.role === "assistant" ? blocks.filter((b: any) => b.type === "tool_use").map((b: any) => b.id) : [];
+    words += countWords(textOf(blocks));
+    if (m.role === "user") lastUser = textOf(blocks);
+  });
+  return { promptWords: Math.max(1, words), lastUser };
+}
+
+interface Plan {
+  id: string;
+  model: string;
+  words: string[];
+  tools: { id: string; name: string; input: Record<string, string> }[];
+  thinking: boolean;
+  stopReason: string;
+  usage: Record<string, number>;
+  d: Map<string, string>;
+}
+
+function plan(body: any, promptWords: number, d: Map<string, string>): Plan {
+  const bound = body.max_tokens as number;
+  const tools: Plan["tools"] = [];
+  if (d.has("tool") || d.has("tools")) {
+    tools.push({ id: mockId("toolu_"), name: "get_weather", input: { city: "Paris" } });
+    if (countOf(d, "tools") === 2)
+      tools.push({ id: mockId("toolu_"), name: "get_time", input: { timezone: "CET" } });
+  }
+  let n = tools.length ? 0 : (countOf(d, "tokens") ?? 10);
+  let stopReason = tools.length ? "tool_use" : "end_turn";
+  if (d.has("stop-sequence")) stopReason = "stop_sequence";
+  if (d.has("refusal")) stopReason = "refusal";
+  if (n >= bound) {
+    n = bound;
+    stopReason = "max_tokens";
+  }
+  const output = n + tools.length * 8 + (d.has("thinking") ? 5 : 0);
+  const cache = d.has("cache");
+  return {
+    id: mockId("msg_"),
+    model: body.model,
+    words: replyWords(n),
+    tools,
+    thinking: d.has("thinking"),
+    stopReason,
+    usage: {
+      input_tokens: promptWords,
+      cache_creation_input_tokens: cache ? MOCK_CACHE_WRITE : 0,
+      cache_read_input_tokens: cache ? MOCK_CACHE_READ : 0,
+      output_tokens: output,
+    },
+    d,
+  };
+}
+
+function message(p: Plan) {
+  const content: unknown[] = [];
+  if (p.thinking)
+    content.push({
+      type: "thinking",
+      thinking: "Let me think.",
+      signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxB",
+    });
+  if (p.words.length) content.push({ type: "text", text: p.words.join("") });
+  for (const t of p.tools) content.push({ type: "tool_use", id: t.id, name: t.name, input: t.input });
+  return {
+    id: p.id,
+    type: "message",
+    role: "assistant",
+    content,
+    model: p.model,
+    stop_reason: p.stopReason,
+    stop_sequence: p.stopReason === "stop_sequence" ? "###" : null,
+    usage: p.usage,
+  };
+}
+
+/** The stream as its events; `textAt` is the index of the first text delta. */
+function events(p: Plan): { events: string[]; textAt: number } {
+  const out: string[] = [];
+  const ev = (data: { type: string; [field: string]: unknown }) => out.push(sseEvent(data, data.type));
+  ev({
+    type: "message_start",
+    message: {
+      ...message(p),
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...p.usage, output_tokens: 1 },
+    },
+  });
+  let index = 0;
+  if (p.thinking) {
+    ev({ type: "content_block_start", index, content_block: { type: "thinking", thinking: "" } });
+    ev({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: "Let me think." } });
+    ev({
+      type: "content_block_delta",
+      index,
+      delta: { type: "signature_delta", signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxB" },
+    });
+    ev({ type: "content_block_stop", index: index++ });
+  }
+  let textAt = out.length;
+  if (p.words.length) {
+    ev({ type: "content_block_start", index, content_block: { type: "text", text: "" } });
+    out.push(sseEvent({ type: "ping" }, "ping"));
+    textAt = out.length;
+    for (const w of p.words)
+      ev({ type: "content_block_delta", index, delta: { type: "text_delta", text: w } });
+    ev({ type: "content_block_stop", index: index++ });
+  }
+  for (const t of p.tools) {
+    ev({
+      type: "content_block_start",
+      index,
+      content_block: { type: "tool_use", id: t.id, name: t.name, input: {} },
+    });
+    const json = JSON.stringify(t.input);
+    const cut = Math.ceil(json.length / 2);
+    for (const partial_json of ["", json.slice(0, cut), json.slice(cut)])
+      ev({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json } });
+    ev({ type: "content_block_stop", index: index++ });
+  }
+  const stop = { stop_reason: p.stopReason, stop_sequence: p.stopReason === "stop_sequence" ? "###" : null };
+  if (p.d.has("split-usage")) {
+    // running totals: the first is a part of the second, never to be added to it
+    ev({
+      type: "message_delta",
+      delta: { stop_reason: null, stop_sequence: null },
+      usage: { output_tokens: Math.floor(p.usage.output_tokens! / 2) },
+    });
+    ev({ type: "message_delta", delta: stop, usage: p.usage });
+  } else ev({ type: "message_delta", delta: stop, usage: { output_tokens: p.usage.output_tokens } });
+  ev({ type: "message_stop" });
+  return { events: out, textAt };
+}
+
+function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) {
+  if (request.method !== "POST" || request.path !== "/v1/messages")
+    return reply.json(404, errorBody("not_found_error", "Not found"));
+  if (apiKey !== undefined && request.headers["x-api-key"] !== apiKey)
+    return reply.json(401, errorBody("authentication_error", "invalid x-api-key"));
+  if (!request.headers["anthropic-version"])
+    return reply.json(400, errorBody("invalid_request_error", "anthropic-version: header is required"));
+  let checked: ReturnType<typeof validate>;
+  try {
+    checked = validate(request.body);
+  } catch (err) {
+    if (err instanceof Invalid) return reply.json(400, errorBody("invalid_request_error", err.message));
+    throw err;
+  }
+  const d = directives(checked.lastUser);
+  if (d.has("hang")) return reply.hang();
+  if (d.has("spend-limit"))
+    return reply.json(
+      429,
+      errorBody("rate_limit_error", "You have reached your specified API usage limits.", {
+        error_code: "enforced_spend_limit_reached",
+      }),
+    );
+  const status = countOf(d, "status");
+  if (status !== undefined && status >= 400) {
+    const [type, text] = ERROR_TYPES[status] ?? ["api_error", `status ${status}`];
+    return reply.json(status, errorBody(type, text), status === 429 ? { "retry-after": "3" } : {});
+  }
+  const p = plan(request.body, checked.promptWords, d);
+  if (request.body.stream !== true) {
+    if (d.has("drop-after")) return reply.drop();
+    return reply.json(200, message(p), { "request-id": mockId("req_") });
+  }
+  const { events: all, textAt } = events(p);
+  const errorEvent = (type: string, text: string) =>
+    sseEvent({ type: "error", error: { type, message: text } }, "error");
+  if (d.has("error-event")) return reply.sse([all[0]!, errorEvent("overloaded_error", "Overloaded")]);
+  const errorAfter = countOf(d, "error-after");
+  if (errorAfter !== undefined)
+    return reply.sse([
+      ...all.slice(0, textAt + errorAfter),
+      errorEvent("api_error", "Internal server error"),
+    ]);
+  const dropAfter = countOf(d, "drop-after");
+  if (dropAfter !== undefined) return reply.sse(all, { stopAfter: textAt + dropAfter, kind: "drop" });
+  reply.sse(all);
+}
+
+export function startMockAnthropic(
+  options: MockUpstreamOptions & { record?: boolean } = {},
+): Promise<MockUpstream> {
+  return startMockProvider((request, reply) => answer(request, reply, options.apiKey), options);
+}
+
+if (isMain(import.meta.url)) void runMockCli("mock-anthropic-upstream", startMockAnthropic);

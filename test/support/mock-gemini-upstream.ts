@@ -1,0 +1,386 @@
+/**
+ * Mock of the Gemini API's `models/{model}:generateContent` and
+ * `:streamGenerateContent?alt=sse`, for the gateway's tests and the benchmark. It answers in
+ * Gemini's shapes (the examples of ai.google.dev/api/generate-content) and validates requests
+ * as the real API does: an unknown field anywhere is 400 INVALID_ARGUMENT ("Unknown name"), a
+ * role other than user or model is 400, a schema keyword Gemini's Schema lacks is 400, a
+ * function response turn must answer every call of the turn before it, and a model turn's
+ * function call must carry the thoughtSignature this mock attached (400 "Function call is
+ * missing a thought_signature"), as newer Gemini models do. A wrong `x-goog-api-key` is 400
+ * with reason API_KEY_INVALID; a missing one is 403 PERMISSION_DENIED.
+ *
+ * Directives in the text of the last user turn (`mock:` …):
+ *   tokens=N        answer N words (candidatesTokenCount N), capped by maxOutputTokens (then MAX_TOKENS)
+ *   tool            one get_weather call; tools=2: get_weather and get_time in one turn
+ *   thinking=N      thoughtsTokenCount N;  cache: cachedContentTokenCount 5
+ *   finish=REASON   the candidate's finishReason (SAFETY, RECITATION, …)
+ *   blocked         promptFeedback.blockReason SAFETY and no candidates
+ *   status=CODE     HTTP CODE with Gemini's error body (429 RESOURCE_EXHAUSTED, 503 UNAVAILABLE, …)
+ *   error-after=K   stream: an error object after K text chunks
+ *   hang, drop-after=K, latency=MS
+ * Prompt tokens are the words of the system instruction and all contents (at least 1).
+ *
+ * Run as a process: node test/support/mock-gemini-upstream.ts --port 0 --latency 20
+ */
+import type { MockUpstream, MockUpstreamOptions } from "./mock-openai-upstream.ts";
+import {
+  countOf,
+  countWords,
+  directives,
+  isMain,
+  type MockRequest,
+  mockId,
+  type Reply,
+  replyWords,
+  runMockCli,
+  sseEvent,
+  startMockProvider,
+} from "./mock-provider.ts";
+
+export const MOCK_CACHED = 5;
+
+const TOP = new Set([
+  "contents",
+  "systemInstruction",
+  "tools",
+  "toolConfig",
+  "generationConfig",
+  "safetySettings",
+  "cachedContent",
+]);
+const GENERATION = new Set([
+  "maxOutputTokens",
+  "temperature",
+  "topP",
+  "topK",
+  "stopSequences",
+  "candidateCount",
+  "seed",
+  "presencePenalty",
+  "frequencyPenalty",
+  "responseMimeType",
+  "responseSchema",
+  "thinkingConfig",
+  "responseLogprobs",
+  "logprobs",
+]);
+const PART = new Set([
+  "text",
+  "inlineData",
+  "functionCall",
+  "functionResponse",
+  "thoughtSignature",
+  "thought",
+  "fileData",
+]);
+const SCHEMA = new Set([
+  "type",
+  "format",
+  "title",
+  "description",
+  "nullable",
+  "enum",
+  "maxItems",
+  "minItems",
+  "properties",
+  "required",
+  "minProperties",
+  "maxProperties",
+  "minLength",
+  "maxLength",
+  "pattern",
+  "example",
+  "anyOf",
+  "propertyOrdering",
+  "default",
+  "items",
+  "minimum",
+  "maximum",
+]);
+const STATUS: Record<number, string> = {
+  400: "INVALID_ARGUMENT",
+  403: "PERMISSION_DENIED",
+  404: "NOT_FOUND",
+  429: "RESOURCE_EXHAUSTED",
+  500: "INTERNAL",
+  503: "UNAVAILABLE",
+  504: "DEADLINE_EXCEEDED",
+};
+
+class Invalid extends Error {}
+const invalid = (message: string): never => {
+  throw new Invalid(message);
+};
+const unknown = (path: string, name: string): never =>
+  invalid(`Invalid JSON payload received. Unknown name "${name}" at '${path}': Cannot find field.`);
+
+function errorBody(code: number, message: string, details?: unknown[]) {
+  return { error: { code, message, status: STATUS[code] ?? "UNKNOWN", ...(details ? { details } : {}) } };
+}
+
+function checkKeys(value: any, allowed: Set<string>, path: string): void {
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    invalid(`Invalid value at '${path}'`);
+  for (const key of Object.keys(value)) if (!allowed.has(key)) unknown(path, key);
+}
+
+function checkSchema(schema: any, path: string): void {
+  checkKeys(schema, SCHEMA, path);
+  for (const [name, s] of Object.entries(schema.properties ?? {}))
+    checkSchema(s, `${path}.properties[${name}]`);
+  if (schema.items) checkSchema(schema.items, `${path}.items`);
+  for (const [i, s] of (schema.anyOf ?? []).entries()) checkSchema(s, `${path}.any_of[${i}]`);
+}
+
+/** The signatures this mock attached to function calls: a replayed one must be one of them. */
+const issued = new Set<string>();
+
+function validate(body: any): { promptWords: number; lastUser: string } {
+  checkKeys(body, TOP, "");
+  if (!Array.isArray(body.contents) || !body.contents.length)
+    invalid("* GenerateContentRequest.contents: contents is not specified");
+  let words = 0;
+  if (body.systemInstruction) {
+    checkKeys(body.systemInstruction, new Set(["parts", "role"]), "system_instruction");
+    for (const p of body.systemInstruction.parts ?? []) words += countWords(p.text ?? "");
+  }
+  for (const [i, tool] of (body.tools ?? []).entries()) {
+    checkKeys(tool, new Set(["functionDeclarations"]), `tools[${i}]`);
+    for (const [j, f] of tool.functionDeclarations.entries()) {
+      checkKeys(f, new Set(["name", "description", "parameters"]), `tools[${i}].function_declarations[${j}]`);
+      if (f.parameters) checkSchema(f.parameters, `tools[${i}].function_declarations[${j}].parameters`);
+      words += countWords(JSON.stringify(f));
+    }
+  }
+  if (body.toolConfig) {
+    checkKeys(body.toolConfig, new Set(["functionCallingConfig"]), "tool_config");
+    const mode = body.toolConfig.functionCallingConfig?.mode;
+    if (!["AUTO", "ANY", "NONE", "VALIDATED"].includes(mode))
+      invalid(`Invalid value at 'tool_config.function_calling_config.mode'`);
+  }
+  const g = body.generationConfig ?? {};
+  checkKeys(g, GENERATION, "generation_config");
+  if (g.responseSchema) checkSchema(g.responseSchema, "generation_config.response_schema");
+  if (g.thinkingConfig)
+    checkKeys(
+      g.thinkingConfig,
+      new Set(["thinkingBudget", "includeThoughts", "thinkingLevel"]),
+      "generation_config.thinking_config",
+    );
+  let callsBefore = 0;
+  let lastUser = "";
+  body.contents.forEach((c: any, i: number) => {
+    checkKeys(c, new Set(["role", "parts"]), `contents[${i}]`);
+    if (c.role !== "user" && c.role !== "model") invalid("Please use a valid role: user, model.");
+    if (!Array.isArray(c.parts) || !c.parts.length) invalid(`contents[${i}].parts: must not be empty`);
+    let calls = 0;
+    let responses = 0;
+    let text = "";
+    c.parts.forEach((p: any, j: number) => {
+      checkKeys(p, PART, `contents[${i}].parts[${j}]`);
+      if (p.inlineData)
+        checkKeys(p.inlineData, new Set(["mimeType", "data"]), `contents[${i}].parts[${j}].inline_data`);
+      if (p.functionCall) {
+        if (c.role !== "model") invalid(`contents[${i}]: function calls belong to model turns`);
+        checkKeys(
+          p.functionCall,
+          new Set(["name", "args", "id"]),
+          `contents[${i}].parts[${j}].function_call`,
+        );
+        if (calls === 0 && !issued.has(p.thoughtSignature))
+          invalid(
+            `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${p.functionCall.name}\` , position ${j + 1}.`,
+          );
+        calls++;
+      }
+      if (p.functionResponse) {
+        checkKeys(
+          p.functionResponse,
+          new Set(["name", "response", "id"]),
+          `contents[${i}].parts[${j}].function_response`,
+        );
+        if (typeof p.functionResponse.response !== "object")
+          invalid(`contents[${i}].parts[${j}].function_response.response: must be an object`);
+        responses++;
+        text += ` ${JSON.stringify(p.functionResponse.response)}`;
+      }
+      if (typeof p.text === "string") text += ` ${p.text}`;
+    });
+    if (callsBefore && responses !== callsBefore)
+      invalid(
+        "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",
+      );
+    callsBefore = calls;
+    words += countWords(text);
+    if (c.role === "user") lastUser = text;
+  });
+  return { promptWords: Math.max(1, words), lastUser };
+}
+
+interface Plan {
+  candidates: number;
+  words: string[];
+  calls: { name: string; args: Record<string, string> }[];
+  finish: string;
+  usage: Record<string, number>;
+  model: string;
+  id: string;
+}
+
+function plan(body: any, model: string, promptWords: number, d: Map<string, string>): Plan {
+  const g = body.generationConfig ?? {};
+  const bound = g.maxOutputTokens ?? 8192;
+  const calls: Plan["calls"] = [];
+  if (d.has("tool") || d.has("tools")) {
+    calls.push({ name: "get_weather", args: { city: "Paris" } });
+    if (countOf(d, "tools") === 2) calls.push({ name: "get_time", args: { timezone: "CET" } });
+  }
+  const thoughts = countOf(d, "thinking") ?? 0;
+  let n = calls.length ? 0 : (countOf(d, "tokens") ?? 10);
+  let finish = d.get("finish") || "STOP";
+  if (n + thoughts >= bound) {
+    n = Math.max(0, bound - thoughts);
+    finish = "MAX_TOKENS";
+  }
+  const candidates = g.candidateCount ?? 1;
+  return {
+    candidates,
+    words: replyWords(n),
+    calls,
+    finish,
+    model,
+    id: mockId("resp_"),
+    usage: {
+      promptTokenCount: promptWords,
+      candidatesTokenCount: (n + calls.length * 6) * candidates,
+      totalTokenCount: promptWords + (n + calls.length * 6) * candidates + thoughts,
+      ...(thoughts ? { thoughtsTokenCount: thoughts } : {}),
+      ...(d.has("cache") ? { cachedContentTokenCount: 5 } : {}),
+    },
+  };
+}
+
+function callParts(p: Plan) {
+  return p.calls.map((c, i) => {
+    if (i > 0) return { functionCall: c };
+    // Gemini signs the first function call of a turn (thought signatures docs)
+    // bytes whose base64 has + and /, which an id must carry safely
+    const signature = Buffer.concat([Buffer.from([0xfb, 0xef, 0xff]), Buffer.from(mockId("sig"))]).toString(
+      "base64",
+    );
+    issued.add(signature);
+    return { functionCall: c, thoughtSignature: signature };
+  });
+}
+
+function candidate(index: number, parts: unknown[], finish?: string) {
+  return { content: { parts, role: "model" }, ...(finish ? { finishReason: finish } : {}), index };
+}
+
+function whole(p: Plan) {
+  const parts = [...(p.words.length ? [{ text: p.words.join("") }] : []), ...callParts(p)];
+  return {
+    candidates: Array.from({ length: p.candidates }, (_, i) => candidate(i, parts, p.finish)),
+    usageMetadata: p.usage,
+    modelVersion: p.model,
+    responseId: p.id,
+  };
+}
+
+/** One event per word (the usage so far on each, as Gemini sends it), the calls and finish last. */
+function streamEvents(p: Plan): string[] {
+  const out: string[] = [];
+  const meta = { modelVersion: p.model, responseId: p.id };
+  p.words.forEach((w, i) => {
+    const usage = {
+      ...p.usage,
+      candidatesTokenCount: i + 1,
+      totalTokenCount: p.usage.promptTokenCount! + i + 1,
+    };
+    out.push(sseEvent({ candidates: [candidate(0, [{ text: w }])], usageMetadata: usage, ...meta }));
+  });
+  const calls = callParts(p);
+  out.push(
+    sseEvent({
+      candidates: [candidate(0, calls.length ? calls : [{ text: "" }], p.finish)],
+      usageMetadata: p.usage,
+      ...meta,
+    }),
+  );
+  return out;
+}
+
+function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) {
+  const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(request.path);
+  if (request.method !== "POST" || !match) return reply.json(404, errorBody(404, "Not found"));
+  const key = request.headers["x-goog-api-key"];
+  if (apiKey !== undefined && !key)
+    return reply.json(
+      403,
+      errorBody(
+        403,
+        "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+      ),
+    );
+  if (apiKey !== undefined && key !== apiKey)
+    return reply.json(
+      400,
+      errorBody(400, "API key not valid. Please pass a valid API key.", [
+        {
+          "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+          reason: "API_KEY_INVALID",
+          domain: "googleapis.com",
+        },
+      ]),
+    );
+  const stream = match[2] === "streamGenerateContent";
+  if (stream && request.query.get("alt") !== "sse")
+    return reply.json(400, errorBody(400, "the mock streams SSE only: ?alt=sse"));
+  let checked: ReturnType<typeof validate>;
+  try {
+    checked = validate(request.body);
+  } catch (err) {
+    if (err instanceof Invalid) return reply.json(400, errorBody(400, err.message));
+    throw err;
+  }
+  const d = directives(checked.lastUser);
+  if (d.has("hang")) return reply.hang();
+  const status = countOf(d, "status");
+  if (status !== undefined && status >= 400)
+    return reply.json(
+      status,
+      errorBody(
+        status,
+        status === 429 ? "Resource has been exhausted (e.g. check quota)." : `The mock answered ${status}.`,
+      ),
+    );
+  const model = decodeURIComponent(match[1]!);
+  if (d.has("blocked")) {
+    const blocked = {
+      promptFeedback: { blockReason: "SAFETY" },
+      usageMetadata: { promptTokenCount: checked.promptWords, totalTokenCount: checked.promptWords },
+      modelVersion: model,
+    };
+    return stream ? reply.sse([sseEvent(blocked)]) : reply.json(200, blocked);
+  }
+  const p = plan(request.body, model, checked.promptWords, d);
+  if (!stream) return d.has("drop-after") ? reply.drop() : reply.json(200, whole(p));
+  const events = streamEvents(p);
+  const errorAfter = countOf(d, "error-after");
+  if (errorAfter !== undefined)
+    return reply.sse([
+      ...events.slice(0, errorAfter),
+      sseEvent(errorBody(503, "The model is overloaded. Please try again later.")),
+    ]);
+  const dropAfter = countOf(d, "drop-after");
+  if (dropAfter !== undefined) return reply.sse(events, { stopAfter: dropAfter, kind: "drop" });
+  reply.sse(events);
+}
+
+export function startMockGemini(
+  options: MockUpstreamOptions & { record?: boolean } = {},
+): Promise<MockUpstream> {
+  return startMockProvider((request, reply) => answer(request, reply, options.apiKey), options);
+}
+
+if (isMain(import.meta.url)) void runMockCli("mock-gemini-upstream", startMockGemini);
