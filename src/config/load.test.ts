@@ -362,7 +362,7 @@ plans:
     assertLine(failure({}, path), path, "plans[0].quota_tokens", /./);
     path = file(minimal("log_level: loud\n"));
     assertLine(failure({}, path), path, "log_level", /./);
-    path = file(minimal().replace("  - id: demo\n    type: demo", "  - id: demo\n    type: anthropic"));
+    path = file(minimal().replace("  - id: demo\n    type: demo", "  - id: demo\n    type: no-such-type"));
     assertLine(failure({}, path), path, "providers[0].type", /./);
     path = file(minimal().replace("  - id: default", "  - id: has space"));
     assertLine(failure({}, path), path, "plans[0].id", /letters, digits/);
