@@ -666,6 +666,15 @@ function isRefusal(r: RecordRow): boolean {
 }
 
 /**
+ * A client that hung up before its call reached the relay (while its key was looked up or
+ * its body read): recorded as a disconnect without parameters, and nothing could be charged
+ * because nothing was sent upstream.
+ */
+function leftBeforeRelay(r: RecordRow): boolean {
+  return r.status === "client_disconnect" && seedOf(r.params) === undefined && r.total_tokens === 0;
+}
+
+/**
  * Checks the books against each other and against what the clients saw. Call after
  * waitForQuiet. `outcomes` may be omitted to check only the per-subject invariants;
  * `arrived` (the indexes the gateway received) lets hang-ups that never reached the gateway
@@ -830,7 +839,8 @@ export async function checkInvariants(
         break;
       case "client_disconnect":
         if (r.http_status !== 499) violations.push(`${who}: client_disconnect with HTTP ${r.http_status}`);
-        if (r.prompt_tokens <= 0) violations.push(`${who}: a client disconnect did not charge the prompt`);
+        if (r.prompt_tokens <= 0 && !leftBeforeRelay(r))
+          violations.push(`${who}: a client disconnect did not charge the prompt`);
         break;
       case "upstream_error":
         if (r.http_status !== 502 && r.http_status !== 504)
@@ -901,8 +911,9 @@ export async function checkInvariants(
       if (o.usageTotal !== null && o.usageTotal !== r.total_tokens)
         violations.push(`${who}: the client was told ${o.usageTotal} tokens but charged ${r.total_tokens}`);
     }
-    // Records that carry no seed (refused before the body was read) pair with the requests
-    // that found no record by id or seed: hang-ups whose answer was a refusal.
+    // Records that carry no seed (refused before the body was read, or left before the relay)
+    // pair with the requests that found no record by id or seed: hang-ups whose answer was a
+    // refusal, or that hung up before their call reached the relay.
     const spare = records.filter((r) => !claimed.has(r.request_id));
     for (const o of unmatched) {
       if (o.status === "aborted" && arrived && !arrived.has(o.index)) {
@@ -918,7 +929,7 @@ export async function checkInvariants(
         continue;
       }
       const r = spare.splice(i, 1)[0]!;
-      if (!isRefusal(r))
+      if (!isRefusal(r) && !leftBeforeRelay(r))
         violations.push(
           `request #${o.index} (${o.kind}, aborted): paired with record ${r.request_id} ${r.status}`,
         );
