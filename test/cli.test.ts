@@ -17,6 +17,7 @@ const MIGRATIONS = [
   "004-console",
   "005-console-indexes",
   "006-uncharged-tokens",
+  "008-attempts",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";

@@ -95,6 +95,7 @@ function fabricated(
     completion_tokens: 4,
     total_tokens: 7,
     uncharged_tokens: 0,
+    attempts: null,
     usage_source: "upstream",
     latency_ms: 9,
     ttft_ms: null,

@@ -125,7 +125,7 @@ describe("loadConfig: embedded defaults", () => {
       stream_stall_ms: 60_000,
       shutdown_grace_ms: 30_000,
     });
-    assert.deepEqual(c.store, { data_dir: "./data" });
+    assert.deepEqual(c.store, { data_dir: "./data", redis_prefix: "gateway:" });
     assert.equal(c.log_level, "info");
     assert.equal(c.models[0]!.max_output_tokens, 4096);
   });
@@ -151,7 +151,7 @@ describe("loadConfig: the YAML file", () => {
       stream_stall_ms: 60_000,
       shutdown_grace_ms: 1500,
     });
-    assert.deepEqual(c.store, { data_dir: "/var/lib/gateway" });
+    assert.deepEqual(c.store, { data_dir: "/var/lib/gateway", redis_prefix: "gateway:" });
     assert.equal(c.log_level, "warn");
     assert.equal(c.default_plan, "starter");
     const openai = c.providers[1]!;
@@ -173,6 +173,8 @@ describe("loadConfig: the YAML file", () => {
       upstream_model: "gpt-4o-mini-2024-07-18",
       owned_by: "openai",
       max_output_tokens: 1024,
+      routing: "weighted",
+      fallbacks: [],
     });
     assert.equal(c.models[0]!.max_output_tokens, 4096);
     assert.deepEqual(

@@ -1,6 +1,6 @@
 // Prometheus metrics, served at /metrics. One registry per gateway instance (tests start
 // several in one process).
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -84,6 +84,57 @@ export class Metrics {
     }
     children.reviews.inc();
     children.seconds.observe(seconds);
+  }
+
+  readonly deploymentAttempts = new Counter({
+    name: "gateway_deployment_attempts_total",
+    help: "Upstream attempts, by deployment (provider/upstream_model) and outcome",
+    labelNames: ["deployment", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly deploymentCooldowns = new Counter({
+    name: "gateway_deployment_cooldowns_total",
+    help: "Cooldowns this instance started, by deployment and reason (failures or rate_limited)",
+    labelNames: ["deployment", "reason"] as const,
+    registers: [this.registry],
+  });
+  /** what the gauges below read at each scrape; set by the server once routing exists */
+  #deployments: () => Iterable<{ id: string; inFlight: number; coolingDown: boolean }> = () => [];
+  readonly deploymentInFlight = new Gauge({
+    name: "gateway_deployment_in_flight",
+    help: "Upstream calls in flight on this instance, by deployment",
+    labelNames: ["deployment"] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const d of this.#deployments()) this.deploymentInFlight.set({ deployment: d.id }, d.inFlight);
+    },
+  });
+  readonly deploymentCoolingDown = new Gauge({
+    name: "gateway_deployment_cooling_down",
+    help: "1 while the deployment is cooling down (as this instance knows), else 0",
+    labelNames: ["deployment"] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const d of this.#deployments())
+        this.deploymentCoolingDown.set({ deployment: d.id }, d.coolingDown ? 1 : 0);
+    },
+  });
+
+  watchDeployments(source: () => Iterable<{ id: string; inFlight: number; coolingDown: boolean }>): void {
+    this.#deployments = source;
+  }
+
+  /** labelled children by deployment and outcome, as for requests above */
+  readonly #byAttempt = new Map<string, { inc(): void }>();
+
+  observeAttempt(deployment: string, outcome: string): void {
+    const id = `${deployment} ${outcome}`;
+    let child = this.#byAttempt.get(id);
+    if (!child) {
+      child = this.deploymentAttempts.labels({ deployment, outcome });
+      this.#byAttempt.set(id, child);
+    }
+    child.inc();
   }
 
   readonly recordWriteErrors = new Counter({

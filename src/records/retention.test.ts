@@ -36,6 +36,7 @@ function record(created_at: number, account_id: string | null, tokens: number, i
     completion_tokens: 0,
     total_tokens: tokens,
     uncharged_tokens: 0,
+    attempts: null,
     usage_source: "upstream",
     latency_ms: 1,
     ttft_ms: null,

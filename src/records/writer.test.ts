@@ -32,6 +32,7 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
     completion_tokens: completion,
     total_tokens: prompt + completion,
     uncharged_tokens: 0,
+    attempts: null,
     usage_source: "upstream",
     latency_ms: 12,
     ttft_ms: null,
