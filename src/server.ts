@@ -21,7 +21,7 @@ import { RetentionJob } from "./records/retention.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
 import { Relay } from "./relay/relay.ts";
-import { startRouting } from "./routing/setup.ts";
+import { type Routing, startRouting } from "./routing/setup.ts";
 import { SafetyPolicy } from "./safety/policy.ts";
 import { buildReviewers } from "./safety/reviewers/index.ts";
 import { migrate, openStore } from "./store/db.ts";
@@ -42,6 +42,8 @@ export interface Gateway {
   firstKey: { account: string; secret: string } | undefined;
   /** the console admin created beside it, with a random password; shown once */
   firstAdmin: { email: string; password: string } | undefined;
+  /** deployments' cooldowns and traffic, as this instance sees them */
+  routing: Routing;
   close(): Promise<void>;
 }
 
@@ -206,5 +208,5 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     return closed;
   };
 
-  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, close };
+  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, routing, close };
 }

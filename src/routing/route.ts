@@ -28,6 +28,8 @@ export interface RouterDeps {
   metrics: Metrics;
   /** for tests; Math.random otherwise */
   random?: () => number;
+  /** for tests, the cooldowns' clock; Date.now otherwise */
+  now?: () => number;
 }
 
 /** One attempt, as the opener (src/relay/open.ts) sees it. */
@@ -75,6 +77,7 @@ export class Route {
   readonly #deps: RouterDeps;
   readonly #retryOn: ReadonlySet<RetryOn>;
   readonly #random: () => number;
+  readonly #now: () => number;
   readonly #clientSignal: AbortSignal;
   readonly #groups: Group[];
   readonly #tried = new Set<string>();
@@ -99,6 +102,7 @@ export class Route {
     this.#deps = deps;
     this.#retryOn = retryOn;
     this.#random = deps.random ?? Math.random;
+    this.#now = deps.now ?? Date.now;
     this.#clientSignal = clientSignal;
     this.#groups = [model, ...model.fallbacks].map((m) => ({
       model: m,
@@ -211,7 +215,7 @@ export class Route {
   /** The next attempt: a usable deployment of the first model that has one and attempts left. */
   async #next(): Promise<{ group: Group; deployment: Deployment; probe: boolean } | undefined> {
     const { cooldowns, traffic } = this.#deps;
-    const now = Date.now();
+    const now = this.#now();
     for (const group of this.#groups) {
       if (group.used >= group.budget) continue;
       let pool = group.model.deployments.filter((d) => this.#usable(d.id, now));
@@ -322,7 +326,7 @@ export class Route {
   }
 
   #rateLimited(): GatewayError {
-    const now = Date.now();
+    const now = this.#now();
     let wait = Number.POSITIVE_INFINITY;
     for (const group of this.#groups)
       for (const d of group.model.deployments)
