@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { fakeProvider, type TestDeployment, testModel } from "../../test/support/models.ts";
+import { type TestDeployment, testModel } from "../../test/support/models.ts";
 import { parseChatRequest } from "../apis/chat-completions/request.ts";
 import { type ConfigInput, routingSchema } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
