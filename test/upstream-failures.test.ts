@@ -32,6 +32,7 @@ type Message = { role: "system" | "user" | "assistant"; content: string };
 interface Reply {
   status: number;
   requestId: string;
+  retryAfter: string | null;
   contentType: string;
   text: string;
 }
@@ -46,6 +47,7 @@ async function post(gw: TestGateway, secret: string, body: Record<string, unknow
   return {
     status: res.status,
     requestId: res.headers.get("x-request-id") ?? "",
+    retryAfter: res.headers.get("retry-after"),
     contentType: res.headers.get("content-type") ?? "",
     text,
   };
@@ -277,15 +279,16 @@ for (const store of ["sqlite", "postgres"] as const) {
         await assertNothingCharged(reply, keyId, accountId, 502, "upstream_error");
       });
 
-      it(`upstream 429 → 502 upstream_error, nothing charged (${mode})`, async () => {
+      it(`upstream 429 → 429 upstream_rate_limited with retry-after, nothing charged (${mode})`, async () => {
         const { secret, keyId, accountId } = await freshKey();
         const reply = await post(gw, secret, {
           model: TEST_MODEL,
           stream,
-          messages: [{ role: "user", content: "hello mock:status=429" }],
+          messages: [{ role: "user", content: "hello mock:status=429 mock:retry-after=0" }],
         });
-        assertEnvelope(reply, 502, "upstream_error", "upstream_error");
-        await assertNothingCharged(reply, keyId, accountId, 502, "upstream_error");
+        assertEnvelope(reply, 429, "upstream_rate_limited", "upstream_error");
+        assert.equal(reply.retryAfter, "1", "its one deployment is free again at once: the least wait");
+        await assertNothingCharged(reply, keyId, accountId, 429, "upstream_rate_limited");
       });
 
       it(`upstream 400 → 400 upstream_bad_request, nothing charged (${mode})`, async () => {

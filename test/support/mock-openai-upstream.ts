@@ -21,7 +21,9 @@
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
  *
  * `setDirectives(text)` gives one mock directives of its own, applied to every request as if
- * appended to its last user message: how a test makes one of several upstreams fail.
+ * appended to its last user message: how a test makes one of several upstreams fail. A
+ * request's `x-mock-directives` header is applied the same way (a provider configured with
+ * that header is a failing deployment on a healthy mock).
  *
  * A `model` of OpenAI's reasoning families (o1, o3, gpt-5, …) is refused with OpenAI's 400
  * `unsupported_parameter` when the body carries `max_tokens`, as OpenAI refuses it.
@@ -690,7 +692,9 @@ export function startMockUpstream(
       if (m.role === "user") lastUserText = text;
       lastText = text;
     }
-    const d = parseDirectives(ownDirectives ? `${lastUserText} ${ownDirectives}` : lastUserText);
+    const fromHeader = req.headers["x-mock-directives"];
+    const extra = `${ownDirectives} ${typeof fromHeader === "string" ? fromHeader : ""}`.trim();
+    const d = parseDirectives(extra ? `${lastUserText} ${extra}` : lastUserText);
 
     if (d.hang) return; // never answer; the 'close' listener accounts for the client going away
 
