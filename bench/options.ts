@@ -41,7 +41,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --latency MS          mock upstream latency                     (BENCH_LATENCY, default 20)
   --tokens N            completion tokens per answer              (BENCH_TOKENS, default 20)
   --log-level L         the gateway's LOG_LEVEL                   (BENCH_LOG_LEVEL, default warn)
-  --targets LIST        direct,passthrough,gateway                (BENCH_TARGETS, default all)
+  --targets LIST        direct,passthrough,gateway,routed         (BENCH_TARGETS, default all)
   --modes LIST          json,stream                               (BENCH_MODES, default both)
   --safety off|rules    content safety on the gateway with a rules reviewer; streams are
                         reviewed streams                           (BENCH_SAFETY, default off)
@@ -49,7 +49,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --quick               short runs, for a smoke test              (BENCH_QUICK=1)`;
 
 const MAX_SECONDS = 300;
-const TARGETS: readonly TargetName[] = ["direct", "passthrough", "gateway"];
+const TARGETS: readonly TargetName[] = ["direct", "passthrough", "gateway", "routed"];
 const MODES: readonly Mode[] = ["json", "stream"];
 
 type Env = Record<string, string | undefined>;

@@ -42,7 +42,8 @@ export interface LoadResult {
 }
 
 export type Mode = "json" | "stream";
-export type TargetName = "direct" | "passthrough" | "gateway";
+/** `routed`: the gateway again, asked for a model of two deployments (the cost of routing) */
+export type TargetName = "direct" | "passthrough" | "gateway" | "routed";
 export type LoadKind = "saturation" | "rate";
 
 /** One measured run: one target, one mode, one kind of load. */

@@ -48,15 +48,18 @@ export const modelSchema = z
  * What an attempt may be retried on: upstream statuses that say "not now" (408, 409, 429 and
  * 5xx; other 4xx say the request is wrong and are never retried) and failures without one.
  */
-const retryOn = z.union([
-  z
-    .number()
-    .int()
-    .refine((s) => s === 408 || s === 409 || s === 429 || (s >= 500 && s <= 599), {
-      message: "must be 408, 409, 429 or a 5xx status: other 4xx are never retried",
-    }),
-  z.enum(["timeout", "network", "malformed"]),
-]);
+const retryOn = z.union(
+  [
+    z
+      .number()
+      .int()
+      .refine((s) => s === 408 || s === 409 || s === 429 || (s >= 500 && s <= 599), {
+        message: "must be 408, 409, 429 or a 5xx status: other 4xx are never retried",
+      }),
+    z.enum(["timeout", "network", "malformed"]),
+  ],
+  { error: "must be a status (408, 409, 429 or 5xx) or one of timeout, network, malformed" },
+);
 export type RetryOn = z.output<typeof retryOn>;
 
 /** Defaults of every model's routing (src/routing/). */
