@@ -7,9 +7,7 @@
 // headers, metrics and `gateway deployments` show; cooldowns shared through Redis.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { once } from "node:events";
 import { writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
@@ -19,6 +17,7 @@ import type { ConfigInput } from "../src/config/schema.ts";
 import type { AttemptRecord } from "../src/records/draft.ts";
 import { runCli } from "./support/cli.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
+import { closedPort } from "./support/listen.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { parseStream as parseEvents, until } from "./support/stream-assertions.ts";
 
@@ -39,15 +38,28 @@ function mockProvider(id: string, url: string, timeouts: Partial<typeof TIMEOUTS
   };
 }
 
-/** A loopback port nothing listens on: connecting is refused. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
+/** Two mock upstreams, `a` and `b`, each steered on its own (setDirectives). */
+interface Pair {
+  a: MockUpstream;
+  b: MockUpstream;
+  providers: ProviderInput[];
+  close(): Promise<unknown>;
+}
+
+async function twoMocks(): Promise<Pair> {
+  const a = await startMockUpstream();
+  const b = await startMockUpstream();
+  return {
+    a,
+    b,
+    providers: [mockProvider("a", a.url), mockProvider("b", b.url)],
+    close: () => Promise.all([a.close(), b.close()]),
+  };
+}
+
+/** A model deployed on a, then b (`ordered`). */
+function onAThenB(id: string, fields: Partial<ModelInput> = {}): ModelInput {
+  return { id, routing: "ordered", deployments: [{ provider: "a" }, { provider: "b" }], ...fields };
 }
 
 interface Routed {
@@ -287,25 +299,19 @@ describe("routing: failover before the first byte", () => {
 });
 
 describe("routing: content safety's JSON answer is retried until it is released", () => {
-  let a: MockUpstream;
-  let b: MockUpstream;
+  let p: Pair;
   let r: Routed;
 
   before(async () => {
-    a = await startMockUpstream();
-    b = await startMockUpstream();
-    r = await routed(
-      [mockProvider("a", a.url), mockProvider("b", b.url)],
-      [{ id: "safe", routing: "ordered", deployments: [{ provider: "a" }, { provider: "b" }] }],
-      { safety: { enabled: true, streaming: "json", reviewers: [{ type: "rules", terms: ["forbidden"] }] } },
-    );
+    p = await twoMocks();
+    r = await routed(p.providers, [onAThenB("safe")], {
+      safety: { enabled: true, streaming: "json", reviewers: [{ type: "rules", terms: ["forbidden"] }] },
+    });
   });
-  after(async () => {
-    await Promise.all([a.close(), b.close()]);
-  });
+  after(() => p.close());
 
   test("a stream request answered as one reviewed JSON body: the first deployment's drop is retried", async () => {
-    a.setDirectives("mock:drop-after=0");
+    p.a.setDirectives("mock:drop-after=0");
     const res = await fetch(`${r.gw.baseURL}/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${r.secret}`, "content-type": "application/json" },
@@ -316,29 +322,22 @@ describe("routing: content safety's JSON answer is retried until it is released"
     const body = (await res.json()) as { object: string };
     assert.equal(body.object, "chat.completion");
     assert.equal(res.headers.get("x-gateway-attempts"), "2");
-    assert.equal(b.requests.length, 1);
+    assert.equal(p.b.requests.length, 1);
   });
 });
 
 describe("routing: upstream rate limits", () => {
-  let a: MockUpstream;
-  let b: MockUpstream;
+  let p: Pair;
   let r: Routed;
 
   before(async () => {
-    a = await startMockUpstream();
-    b = await startMockUpstream();
-    r = await routed(
-      [mockProvider("a", a.url), mockProvider("b", b.url)],
-      [{ id: "limited", routing: "ordered", deployments: [{ provider: "a" }, { provider: "b" }] }],
-    );
+    p = await twoMocks();
+    r = await routed(p.providers, [onAThenB("limited")]);
   });
-  after(async () => {
-    await Promise.all([a.close(), b.close()]);
-  });
+  after(() => p.close());
 
   test("a 429 with retry-after moves the call on; every deployment limited answers 429 with the shortest wait", async () => {
-    a.setDirectives("mock:status=429 mock:retry-after=20");
+    p.a.setDirectives("mock:status=429 mock:retry-after=20");
     const first = await ask(r, "limited");
     assert.deepEqual(summary(attemptsOf(first.record)), ["a rate_limited 429", "b ok -"]);
     const cooldown = r.gw.gateway.routing.cooldowns.get("a/limited");
@@ -346,13 +345,13 @@ describe("routing: upstream rate limits", () => {
     assert.ok(cooldown.until > Date.now() + 15_000, "cooled down for its retry-after (20 s)");
 
     // While a cools down, it gets nothing.
-    a.reset();
+    p.a.reset();
     const second = await ask(r, "limited");
     assert.deepEqual(summary(attemptsOf(second.record)), ["b ok -"]);
-    assert.equal(a.requests.length, 0);
+    assert.equal(p.a.requests.length, 0);
 
     // Now b is limited too: the client gets 429 upstream_rate_limited, not 502.
-    b.setDirectives("mock:status=429 mock:retry-after=7");
+    p.b.setDirectives("mock:status=429 mock:retry-after=7");
     const err = await apiError(
       r.client.chat.completions.create({ model: "limited", messages: [{ role: "user", content: "hello" }] }),
     );
@@ -368,8 +367,8 @@ describe("routing: upstream rate limits", () => {
     assert.equal(record.total_tokens, 0);
 
     // Both cooling down for a rate limit: the one free first is tried rather than refused untried.
-    b.reset();
-    b.setDirectives("");
+    p.b.reset();
+    p.b.setDirectives("");
     const third = await ask(r, "limited");
     assert.deepEqual(summary(attemptsOf(third.record)), ["b ok -"]);
     assert.equal(r.gw.gateway.routing.cooldowns.get("b/limited"), undefined, "b answered: it is back");
@@ -377,58 +376,52 @@ describe("routing: upstream rate limits", () => {
 });
 
 describe("routing: cooldowns", () => {
-  let bad: MockUpstream;
-  let good: MockUpstream;
+  let p: Pair;
   let r: Routed;
 
   before(async () => {
-    bad = await startMockUpstream();
-    good = await startMockUpstream();
-    r = await routed(
-      [mockProvider("bad", bad.url), mockProvider("good", good.url)],
-      [{ id: "cool", routing: "ordered", deployments: [{ provider: "bad" }, { provider: "good" }] }],
-      { routing: { cooldown: { failures: 2, window_s: 60, seconds: 2 } } },
-    );
+    p = await twoMocks();
+    r = await routed(p.providers, [onAThenB("cool")], {
+      routing: { cooldown: { failures: 2, window_s: 60, seconds: 2 } },
+    });
   });
-  after(async () => {
-    await Promise.all([bad.close(), good.close()]);
-  });
+  after(() => p.close());
 
   test("2 failures cool the deployment down: no call during it, then one probe decides", async () => {
     const cooldowns = r.gw.gateway.routing.cooldowns;
-    bad.setDirectives("mock:status=503");
+    p.a.setDirectives("mock:status=503");
     for (let i = 0; i < 2; i++) await ask(r, "cool");
-    assert.equal(bad.requests.length, 2);
-    const cooling = cooldowns.get("bad/cool");
+    assert.equal(p.a.requests.length, 2);
+    const cooling = cooldowns.get("a/cool");
     assert.equal(cooling?.reason, "failures");
 
     // During the cooldown: every call goes straight to the good deployment.
     let during = 0;
     while (Date.now() < cooling.until - 500 && during < 5) {
       const got = await ask(r, "cool");
-      assert.deepEqual(summary(attemptsOf(got.record)), ["good ok -"]);
+      assert.deepEqual(summary(attemptsOf(got.record)), ["b ok -"]);
       during++;
     }
     assert.ok(during > 0, "calls were made during the cooldown");
-    assert.equal(bad.requests.length, 2, "the cooled-down deployment received no call");
+    assert.equal(p.a.requests.length, 2, "the cooled-down deployment received no call");
 
     // After it: calls at once, exactly one of which probes (and fails: cooled down again).
     await until(() => Date.now() > cooling.until, "the cooldown to end", 5_000);
     const answers = await Promise.all(Array.from({ length: 4 }, () => ask(r, "cool")));
-    assert.equal(bad.requests.length, 3, "one probe");
-    assert.equal(answers.filter((a) => a.record.attempts?.includes('"provider":"bad"')).length, 1);
+    assert.equal(p.a.requests.length, 3, "one probe");
+    assert.equal(answers.filter((a) => a.record.attempts?.includes('"provider":"a"')).length, 1);
     for (const got of answers) assert.equal(got.record.status, "ok");
-    const again = cooldowns.get("bad/cool");
+    const again = cooldowns.get("a/cool");
     assert.ok(again && again.until > cooling.until, "the failed probe cooled it down again");
 
     // Healthy again: the next probe brings it back, and it takes calls.
-    bad.setDirectives("");
+    p.a.setDirectives("");
     await until(() => Date.now() > again.until, "the second cooldown to end", 5_000);
     const probe = await ask(r, "cool");
-    assert.deepEqual(summary(attemptsOf(probe.record)), ["bad ok -"]);
-    assert.equal(cooldowns.get("bad/cool"), undefined);
+    assert.deepEqual(summary(attemptsOf(probe.record)), ["a ok -"]);
+    assert.equal(cooldowns.get("a/cool"), undefined);
     const after = await ask(r, "cool");
-    assert.deepEqual(summary(attemptsOf(after.record)), ["bad ok -"]);
+    assert.deepEqual(summary(attemptsOf(after.record)), ["a ok -"]);
   });
 });
 
@@ -550,21 +543,15 @@ const FALLBACK_TYPES: {
 describe("routing: fallback to a model of another provider type", () => {
   for (const target of FALLBACK_TYPES)
     test(`every deployment failed: the fallback on ${target.type} answers, charged alone`, async () => {
-      const a = await startMockUpstream();
-      const b = await startMockUpstream();
+      const p = await twoMocks();
       const other = await target.start();
       try {
-        a.setDirectives("mock:status=500");
-        b.setDirectives("mock:status=502");
+        p.a.setDirectives("mock:status=500");
+        p.b.setDirectives("mock:status=502");
         const r = await routed(
-          [mockProvider("a", a.url), mockProvider("b", b.url), other.provider],
+          [...p.providers, other.provider],
           [
-            {
-              id: "smart",
-              routing: "ordered",
-              deployments: [{ provider: "a" }, { provider: "b" }],
-              fallbacks: ["backup"],
-            },
+            onAThenB("smart", { fallbacks: ["backup"] }),
             { id: "backup", provider: other.provider.id, upstream_model: other.upstreamModel },
           ],
         );
@@ -587,7 +574,7 @@ describe("routing: fallback to a model of another provider type", () => {
         }
         assert.equal((await r.gw.recorded("key_id", r.keyId)).tokens > 0, true);
       } finally {
-        await Promise.all([a.close(), b.close(), other.close()]);
+        await Promise.all([p.close(), other.close()]);
       }
     });
 });
@@ -651,14 +638,11 @@ describe("routing: every deployment down", () => {
 
 describe("routing: visibility", () => {
   test("the deployment header when asked for, metrics per deployment, and `gateway deployments`", async () => {
-    const a = await startMockUpstream();
-    const b = await startMockUpstream();
+    const p = await twoMocks();
     try {
-      a.setDirectives("mock:status=500");
-      const providers = [mockProvider("a", a.url), mockProvider("b", b.url)];
-      const models: ModelInput[] = [
-        { id: "seen", routing: "ordered", deployments: [{ provider: "a" }, { provider: "b" }] },
-      ];
+      p.a.setDirectives("mock:status=500");
+      const { providers } = p;
+      const models = [onAThenB("seen")];
       const routing = { expose_deployment: true, cooldown: { failures: 1, window_s: 60, seconds: 600 } };
       const r = await routed(providers, models, { routing });
       const got = await ask(r, "seen");
@@ -708,7 +692,7 @@ describe("routing: visibility", () => {
       assert.match(human.stdout, /a\/seen .* cooling down \d+s more \(failures\)/);
       assert.match(human.stdout, /b\/seen .* healthy/);
     } finally {
-      await Promise.all([a.close(), b.close()]);
+      await p.close();
     }
   });
 });
@@ -723,41 +707,36 @@ describe("routing: cooldowns shared through Redis", () => {
   });
 
   test("two gateways: failures add up across them, and a cooldown one starts keeps the other off", async () => {
-    const bad = await startMockUpstream();
-    const good = await startMockUpstream();
+    const p = await twoMocks();
     try {
-      bad.setDirectives("mock:status=500");
+      p.a.setDirectives("mock:status=500");
       const setup = () =>
-        routed(
-          [mockProvider("bad", bad.url), mockProvider("good", good.url)],
-          [{ id: "shared", routing: "ordered", deployments: [{ provider: "bad" }, { provider: "good" }] }],
-          {
-            routing: { cooldown: { failures: 2, window_s: 60, seconds: 600 } },
-            store: { redis_url: REDIS_URL, redis_prefix: prefix },
-          },
-        );
+        routed(p.providers, [onAThenB("shared")], {
+          routing: { cooldown: { failures: 2, window_s: 60, seconds: 600 } },
+          store: { redis_url: REDIS_URL, redis_prefix: prefix },
+        });
       const one = await setup();
       const two = await setup();
       await ask(one, "shared");
-      assert.equal(one.gw.gateway.routing.cooldowns.get("bad/shared"), undefined, "one failure: not yet");
+      assert.equal(one.gw.gateway.routing.cooldowns.get("a/shared"), undefined, "one failure: not yet");
       await ask(two, "shared");
       assert.equal(
-        two.gw.gateway.routing.cooldowns.get("bad/shared")?.reason,
+        two.gw.gateway.routing.cooldowns.get("a/shared")?.reason,
         "failures",
         "the 2nd failure of the two",
       );
       await until(
-        () => one.gw.gateway.routing.cooldowns.get("bad/shared") !== undefined,
+        () => one.gw.gateway.routing.cooldowns.get("a/shared") !== undefined,
         "the first gateway hears of it",
       );
-      bad.reset();
+      p.a.reset();
       for (const r of [one, two, one]) {
         const got = await ask(r, "shared");
-        assert.deepEqual(summary(attemptsOf(got.record)), ["good ok -"]);
+        assert.deepEqual(summary(attemptsOf(got.record)), ["b ok -"]);
       }
-      assert.equal(bad.requests.length, 0, "neither gateway calls the cooled-down deployment");
+      assert.equal(p.a.requests.length, 0, "neither gateway calls the cooled-down deployment");
     } finally {
-      await Promise.all([bad.close(), good.close()]);
+      await p.close();
     }
   });
 });

@@ -7,12 +7,13 @@
 // Run on SQLite and on PostgreSQL.
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { Worker } from "node:worker_threads";
 import type { ConfigInput } from "../src/config/schema.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
+import { closedPort } from "./support/listen.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { mockPromptTokens, parseStream, type Stream, until } from "./support/stream-assertions.ts";
 
@@ -107,17 +108,6 @@ async function startUnacceptingListener(): Promise<{ port: number; close(): Prom
       await exited;
     },
   };
-}
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
 }
 
 for (const store of ["sqlite", "postgres"] as const) {

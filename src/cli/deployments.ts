@@ -1,6 +1,6 @@
 // `deployments`: each configured deployment's health as the running gateways see it
 // (published by each instance about once a second, see src/routing/health.ts).
-import { modelDeployments } from "../providers/registry.ts";
+import { modelDeployments } from "../config/deployments.ts";
 import { readHealth } from "../routing/health.ts";
 import { type CliContext, print, UsageError } from "./context.ts";
 

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { providerSchema } from "../providers/catalog.ts";
 import { outputBoundField } from "../providers/config-fields.ts";
+import { modelDeployments } from "./deployments.ts";
 import { configId as id } from "./id.ts";
 
 const positiveInt = z.number().int().positive();
@@ -291,16 +292,15 @@ export const configSchema = z
             message: "give either provider/upstream_model or deployments, not both",
           });
         const seen = new Set<string>();
-        m.deployments.forEach((d, j) => {
-          knownProvider(d.provider, ["models", i, "deployments", j, "provider"]);
-          const name = `${d.provider}/${d.upstream_model ?? m.id}`;
-          if (seen.has(name))
+        modelDeployments(m).forEach((d, j) => {
+          knownProvider(d.providerId, ["models", i, "deployments", j, "provider"]);
+          if (seen.has(d.id))
             ctx.addIssue({
               code: "custom",
               path: ["models", i, "deployments", j],
-              message: `deployment "${name}" is listed twice`,
+              message: `deployment "${d.id}" is listed twice`,
             });
-          seen.add(name);
+          seen.add(d.id);
         });
       } else if (m.provider === undefined)
         ctx.addIssue({

@@ -2,6 +2,16 @@
 // several in one process).
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
+/** The labelled children of `id`, made on first use: prom-client would hash the label set on every call. */
+function cached<T>(cache: Map<string, T>, id: string, make: () => T): T {
+  let children = cache.get(id);
+  if (children === undefined) {
+    children = make();
+    cache.set(id, children);
+  }
+  return children;
+}
+
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 export class Metrics {
@@ -32,19 +42,14 @@ export class Metrics {
     labelNames: ["model", "kind"] as const,
     registers: [this.registry],
   });
-  /** labelled children by route and status: prom-client would hash the label set on every call */
+  /** labelled children by route and status (see cached) */
   readonly #byRoute = new Map<string, { requests: { inc(): void }; seconds: { observe(v: number): void } }>();
 
   observeRequest(route: string, status: number, seconds: number): void {
-    const id = `${route} ${status}`;
-    let children = this.#byRoute.get(id);
-    if (!children) {
-      children = {
-        requests: this.requests.labels({ route, status }),
-        seconds: this.requestSeconds.labels({ route }),
-      };
-      this.#byRoute.set(id, children);
-    }
+    const children = cached(this.#byRoute, `${route} ${status}`, () => ({
+      requests: this.requests.labels({ route, status }),
+      seconds: this.requestSeconds.labels({ route }),
+    }));
     children.requests.inc();
     children.seconds.observe(seconds);
   }
@@ -73,15 +78,10 @@ export class Metrics {
   readonly #byReview = new Map<string, { reviews: { inc(): void }; seconds: { observe(v: number): void } }>();
 
   observeReview(stage: string, reviewer: string, outcome: string, seconds: number): void {
-    const id = `${stage} ${reviewer} ${outcome}`;
-    let children = this.#byReview.get(id);
-    if (!children) {
-      children = {
-        reviews: this.safetyReviews.labels({ stage, reviewer, outcome }),
-        seconds: this.safetySeconds.labels({ reviewer, outcome }),
-      };
-      this.#byReview.set(id, children);
-    }
+    const children = cached(this.#byReview, `${stage} ${reviewer} ${outcome}`, () => ({
+      reviews: this.safetyReviews.labels({ stage, reviewer, outcome }),
+      seconds: this.safetySeconds.labels({ reviewer, outcome }),
+    }));
     children.reviews.inc();
     children.seconds.observe(seconds);
   }
@@ -128,13 +128,9 @@ export class Metrics {
   readonly #byAttempt = new Map<string, { inc(): void }>();
 
   observeAttempt(deployment: string, outcome: string): void {
-    const id = `${deployment} ${outcome}`;
-    let child = this.#byAttempt.get(id);
-    if (!child) {
-      child = this.deploymentAttempts.labels({ deployment, outcome });
-      this.#byAttempt.set(id, child);
-    }
-    child.inc();
+    cached(this.#byAttempt, `${deployment} ${outcome}`, () =>
+      this.deploymentAttempts.labels({ deployment, outcome }),
+    ).inc();
   }
 
   readonly recordWriteErrors = new Counter({

@@ -1,5 +1,6 @@
 // Builds the providers from the configuration and answers "which model is this, and may
 // this plan use it". The model list per plan is built once, not per request.
+import { modelDeployments } from "../config/deployments.ts";
 import type { Config, ModelConfig, PlanConfig } from "../config/schema.ts";
 import { createProvider } from "./catalog.ts";
 import type { Provider } from "./types.ts";
@@ -16,17 +17,6 @@ export interface Deployment {
   model: ModelConfig;
   /** the provider's total timeout, where it has one: the routing of a call stays within it */
   totalMs: number | undefined;
-}
-
-/** A model's deployments as configured; the one-deployment shape is one of them. */
-export function modelDeployments(
-  m: ModelConfig,
-): Pick<Deployment, "id" | "providerId" | "upstreamModel" | "weight">[] {
-  const listed = m.deployments ?? [{ provider: m.provider!, upstream_model: m.upstream_model, weight: 1 }];
-  return listed.map((d) => {
-    const upstreamModel = d.upstream_model ?? m.id;
-    return { id: `${d.provider}/${upstreamModel}`, providerId: d.provider, upstreamModel, weight: d.weight };
-  });
 }
 
 export interface ResolvedModel {

@@ -3,9 +3,9 @@
 // the health each instance publishes for `gateway deployments`.
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
+import { modelDeployments } from "../config/deployments.ts";
 import type { Config } from "../config/schema.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { modelDeployments } from "../providers/registry.ts";
 import type { Database } from "../store/schema.ts";
 import { type CooldownListener, type CooldownStore, MemoryCooldowns } from "./cooldowns.ts";
 import { HealthPublisher, HealthView } from "./health.ts";
