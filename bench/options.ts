@@ -47,7 +47,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --latency MS          mock upstream latency                     (BENCH_LATENCY, default 20)
   --tokens N            completion tokens per answer              (BENCH_TOKENS, default 20)
   --log-level L         the gateway's LOG_LEVEL                   (BENCH_LOG_LEVEL, default warn)
-  --targets LIST        direct,passthrough,gateway                (BENCH_TARGETS, default all)
+  --targets LIST        direct,passthrough,gateway,routed         (BENCH_TARGETS, default all)
   --modes LIST          json,stream                               (BENCH_MODES, default both)
   --provider P          the upstream: openai (the default), anthropic, gemini or azure; the
                         last three measure the gateway alone against that provider's mock,
@@ -58,7 +58,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --quick               short runs, for a smoke test              (BENCH_QUICK=1)`;
 
 const MAX_SECONDS = 300;
-const TARGETS: readonly TargetName[] = ["direct", "passthrough", "gateway"];
+const TARGETS: readonly TargetName[] = ["direct", "passthrough", "gateway", "routed"];
 const MODES: readonly Mode[] = ["json", "stream"];
 const PROVIDERS: readonly BenchProvider[] = ["openai", "anthropic", "gemini", "azure"];
 

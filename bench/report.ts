@@ -164,6 +164,22 @@ function gatewayLines(gateway: GatewaySummary | undefined): string[] {
   return lines;
 }
 
+/** What routing costs per request: the model of two deployments against the one of one, same gateway. */
+function routingLines(runs: RunResult[], modes: Mode[]): string[] {
+  const lines: string[] = [];
+  for (const mode of modes)
+    for (const load of ["rate", "saturation"] as const) {
+      const routed = find(runs, mode, "routed", load);
+      const single = find(runs, mode, "gateway", load);
+      if (!routed || !single) continue;
+      lines.push(
+        `  ${mode.padEnd(6)} ${load.padEnd(10)} CPU ${signed(routed.cpuUsPerReq - single.cpuUsPerReq)} µs/req, ` +
+          `p50 ${signed(routed.latencyMs.p50 - single.latencyMs.p50)} ms, req/s ${routed.reqPerS.toFixed(0)} vs ${single.reqPerS.toFixed(0)}`,
+      );
+    }
+  return lines.length ? ["Routing (routed: 2 deployments, against gateway: 1):", ...lines, ""] : [];
+}
+
 function disturbanceLines(runs: RunResult[]): string[] {
   const worst = Math.max(0, ...runs.map((r) => r.otherLoadCores));
   if (worst < DISTURBED_CORES) return [];
@@ -192,6 +208,7 @@ export function formatReport(
     "",
     ...goalLines(goals, options),
     "",
+    ...routingLines(runs, options.modes),
     ...gatewayLines(gateway),
     ...disturbanceLines(runs),
     failed > 0

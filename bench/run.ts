@@ -21,6 +21,7 @@ import { preflight } from "./requests.ts";
 import {
   directTarget,
   ROOT,
+  routedTarget,
   startGatewayTarget,
   startMock,
   startPassthrough,
@@ -67,10 +68,18 @@ async function startTargets(mock: ServerProcess, options: BenchOptions, dir: str
   const targets: Target[] = [];
   if (options.targets.includes("direct")) targets.push(directTarget(mock));
   if (options.targets.includes("passthrough")) targets.push(await startPassthrough(mock, profileDir));
-  if (options.targets.includes("gateway"))
-    targets.push(
-      await startGatewayTarget(mock, dir, options.logLevel, options.safety, options.provider, profileDir),
+  if (options.targets.includes("gateway") || options.targets.includes("routed")) {
+    const gateway = await startGatewayTarget(
+      mock,
+      dir,
+      options.logLevel,
+      options.safety,
+      options.provider,
+      profileDir,
     );
+    if (options.targets.includes("gateway")) targets.push(gateway);
+    if (options.targets.includes("routed")) targets.push(routedTarget(gateway));
+  }
   return targets;
 }
 
@@ -106,7 +115,7 @@ async function benchAll(targets: Target[], options: BenchOptions, upstreamPid: n
 }
 
 function gatewaySummary(targets: Target[]): GatewaySummary | undefined {
-  const gateway = targets.find((t) => t.name === "gateway");
+  const gateway = targets.find((t) => t.name === "gateway" || t.name === "routed");
   if (!gateway) return undefined;
   return {
     peakRssMb: statusKb(gateway.pid, "VmHWM") / 1024,

@@ -45,6 +45,8 @@ const HOST = "127.0.0.1";
 
 /** The public model name the gateway's config offers. */
 const GATEWAY_MODEL = "gpt-bench";
+/** The same upstream as two weighted deployments (two providers on the mock): what routing costs. */
+const ROUTED_MODEL = "gpt-bench-routed";
 /** The name the mock is asked for directly (the one the gateway sends upstream). */
 const UPSTREAM_MODEL = UPSTREAMS.openai.model;
 /** Far more tokens than any bench can use: the quota must never be the bottleneck. */
@@ -160,9 +162,21 @@ function writeGatewayConfig(
     server: { host: HOST, port: 0, shutdown_grace_ms: 2_000 },
     store: { data_dir: join(dir, "data") },
     log_level: logLevel,
-    providers: [{ id: "mock", ...UPSTREAMS[provider].provider(upstream) }],
-    models: [{ id: GATEWAY_MODEL, provider: "mock", upstream_model: UPSTREAMS[provider].model }],
-    plans: [{ id: "default", quota_tokens: QUOTA_TOKENS, models: [GATEWAY_MODEL] }],
+    providers: [
+      { id: "mock", ...UPSTREAMS[provider].provider(upstream) },
+      { id: "mock-b", ...UPSTREAMS[provider].provider(upstream) },
+    ],
+    models: [
+      { id: GATEWAY_MODEL, provider: "mock", upstream_model: UPSTREAMS[provider].model },
+      {
+        id: ROUTED_MODEL,
+        deployments: [
+          { provider: "mock", upstream_model: UPSTREAMS[provider].model },
+          { provider: "mock-b", upstream_model: UPSTREAMS[provider].model },
+        ],
+      },
+    ],
+    plans: [{ id: "default", quota_tokens: QUOTA_TOKENS, models: [GATEWAY_MODEL, ROUTED_MODEL] }],
     // Streams are measured as reviewed streams: the spec's JSON answer to a stream request is
     // the json mode's work again.
     ...(safety === "rules"
@@ -217,4 +231,9 @@ export async function startGatewayTarget(
     authorization: `Bearer ${secret}`,
     server,
   };
+}
+
+/** The running gateway again, asked for the model of two deployments. */
+export function routedTarget(gateway: Target): Target {
+  return { ...gateway, name: "routed", model: ROUTED_MODEL };
 }

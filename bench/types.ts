@@ -44,7 +44,8 @@ export interface LoadResult {
 export type Mode = "json" | "stream";
 /** the upstream wire format a benchmark runs against */
 export type BenchProvider = "openai" | "anthropic" | "gemini" | "azure";
-export type TargetName = "direct" | "passthrough" | "gateway";
+/** `routed`: the gateway again, asked for a model of two deployments (the cost of routing) */
+export type TargetName = "direct" | "passthrough" | "gateway" | "routed";
 export type LoadKind = "saturation" | "rate";
 
 /** One measured run: one target, one mode, one kind of load. */

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // CLI entry: `node src/main.ts [serve]`, `migrate`, `config check`, `accounts …`, `keys …`,
-// `users …`.
+// `users …`, `deployments`.
 // Every command takes --json and then prints one JSON document.
 import { LookupError } from "./accounts/repository.ts";
 import { accountsCommand } from "./cli/accounts.ts";
 import { type CliContext, UsageError } from "./cli/context.ts";
+import { deploymentsCommand } from "./cli/deployments.ts";
 import { firstStartText, writeSecretsFile } from "./cli/first-start.ts";
 import { keysCommand } from "./cli/keys.ts";
 import { usersCommand } from "./cli/users.ts";
@@ -31,8 +32,9 @@ const USAGE = `usage: node src/main.ts <command> [--json]
   users set-password EMAIL [--password P]
   users list [--account ID|NAME]
                                           without --password: asked on a terminal, else one line of stdin
+  deployments                             each deployment's health as the running gateways see it
 
-Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, LOG_LEVEL.`;
+Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, REDIS_URL, LOG_LEVEL.`;
 
 async function serve(ctx: CliContext): Promise<void> {
   // Loaded here so CLI commands do not pay for Fastify, the tokenizer and the providers.
@@ -148,6 +150,9 @@ export async function runCli(argv: string[], out: (text: string) => void = conso
         return 0;
       case "users":
         await usersCommand(ctx, rest);
+        return 0;
+      case "deployments":
+        await deploymentsCommand(ctx, rest);
         return 0;
       default:
         throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);

@@ -22,6 +22,7 @@ import { RetentionJob } from "./records/retention.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
 import { Relay } from "./relay/relay.ts";
+import { type Routing, startRouting } from "./routing/setup.ts";
 import { SafetyPolicy } from "./safety/policy.ts";
 import { buildReviewers } from "./safety/reviewers/index.ts";
 import { migrate, openStore } from "./store/db.ts";
@@ -30,7 +31,7 @@ import { RevisionWatcher } from "./store/revision-watcher.ts";
 
 /** How often a running gateway looks for changes made by the CLI or other instances. */
 const REVISION_POLL_MS = 250;
-/** How often it publishes its open reservations and rate windows for the CLI. */
+/** How often it publishes its open reservations, rate windows and deployments' health for the CLI. */
 const LIVE_USAGE_MS = 1_000;
 
 export interface Gateway {
@@ -42,6 +43,8 @@ export interface Gateway {
   firstKey: { account: string; secret: string } | undefined;
   /** the console admin created beside it, with a random password; shown once */
   firstAdmin: { email: string; password: string } | undefined;
+  /** deployments' cooldowns and traffic, as this instance sees them */
+  routing: Routing;
   close(): Promise<void>;
 }
 
@@ -130,8 +133,11 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     metrics,
   );
   const finisher = new CallFinisher({ records, metrics, logger });
+  const instanceId = randomUUID();
+  const routing = await startRouting(config, { db: store.db, metrics, logger, instanceId });
   const relay = new Relay({
     registry,
+    router: routing.router,
     ledger,
     rates,
     finisher,
@@ -163,10 +169,11 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   });
   await watcher.start();
   const live = new LiveUsagePublisher(store.db, ledger, rates, {
-    instanceId: randomUUID(),
+    instanceId,
     onError: (err) => logger.warn({ err }, "could not publish live usage"),
   });
   live.start(LIVE_USAGE_MS);
+  routing.publisher.start(LIVE_USAGE_MS);
   const retention = new RetentionJob(store.db, config.retention, logger);
   retention.start();
 
@@ -203,6 +210,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await records.flush();
       await retention.stop();
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
+      await routing.close();
       await watcher.stop();
       await safety.close();
       await registry.close();
@@ -212,5 +220,5 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     return closed;
   };
 
-  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, close };
+  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, routing, close };
 }

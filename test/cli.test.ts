@@ -18,6 +18,7 @@ const MIGRATIONS = [
   "005-console-indexes",
   "006-uncharged-tokens",
   "007-cache-tokens",
+  "008-attempts",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";

@@ -99,6 +99,7 @@ function fabricated(
     cached_tokens: 0,
     cache_write_tokens: 0,
     reasoning_tokens: 0,
+    attempts: null,
     usage_source: "upstream",
     latency_ms: 9,
     ttft_ms: null,

@@ -310,7 +310,7 @@ describe("error bodies are the envelope", () => {
       429,
       "insufficient_quota",
     );
-    for (const status of [500, 503, 429]) {
+    for (const status of [500, 503]) {
       await assertErrorEnvelope(
         await call("/chat/completions", {
           body: { model: TEST_MODEL, messages: [{ role: "user", content: `x mock:status=${status}` }] },
@@ -319,6 +319,16 @@ describe("error bodies are the envelope", () => {
         "upstream_error",
       );
     }
+    await assertErrorEnvelope(
+      await call("/chat/completions", {
+        body: {
+          model: TEST_MODEL,
+          messages: [{ role: "user", content: "x mock:status=429 mock:retry-after=0" }],
+        },
+      }),
+      429,
+      "upstream_rate_limited",
+    );
     await assertErrorEnvelope(
       await call("/chat/completions", {
         body: { model: TEST_MODEL, messages: [{ role: "user", content: "x mock:status=400" }] },

@@ -498,9 +498,9 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
         {
           model: TEST_MODEL,
           stream: true,
-          directives: "mock:status=429",
+          directives: "mock:status=429 mock:retry-after=0",
           charge: () => 0,
-          check: envelope(502, "upstream_error"),
+          check: envelope(429, "upstream_rate_limited"),
         },
         {
           model: TEST_MODEL,

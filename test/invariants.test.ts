@@ -1,6 +1,6 @@
 // Issue: the accounting invariants hold under a concurrent mixed load. 200 requests at once
 // (plain, streaming, upstream 500, upstream timeout, mid-stream drop, client hang-ups,
-// over-limit, over-quota) against several keys and accounts, on SQLite and on PostgreSQL;
+// over-limit, over-quota, failover to a second deployment) against several keys and accounts, on SQLite and on PostgreSQL;
 // afterwards, for every key and account, its records add up to its used counter, no
 // reservation is open, and used stays within the quota and the limit.
 // The mix is drawn from a seed, printed as a diagnostic; INVARIANT_SEED=N replays it.
@@ -147,6 +147,26 @@ for (const store of ["sqlite", "postgres"] as const) {
         records.some((r) => r.usage_source === "upstream" && r.status === "ok"),
         "an answer charged by the upstream's usage",
       );
+      // Failover: answered by the second deployment after the first failed; the failed
+      // attempt is in the record, and only the answer is charged (the books above agree).
+      const failedOver = records.filter((r) => {
+        const attempts = r.attempts ? (JSON.parse(r.attempts) as { outcome: string }[]) : [];
+        return r.status === "ok" && attempts.length === 2 && attempts[0]!.outcome === "server_error";
+      });
+      assert.ok(
+        failedOver.some((r) => r.stream === 0),
+        "a JSON call answered after a failover",
+      );
+      assert.ok(
+        failedOver.some((r) => r.stream === 1),
+        "a stream answered after a failover",
+      );
+      const byRequest = new Map(result.outcomes.map((o) => [o.requestId, o]));
+      for (const r of failedOver) {
+        const told = byRequest.get(r.request_id)?.usageTotal;
+        if (told != null)
+          assert.equal(r.total_tokens, told, `${r.request_id}: charged what the client was told`);
+      }
     });
 
     // The mix hangs up right as some requests arrive; when that lands while the auth hook

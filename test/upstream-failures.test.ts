@@ -7,12 +7,13 @@
 // Run on SQLite and on PostgreSQL.
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { Worker } from "node:worker_threads";
 import type { ConfigInput } from "../src/config/schema.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
+import { closedPort } from "./support/listen.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { storeSuite } from "./support/postgres.ts";
 import { mockPromptTokens, parseStream, type Stream, until } from "./support/stream-assertions.ts";
@@ -33,6 +34,7 @@ type Message = { role: "system" | "user" | "assistant"; content: string };
 interface Reply {
   status: number;
   requestId: string;
+  retryAfter: string | null;
   contentType: string;
   text: string;
 }
@@ -47,6 +49,7 @@ async function post(gw: TestGateway, secret: string, body: Record<string, unknow
   return {
     status: res.status,
     requestId: res.headers.get("x-request-id") ?? "",
+    retryAfter: res.headers.get("retry-after"),
     contentType: res.headers.get("content-type") ?? "",
     text,
   };
@@ -106,17 +109,6 @@ async function startUnacceptingListener(): Promise<{ port: number; close(): Prom
       await exited;
     },
   };
-}
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
 }
 
 for (const store of ["sqlite", "postgres"] as const) {
@@ -278,15 +270,16 @@ for (const store of ["sqlite", "postgres"] as const) {
         await assertNothingCharged(reply, keyId, accountId, 502, "upstream_error");
       });
 
-      it(`upstream 429 → 502 upstream_error, nothing charged (${mode})`, async () => {
+      it(`upstream 429 → 429 upstream_rate_limited with retry-after, nothing charged (${mode})`, async () => {
         const { secret, keyId, accountId } = await freshKey();
         const reply = await post(gw, secret, {
           model: TEST_MODEL,
           stream,
-          messages: [{ role: "user", content: "hello mock:status=429" }],
+          messages: [{ role: "user", content: "hello mock:status=429 mock:retry-after=0" }],
         });
-        assertEnvelope(reply, 502, "upstream_error", "upstream_error");
-        await assertNothingCharged(reply, keyId, accountId, 502, "upstream_error");
+        assertEnvelope(reply, 429, "upstream_rate_limited", "upstream_error");
+        assert.equal(reply.retryAfter, "1", "its one deployment is free again at once: the least wait");
+        await assertNothingCharged(reply, keyId, accountId, 429, "upstream_rate_limited");
       });
 
       it(`upstream 400 → 400 upstream_bad_request, nothing charged (${mode})`, async () => {

@@ -142,7 +142,7 @@ describe("loadConfig: embedded defaults", () => {
       allowed_hosts: [],
     });
     assert.deepEqual(c.metrics, {});
-    assert.deepEqual(c.store, { data_dir: "./data" });
+    assert.deepEqual(c.store, { data_dir: "./data", redis_prefix: "gateway:" });
     assert.equal(c.log_level, "info");
     assert.equal(c.models[0]!.max_output_tokens, 4096);
   });
@@ -176,7 +176,7 @@ describe("loadConfig: the YAML file", () => {
       allowed_hosts: ["gateway.example.com"],
     });
     assert.deepEqual(c.metrics, { token_env: "METRICS_TOKEN" });
-    assert.deepEqual(c.store, { data_dir: "/var/lib/gateway" });
+    assert.deepEqual(c.store, { data_dir: "/var/lib/gateway", redis_prefix: "gateway:" });
     assert.equal(c.log_level, "warn");
     assert.equal(c.default_plan, "starter");
     const openai = c.providers[1]!;
@@ -198,6 +198,8 @@ describe("loadConfig: the YAML file", () => {
       upstream_model: "gpt-4o-mini-2024-07-18",
       owned_by: "openai",
       max_output_tokens: 1024,
+      routing: "weighted",
+      fallbacks: [],
     });
     assert.equal(c.models[0]!.max_output_tokens, 4096);
     assert.deepEqual(
@@ -316,6 +318,100 @@ plans:
     assertLine(m, path, "providers[1].id", /duplicate id "demo"/);
     assertLine(m, path, "models[2].id", /duplicate id "m"/);
     assertLine(m, path, "plans[1].id", /duplicate id "default"/);
+  });
+
+  test("a model of several deployments, with routing, retries and fallbacks; the routing defaults", () => {
+    const c = loadConfig(
+      {},
+      file(`providers:
+  - id: demo
+    type: demo
+  - id: east
+    type: openai-compatible
+    base_url: http://127.0.0.1:9000/v1
+models:
+  - id: demo
+    provider: demo
+  - id: smart
+    owned_by: acme
+    deployments:
+      - { provider: east, upstream_model: gpt-4o, weight: 3 }
+      - { provider: demo }
+    routing: least-busy
+    retries: 2
+    fallbacks: [demo]
+plans:
+  - id: default
+    quota_tokens: 10
+    models: [smart]
+`),
+    );
+    const smart = c.models[1]!;
+    assert.deepEqual(smart.deployments, [
+      { provider: "east", upstream_model: "gpt-4o", weight: 3 },
+      { provider: "demo", weight: 1 },
+    ]);
+    assert.equal(smart.routing, "least-busy");
+    assert.equal(smart.retries, 2);
+    assert.deepEqual(smart.fallbacks, ["demo"]);
+    assert.equal(c.models[0]!.routing, "weighted", "the default strategy");
+    assert.deepEqual(c.routing, {
+      retry_on: [429, 500, 502, 503, 504, 529, "timeout", "network"],
+      cooldown: { failures: 3, window_s: 60, seconds: 30 },
+      backoff: { initial_ms: 50, max_ms: 2000 },
+      expose_deployment: false,
+    });
+  });
+
+  test("routing fields out of range name the field", () => {
+    const path = file(
+      minimal(`routing:
+  retry_on: [400, 503, timeout, sometimes]
+`).replace("provider: demo", "provider: demo\n    routing: fastest"),
+    );
+    const m = failure({}, path);
+    assertLine(m, path, "models[0].routing", /weighted/);
+    assertLine(m, path, "routing.retry_on[0]", /other 4xx are never retried/);
+    assertLine(m, path, "routing.retry_on[3]", /timeout, network, malformed/);
+  });
+
+  test("a model with both shapes, neither, or one deployment twice", () => {
+    const path = file(`providers:
+  - id: demo
+    type: demo
+models:
+  - id: both
+    provider: demo
+    deployments: [{ provider: demo }]
+  - id: neither
+  - id: twice
+    deployments: [{ provider: demo, upstream_model: x }, { provider: demo, upstream_model: x }]
+plans:
+  - id: default
+    quota_tokens: 10
+`);
+    const m = failure({}, path);
+    assertLine(m, path, "models[0].deployments", /either provider\/upstream_model or deployments/);
+    assertLine(m, path, "models[1].provider", /needs a provider \(or deployments\)/);
+    assertLine(m, path, "models[2].deployments[1]", /"demo\/x" is listed twice/);
+  });
+
+  test("a deployment or fallback naming what does not exist", () => {
+    const path = file(`providers:
+  - id: demo
+    type: demo
+models:
+  - id: ghost
+    deployments: [{ provider: nowhere }]
+    fallbacks: [ghost, missing]
+plans:
+  - id: default
+    quota_tokens: 10
+`);
+    const m = failure({}, path);
+    assertLine(m, path, "models[0].deployments[0].provider", /unknown provider "nowhere"/);
+    assertLine(m, path, "models[0].fallbacks[0]", /cannot be its own fallback/);
+    assertLine(m, path, "models[0].fallbacks[1]", /unknown model "missing"/);
   });
 
   test("a bad base_url", () => {
@@ -472,6 +568,12 @@ describe("loadConfig: environment overrides", () => {
       /LOG_LEVEL|environment/,
       `the message should say the value came from the environment:\n${m}`,
     );
+  });
+
+  test("REDIS_URL sets store.redis_url; one that is not redis:// is refused, naming the variable", () => {
+    assert.equal(loadConfig({ REDIS_URL: "redis://cache:6379/0" }).store.redis_url, "redis://cache:6379/0");
+    const m = failure({ REDIS_URL: "http://cache:6379" });
+    assert.match(m, /environment: REDIS_URL \(store\.redis_url\)/);
   });
 
   test("a DATABASE_URL that is not postgres:// is refused, naming the variable", () => {

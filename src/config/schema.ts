@@ -3,17 +3,40 @@
 import { z } from "zod";
 import { providerSchema } from "../providers/catalog.ts";
 import { outputBoundField } from "../providers/config-fields.ts";
+import { modelDeployments } from "./deployments.ts";
 import { configId as id } from "./id.ts";
 
 const positiveInt = z.number().int().positive();
+
+/** One place a public model can be answered from: a provider and its name for the model. */
+export const deploymentSchema = z
+  .object({
+    provider: id,
+    /** the name sent upstream; defaults to the public name */
+    upstream_model: z.string().min(1).optional(),
+    /** share of the calls under `routing: weighted` */
+    weight: z.number().positive().default(1),
+  })
+  .strict();
+
+/** How a model's deployments share its calls (src/routing/strategy.ts). */
+export const ROUTING_STRATEGIES = ["weighted", "ordered", "least-busy", "latency"] as const;
 
 export const modelSchema = z
   .object({
     /** the public name clients send and see */
     id,
-    provider: id,
+    /** the one-deployment shape: `provider` and `upstream_model`, or `deployments` */
+    provider: id.optional(),
     /** the name sent upstream; defaults to the public name */
     upstream_model: z.string().min(1).optional(),
+    /** several places one of which answers each call (instead of provider/upstream_model) */
+    deployments: z.array(deploymentSchema).min(1).max(64).optional(),
+    routing: z.enum(ROUTING_STRATEGIES).default("weighted"),
+    /** further attempts after the first; default: each other deployment once */
+    retries: z.number().int().nonnegative().max(16).optional(),
+    /** public models tried in order when every deployment failed (their own fallbacks are not followed) */
+    fallbacks: z.array(id).max(8).default([]),
     owned_by: z.string().min(1).optional(),
     /** output bound reserved when a request gives no max_tokens */
     max_output_tokens: positiveInt.default(4096),
@@ -35,6 +58,51 @@ const hostName = z
 const webOrigin = z.url({ protocol: /^https?$/ }).refine((u) => URL.canParse(u) && new URL(u).origin === u, {
   message: "must be an origin: scheme://host[:port], no path",
 });
+
+/**
+ * What an attempt may be retried on: upstream statuses that say "not now" (408, 409, 429 and
+ * 5xx; other 4xx say the request is wrong and are never retried) and failures without one.
+ */
+const retryOn = z.union(
+  [
+    z
+      .number()
+      .int()
+      .refine((s) => s === 408 || s === 409 || s === 429 || (s >= 500 && s <= 599), {
+        message: "must be 408, 409, 429 or a 5xx status: other 4xx are never retried",
+      }),
+    z.enum(["timeout", "network", "malformed"]),
+  ],
+  { error: "must be a status (408, 409, 429 or 5xx) or one of timeout, network, malformed" },
+);
+export type RetryOn = z.output<typeof retryOn>;
+
+/** Defaults of every model's routing (src/routing/). */
+export const routingSchema = z
+  .object({
+    retry_on: z.array(retryOn).default([429, 500, 502, 503, 504, 529, "timeout", "network"]),
+    /** `failures` within `window_s`: the deployment is skipped for `seconds`, then probed by one call */
+    cooldown: z
+      .object({
+        failures: positiveInt.default(3),
+        window_s: z.number().positive().max(86_400).default(60),
+        seconds: z.number().positive().max(86_400).default(30),
+      })
+      .strict()
+      .prefault({}),
+    /** wait before attempt n (n ≥ 2): random in [0, min(max_ms, initial_ms · 2^(n-2))] */
+    backoff: z
+      .object({
+        initial_ms: z.number().int().nonnegative().max(60_000).default(50),
+        max_ms: z.number().int().nonnegative().max(60_000).default(2_000),
+      })
+      .strict()
+      .prefault({}),
+    /** send the deployment that answered in `x-gateway-deployment` */
+    expose_deployment: z.boolean().default(false),
+  })
+  .strict()
+  .prefault({});
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
@@ -200,6 +268,13 @@ export const configSchema = z
           .string()
           .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
           .optional(),
+        /** redis://… shared by every instance: routing cooldowns (env REDIS_URL) */
+        redis_url: z
+          .string()
+          .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
+          .optional(),
+        /** prefix of every Redis key the gateway writes, so instances of one deployment share them */
+        redis_prefix: z.string().max(64).default("gateway:"),
       })
       .strict()
       .prefault({}),
@@ -209,6 +284,7 @@ export const configSchema = z
     providers: z.array(providerSchema).min(1),
     models: z.array(modelSchema).min(1),
     plans: z.array(planSchema).min(1),
+    routing: routingSchema,
     safety: safetySchema,
     retention: retentionSchema,
     metrics: z
@@ -233,15 +309,50 @@ export const configSchema = z
     dup(cfg.models, "models");
     dup(cfg.plans, "plans");
     const providers = new Set(cfg.providers.map((p) => p.id));
+    const knownProvider = (provider: string, path: (string | number)[]) => {
+      if (!providers.has(provider))
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `unknown provider "${provider}" (providers: ${[...providers].join(", ")})`,
+        });
+    };
+    const models = new Set(cfg.models.map((m) => m.id));
     cfg.models.forEach((m, i) => {
-      if (!providers.has(m.provider))
+      if (m.deployments) {
+        if (m.provider !== undefined || m.upstream_model !== undefined)
+          ctx.addIssue({
+            code: "custom",
+            path: ["models", i, "deployments"],
+            message: "give either provider/upstream_model or deployments, not both",
+          });
+        const seen = new Set<string>();
+        modelDeployments(m).forEach((d, j) => {
+          knownProvider(d.providerId, ["models", i, "deployments", j, "provider"]);
+          if (seen.has(d.id))
+            ctx.addIssue({
+              code: "custom",
+              path: ["models", i, "deployments", j],
+              message: `deployment "${d.id}" is listed twice`,
+            });
+          seen.add(d.id);
+        });
+      } else if (m.provider === undefined)
         ctx.addIssue({
           code: "custom",
           path: ["models", i, "provider"],
-          message: `unknown provider "${m.provider}" (providers: ${[...providers].join(", ")})`,
+          message: "a model needs a provider (or deployments)",
         });
+      else knownProvider(m.provider, ["models", i, "provider"]);
+      m.fallbacks.forEach((f, j) => {
+        if (!models.has(f) || f === m.id)
+          ctx.addIssue({
+            code: "custom",
+            path: ["models", i, "fallbacks", j],
+            message: f === m.id ? "a model cannot be its own fallback" : `unknown model "${f}"`,
+          });
+      });
     });
-    const models = new Set(cfg.models.map((m) => m.id));
     cfg.plans.forEach((p, i) => {
       p.models.forEach((m, j) => {
         if (!models.has(m))
@@ -286,3 +397,5 @@ export type PlanConfig = z.output<typeof planSchema>;
 export type SafetyConfig = z.output<typeof safetySchema>;
 export type RetentionConfig = z.output<typeof retentionSchema>;
 export type ReviewerConfig = z.output<typeof reviewerSchema>;
+export type RoutingConfig = z.output<typeof routingSchema>;
+export type DeploymentConfig = z.output<typeof deploymentSchema>;

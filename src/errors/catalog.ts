@@ -244,6 +244,14 @@ export const catalog = {
     "The upstream model did not answer in time.",
     "an upstream timeout (connect, first byte, idle or total) passed",
   ),
+  upstream_rate_limited: entry(
+    429,
+    "upstream_error",
+    "upstream_rate_limited",
+    "Every upstream of this model is rate-limited right now. Retry after the time in the retry-after header.",
+    "every attempt of the call was refused with 429 (or 529) by its upstream, so the deployments are cooling down; `retry-after` says when the first takes calls again",
+    1,
+  ),
   content_filter: entry(
     400,
     "invalid_request_error",

@@ -1,6 +1,16 @@
 // Prometheus metrics, served at /metrics. One registry per gateway instance (tests start
 // several in one process).
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/** The labelled children of `id`, made on first use: prom-client would hash the label set on every call. */
+function cached<T>(cache: Map<string, T>, id: string, make: () => T): T {
+  let children = cache.get(id);
+  if (children === undefined) {
+    children = make();
+    cache.set(id, children);
+  }
+  return children;
+}
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -32,19 +42,14 @@ export class Metrics {
     labelNames: ["model", "kind"] as const,
     registers: [this.registry],
   });
-  /** labelled children by route and status: prom-client would hash the label set on every call */
+  /** labelled children by route and status (see cached) */
   readonly #byRoute = new Map<string, { requests: { inc(): void }; seconds: { observe(v: number): void } }>();
 
   observeRequest(route: string, status: number, seconds: number): void {
-    const id = `${route} ${status}`;
-    let children = this.#byRoute.get(id);
-    if (!children) {
-      children = {
-        requests: this.requests.labels({ route, status }),
-        seconds: this.requestSeconds.labels({ route }),
-      };
-      this.#byRoute.set(id, children);
-    }
+    const children = cached(this.#byRoute, `${route} ${status}`, () => ({
+      requests: this.requests.labels({ route, status }),
+      seconds: this.requestSeconds.labels({ route }),
+    }));
     children.requests.inc();
     children.seconds.observe(seconds);
   }
@@ -73,17 +78,59 @@ export class Metrics {
   readonly #byReview = new Map<string, { reviews: { inc(): void }; seconds: { observe(v: number): void } }>();
 
   observeReview(stage: string, reviewer: string, outcome: string, seconds: number): void {
-    const id = `${stage} ${reviewer} ${outcome}`;
-    let children = this.#byReview.get(id);
-    if (!children) {
-      children = {
-        reviews: this.safetyReviews.labels({ stage, reviewer, outcome }),
-        seconds: this.safetySeconds.labels({ reviewer, outcome }),
-      };
-      this.#byReview.set(id, children);
-    }
+    const children = cached(this.#byReview, `${stage} ${reviewer} ${outcome}`, () => ({
+      reviews: this.safetyReviews.labels({ stage, reviewer, outcome }),
+      seconds: this.safetySeconds.labels({ reviewer, outcome }),
+    }));
     children.reviews.inc();
     children.seconds.observe(seconds);
+  }
+
+  readonly deploymentAttempts = new Counter({
+    name: "gateway_deployment_attempts_total",
+    help: "Upstream attempts, by deployment (provider/upstream_model) and outcome",
+    labelNames: ["deployment", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly deploymentCooldowns = new Counter({
+    name: "gateway_deployment_cooldowns_total",
+    help: "Cooldowns this instance started, by deployment and reason (failures or rate_limited)",
+    labelNames: ["deployment", "reason"] as const,
+    registers: [this.registry],
+  });
+  /** what the gauges below read at each scrape; set by the server once routing exists */
+  #deployments: () => Iterable<{ id: string; inFlight: number; coolingDown: boolean }> = () => [];
+  readonly deploymentInFlight = new Gauge({
+    name: "gateway_deployment_in_flight",
+    help: "Upstream calls in flight on this instance, by deployment",
+    labelNames: ["deployment"] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const d of this.#deployments()) this.deploymentInFlight.set({ deployment: d.id }, d.inFlight);
+    },
+  });
+  readonly deploymentCoolingDown = new Gauge({
+    name: "gateway_deployment_cooling_down",
+    help: "1 while the deployment is cooling down (as this instance knows), else 0",
+    labelNames: ["deployment"] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const d of this.#deployments())
+        this.deploymentCoolingDown.set({ deployment: d.id }, d.coolingDown ? 1 : 0);
+    },
+  });
+
+  watchDeployments(source: () => Iterable<{ id: string; inFlight: number; coolingDown: boolean }>): void {
+    this.#deployments = source;
+  }
+
+  /** labelled children by deployment and outcome, as for requests above */
+  readonly #byAttempt = new Map<string, { inc(): void }>();
+
+  observeAttempt(deployment: string, outcome: string): void {
+    cached(this.#byAttempt, `${deployment} ${outcome}`, () =>
+      this.deploymentAttempts.labels({ deployment, outcome }),
+    ).inc();
   }
 
   readonly recordWriteErrors = new Counter({

@@ -1,14 +1,34 @@
 // Builds the providers from the configuration and answers "which model is this, and may
 // this plan use it". The model list per plan is built once, not per request.
+import { modelDeployments } from "../config/deployments.ts";
 import type { Config, ModelConfig, PlanConfig } from "../config/schema.ts";
 import { createProvider } from "./catalog.ts";
 import type { Provider } from "./types.ts";
 
+/** One place a public model is answered from: a provider and its name for the model. */
+export interface Deployment {
+  /** "provider/upstream_model": what records, metrics, cooldowns and the CLI call it */
+  id: string;
+  providerId: string;
+  provider: Provider;
+  upstreamModel: string;
+  weight: number;
+  /** the public model whose settings (output bound, its field) each attempt uses */
+  model: ModelConfig;
+  /** the provider's total timeout, where it has one: the routing of a call stays within it */
+  totalMs: number | undefined;
+}
+
 export interface ResolvedModel {
   config: ModelConfig;
+  /** the first deployment's: for the gateway's own calls (the safety judge), which do not route */
   upstreamModel: string;
   ownedBy: string;
   provider: Provider;
+  /** never empty; one for the one-deployment shape */
+  deployments: Deployment[];
+  /** the models tried, in order, when every deployment failed (their own fallbacks are not) */
+  fallbacks: ResolvedModel[];
 }
 
 export interface ModelObject {
@@ -28,20 +48,31 @@ export class Registry {
 
   /** `created`: when each model record was first registered (see store models_seen). */
   constructor(config: Config, created: ReadonlyMap<string, number>, env: Record<string, string | undefined>) {
-    const providers = new Map<string, Provider>();
+    const providers = new Map<string, { provider: Provider; totalMs: number | undefined }>();
     for (const p of config.providers) {
       const provider = createProvider(p, env);
-      providers.set(p.id, provider);
+      providers.set(p.id, { provider, totalMs: "timeouts" in p ? p.timeouts.total_ms : undefined });
       this.#providers.push(provider);
     }
+    // Two models listing the same provider and upstream model name one upstream: same id,
+    // one health; each keeps its own settings.
     for (const m of config.models) {
+      const deployments = modelDeployments(m).map((d): Deployment => {
+        const { provider, totalMs } = providers.get(d.providerId)!;
+        return { ...d, provider, model: m, totalMs };
+      });
+      const first = deployments[0]!;
       this.#models.set(m.id, {
         config: m,
-        upstreamModel: m.upstream_model ?? m.id,
-        ownedBy: m.owned_by ?? m.provider,
-        provider: providers.get(m.provider)!,
+        upstreamModel: first.upstreamModel,
+        ownedBy: m.owned_by ?? first.providerId,
+        provider: first.provider,
+        deployments,
+        fallbacks: [],
       });
     }
+    for (const m of config.models)
+      this.#models.get(m.id)!.fallbacks = m.fallbacks.map((f) => this.#models.get(f)!);
     for (const plan of config.plans) {
       const data: ModelObject[] = plan.models.map((id) => ({
         id,

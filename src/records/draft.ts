@@ -9,6 +9,31 @@ export type UsageSource = "upstream" | "estimated" | "none";
 export type SafetyMode = "json" | "reviewed";
 export type SafetyVerdict = "pass" | "flagged" | "error";
 
+/** How one upstream attempt of a call ended (src/routing/failure.ts decides). */
+export type AttemptOutcome =
+  | "ok"
+  | "rate_limited"
+  | "server_error"
+  | "client_error"
+  | "timeout"
+  | "network"
+  | "malformed"
+  | "aborted"
+  | "internal";
+
+/** One upstream attempt, as the record keeps it. */
+export interface AttemptRecord {
+  /** the public model it was for: the one asked for, or a fallback */
+  model: string;
+  provider: string;
+  upstream_model: string;
+  outcome: AttemptOutcome;
+  /** the upstream's HTTP status, when it answered one */
+  status: number | null;
+  /** from sending the attempt to its first chunk (streams), whole answer (JSON) or failure */
+  ms: number;
+}
+
 export class CallDraft {
   readonly requestId: string;
   readonly startedAt: number;
@@ -34,6 +59,8 @@ export class CallDraft {
   safetyVerdict: SafetyVerdict | null = null;
   safetyCategories: string[] = [];
   safetyMs: number | null = null;
+  /** the upstream attempts, in order (the routing's own list) */
+  attempts: readonly AttemptRecord[] = [];
   /** set once the record is queued, so no path writes it twice */
   written = false;
   /** set when the chat handler takes the call over: from then on the relay records it */
@@ -118,6 +145,7 @@ export class CallDraft {
       safety_verdict: this.safetyVerdict,
       safety_categories: this.safetyCategories.length ? JSON.stringify(this.safetyCategories) : null,
       safety_ms: this.safetyMs,
+      attempts: this.attempts.length ? JSON.stringify(this.attempts) : null,
     };
   }
 }

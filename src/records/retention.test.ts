@@ -39,6 +39,7 @@ function record(created_at: number, account_id: string | null, tokens: number, i
     cached_tokens: 0,
     cache_write_tokens: 0,
     reasoning_tokens: 0,
+    attempts: null,
     usage_source: "upstream",
     latency_ms: 1,
     ttft_ms: null,

@@ -35,6 +35,7 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
     cached_tokens: 0,
     cache_write_tokens: 0,
     reasoning_tokens: 0,
+    attempts: null,
     usage_source: "upstream",
     latency_ms: 12,
     ttft_ms: null,

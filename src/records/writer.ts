@@ -109,6 +109,7 @@ const COLUMNS = [
   "safety_verdict",
   "safety_categories",
   "safety_ms",
+  "attempts",
 ] as const satisfies readonly (keyof CallRecord)[];
 
 /**

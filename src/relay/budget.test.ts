@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { fakeProvider, testModel } from "../../test/support/models.ts";
 import { type ChatRequest, parseChatRequest } from "../apis/chat-completions/request.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import { cappedOutput, MIN_OUTPUT_TOKENS, reservationBudget } from "./budget.ts";
@@ -7,23 +8,13 @@ import { cappedOutput, MIN_OUTPUT_TOKENS, reservationBudget } from "./budget.ts"
 const PROMPT_BOUND = 100;
 
 function model(maxOutput = 4096, seen: ChatRequest[] = []): ResolvedModel {
-  return {
-    config: { id: "m", provider: "p", max_output_tokens: maxOutput },
-    upstreamModel: "m",
-    ownedBy: "p",
-    provider: {
-      id: "p",
-      promptBound: (req) => {
-        seen.push(req);
-        return PROMPT_BOUND;
-      },
-      complete: () => Promise.reject(new Error("not used")),
-      stream: () => {
-        throw new Error("not used");
-      },
-      close: async () => {},
+  const provider = fakeProvider({
+    promptBound: (req) => {
+      seen.push(req);
+      return PROMPT_BOUND;
     },
-  };
+  });
+  return testModel({ id: "m", max_output_tokens: maxOutput }, [{ providerId: "p", provider }]);
 }
 
 const req = (fields: Record<string, unknown> = {}) =>
@@ -66,6 +57,41 @@ describe("reservationBudget", () => {
     const b = reservationBudget(model(), req({ max_tokens: 5, n: 2 }));
     assert.equal(b.minimum, PROMPT_BOUND + 10);
     assert.equal(b.minimum, b.wanted);
+  });
+});
+
+describe("reservationBudget with fallbacks and several deployments", () => {
+  test("sized for the largest prompt bound and default output bound among the candidates", () => {
+    const bound = (n: number) => fakeProvider({ promptBound: () => n });
+    const fallback = testModel({ id: "f", max_output_tokens: 8000 }, [
+      { providerId: "f", provider: bound(300) },
+    ]);
+    const m = testModel(
+      { id: "m", max_output_tokens: 1000, fallbacks: ["f"] },
+      [
+        { providerId: "a", provider: bound(100) },
+        { providerId: "b", provider: bound(200) },
+      ],
+      [fallback],
+    );
+    const b = reservationBudget(m, req());
+    assert.equal(b.promptBound, 300, "the fallback's provider counts the most");
+    assert.equal(b.outputBound, 8000, "the fallback's default output bound is the largest");
+    assert.equal(reservationBudget(m, req({ max_tokens: 50 })).outputBound, 50, "the client's bound wins");
+  });
+
+  test("providers sharing one prompt rule are asked once", () => {
+    let asked = 0;
+    const rule = () => {
+      asked++;
+      return 10;
+    };
+    const m = testModel({ id: "m" }, [
+      { providerId: "a", provider: fakeProvider({ promptBound: rule }) },
+      { providerId: "b", provider: fakeProvider({ promptBound: rule }) },
+    ]);
+    assert.equal(reservationBudget(m, req()).promptBound, 10);
+    assert.equal(asked, 1);
   });
 });
 

@@ -3,6 +3,7 @@
 // upstream is then cut to what was held, so no upstream can produce more than was reserved.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
+import { candidatePromptBound, largestOutputBound } from "../routing/candidates.ts";
 
 /** the smallest answer worth sending upstream; below it the request is refused */
 export const MIN_OUTPUT_TOKENS = 16;
@@ -19,9 +20,10 @@ export interface Budget {
 }
 
 export function reservationBudget(model: ResolvedModel, req: ChatRequest): Budget {
-  const promptBound = model.provider.promptBound(req);
+  // Sized for the largest bounds among the call's candidates: any of them may answer.
+  const promptBound = candidatePromptBound(model, req);
   const choices = req.n ?? 1;
-  const outputBound = req.max_completion_tokens ?? req.max_tokens ?? model.config.max_output_tokens;
+  const outputBound = req.max_completion_tokens ?? req.max_tokens ?? largestOutputBound(model);
   return {
     promptBound,
     outputBound,

@@ -6,6 +6,7 @@ import type { Ledger } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry } from "../providers/registry.ts";
 import type { CallDraft } from "../records/draft.ts";
+import type { Router } from "../routing/route.ts";
 import type { SafetyPolicy } from "../safety/policy.ts";
 import type { CallFinisher } from "./finish.ts";
 
@@ -38,6 +39,7 @@ export interface CallContext {
 
 export interface RelayDeps {
   registry: Registry;
+  router: Router;
   ledger: Ledger;
   rates: RateLimiter;
   finisher: CallFinisher;

@@ -1,10 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { fakeProvider, testModel } from "../../test/support/models.ts";
 import { parseChatRequest } from "../apis/chat-completions/request.ts";
+import { routingSchema } from "../config/schema.ts";
 import { Metrics } from "../observability/metrics.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../providers/types.ts";
-import { openAnswer } from "./open.ts";
+import { CallDraft } from "../records/draft.ts";
+import { MemoryCooldowns } from "../routing/cooldowns.ts";
+import { Router } from "../routing/route.ts";
+import { Traffic } from "../routing/traffic.ts";
+import { type Opened, openAnswer } from "./open.ts";
 
 const request = parseChatRequest({ model: "public", messages: [{ role: "user", content: "hi" }] });
 const call = (): UpstreamCall => ({
@@ -24,31 +30,21 @@ const piece = (content: string): Chunk => ({
   choices: [{ index: 0, delta: { content }, finish_reason: null }],
 });
 
-/** A provider whose answers the test supplies. */
-function fakeProvider(answers: {
-  complete?: (call: UpstreamCall) => Promise<Completion>;
-  stream?: (call: UpstreamCall) => AsyncIterable<Chunk>;
-}): Provider {
-  return {
-    id: "fake",
-    promptBound: () => 1,
-    complete: answers.complete ?? (() => Promise.reject(new Error("not expected"))),
-    stream:
-      answers.stream ??
-      (() => {
-        throw new Error("not expected");
-      }),
-    close: async () => {},
-  };
+function model(provider: Provider): ResolvedModel {
+  return testModel({ id: "public" }, [{ providerId: "p-one", provider, upstreamModel: "upstream-model" }]);
 }
 
-function model(provider: Provider): ResolvedModel {
-  return {
-    config: { id: "public", provider: "p-one", max_output_tokens: 4096 },
-    upstreamModel: "upstream-model",
-    ownedBy: "p-one",
-    provider,
-  };
+/** openAnswer through a route of its own, as the relay calls it. */
+function open(metrics: Metrics, m: ResolvedModel, c: UpstreamCall, stream: boolean): Promise<Opened> {
+  const router = new Router({
+    settings: routingSchema.parse({}),
+    cooldowns: new MemoryCooldowns({ failures: 3, windowMs: 60_000, ms: 30_000 }),
+    traffic: new Traffic(),
+    metrics,
+  });
+  const ctx = { draft: new CallDraft("req-test"), setHeaders: () => {} };
+  const route = router.route(m, c.signal);
+  return stream ? openAnswer(metrics, ctx, route, c, true) : openAnswer(metrics, ctx, route, c, false);
 }
 
 /** How many upstream calls the histogram recorded, by outcome, for provider p-one. */
@@ -71,7 +67,7 @@ describe("openAnswer", () => {
     const metrics = new Metrics();
     const seen: UpstreamCall[] = [];
     const c = call();
-    const opened = await openAnswer(
+    const opened = await open(
       metrics,
       model(
         fakeProvider({
@@ -85,7 +81,15 @@ describe("openAnswer", () => {
       false,
     );
     assert.deepEqual(opened, { kind: "completion", completion });
-    assert.deepEqual(seen, [c]);
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0]!.request, c.request);
+    assert.equal(seen[0]!.upstreamModel, "upstream-model");
+    assert.equal(seen[0]!.outputBound, c.outputBound);
+    assert.equal(
+      seen[0]!.signal,
+      c.signal,
+      "one possible attempt: the client's signal, no deadline of the routing's",
+    );
     assert.deepEqual(await observed(metrics), { ok: 1 });
   });
 
@@ -93,7 +97,7 @@ describe("openAnswer", () => {
     const metrics = new Metrics();
     const failure = new Error("upstream 500");
     await assert.rejects(
-      openAnswer(metrics, model(fakeProvider({ complete: () => Promise.reject(failure) })), call(), false),
+      open(metrics, model(fakeProvider({ complete: () => Promise.reject(failure) })), call(), false),
       (err) => err === failure,
     );
     assert.deepEqual(await observed(metrics), { error: 1 });
@@ -111,7 +115,7 @@ describe("openAnswer", () => {
         }
       },
     });
-    const opened = await openAnswer(metrics, model(provider), call(), true);
+    const opened = await open(metrics, model(provider), call(), true);
     assert.equal(opened.kind, "stream");
     assert.deepEqual(log, ["upstream yields 0"]);
     if (opened.kind !== "stream") return;
@@ -130,7 +134,7 @@ describe("openAnswer", () => {
         throw failure;
       },
     });
-    await assert.rejects(openAnswer(metrics, model(provider), call(), true), (err) => err === failure);
+    await assert.rejects(open(metrics, model(provider), call(), true), (err) => err === failure);
     assert.deepEqual(await observed(metrics), { error: 1 });
   });
 
@@ -142,14 +146,14 @@ describe("openAnswer", () => {
         throw failure;
       },
     });
-    await assert.rejects(openAnswer(metrics, model(provider), call(), true), (err) => err === failure);
+    await assert.rejects(open(metrics, model(provider), call(), true), (err) => err === failure);
     assert.deepEqual(await observed(metrics), { error: 1 });
   });
 
   test("stream: an empty upstream stream opens and yields nothing", async () => {
     const metrics = new Metrics();
     const provider = fakeProvider({ async *stream() {} });
-    const opened = await openAnswer(metrics, model(provider), call(), true);
+    const opened = await open(metrics, model(provider), call(), true);
     assert.equal(opened.kind, "stream");
     if (opened.kind === "stream") assert.deepEqual(await collect(opened.chunks), []);
   });
@@ -167,7 +171,7 @@ describe("openAnswer", () => {
         }
       },
     });
-    const opened = await openAnswer(new Metrics(), model(provider), call(), true);
+    const opened = await open(new Metrics(), model(provider), call(), true);
     if (opened.kind !== "stream") return assert.fail("expected a stream");
     const reader = opened.chunks[Symbol.asyncIterator]();
     await reader.next();
@@ -186,12 +190,7 @@ describe("openAnswer", () => {
       [Symbol.asyncIterator]: () => ({ next: async () => ({ done: false, value: piece("a") }) }),
     };
     for (const stream of [rejecting, bare]) {
-      const opened = await openAnswer(
-        new Metrics(),
-        model(fakeProvider({ stream: () => stream })),
-        call(),
-        true,
-      );
+      const opened = await open(new Metrics(), model(fakeProvider({ stream: () => stream })), call(), true);
       if (opened.kind !== "stream") return assert.fail("expected a stream");
       await opened.stop();
     }
@@ -204,8 +203,8 @@ describe("openAnswer", () => {
         yield piece("a");
       },
     });
-    const ok = await openAnswer(metrics, model(provider), call(), true);
-    const failed = await openAnswer(metrics, model(provider), call(), true);
+    const ok = await open(metrics, model(provider), call(), true);
+    const failed = await open(metrics, model(provider), call(), true);
     if (ok.kind !== "stream" || failed.kind !== "stream") return assert.fail("expected streams");
     ok.observe("ok");
     failed.observe("error");

@@ -1,9 +1,11 @@
 // The one point where a call obtains its upstream answer: a whole completion, or a stream
 // whose first chunk has already arrived. Nothing has been written to the client when it
-// returns or throws, so this is where routing tries deployments.
+// returns or throws, so this is where routing tries deployments (src/routing/route.ts):
+// each attempt is opened here, and the route decides what follows a failure.
 import type { Metrics } from "../observability/metrics.ts";
-import type { ResolvedModel } from "../providers/registry.ts";
 import type { Chunk, Completion, UpstreamCall } from "../providers/types.ts";
+import type { Attempt, Route } from "../routing/route.ts";
+import type { CallContext } from "./call.ts";
 
 export type Opened =
   | { kind: "completion"; completion: Completion }
@@ -20,41 +22,63 @@ export type Opened =
 export type OpenedStream = Extract<Opened, { kind: "stream" }>;
 export type OpenedCompletion = Extract<Opened, { kind: "completion" }>;
 
+type RouteContext = Pick<CallContext, "draft" | "setHeaders">;
+
 export function openAnswer(
   metrics: Metrics,
-  model: ResolvedModel,
+  ctx: RouteContext,
+  route: Route,
   call: UpstreamCall,
   stream: true,
 ): Promise<OpenedStream>;
 export function openAnswer(
   metrics: Metrics,
-  model: ResolvedModel,
+  ctx: RouteContext,
+  route: Route,
   call: UpstreamCall,
   stream: false,
 ): Promise<OpenedCompletion>;
 export async function openAnswer(
   metrics: Metrics,
-  model: ResolvedModel,
+  ctx: RouteContext,
+  route: Route,
   call: UpstreamCall,
   stream: boolean,
 ): Promise<Opened> {
+  try {
+    return await route.open(call, (attempt) => openAttempt(metrics, attempt, stream));
+  } finally {
+    // Before the first byte either way: the record and the headers say what was tried.
+    const { draft } = ctx;
+    draft.attempts = route.attempts;
+    if (route.deployment) {
+      draft.provider = route.deployment.providerId;
+      draft.upstreamModel = route.deployment.upstreamModel;
+    }
+    ctx.setHeaders(route.headers());
+  }
+}
+
+/** One upstream call to one deployment, up to its first chunk or its whole answer. */
+async function openAttempt(metrics: Metrics, attempt: Attempt, stream: boolean): Promise<Opened> {
+  const { deployment, call } = attempt;
   const started = performance.now();
   const observe = (outcome: "ok" | "error") =>
     metrics.upstreamSeconds.observe(
-      { provider: model.config.provider, outcome },
+      { provider: deployment.providerId, outcome },
       (performance.now() - started) / 1000,
     );
   try {
     if (!stream) {
-      const completion = await model.provider.complete(call);
+      const completion = await deployment.provider.complete(call);
       observe("ok");
       return { kind: "completion", completion };
     }
-    const iterator = model.provider.stream(call)[Symbol.asyncIterator]();
+    const iterator = deployment.provider.stream(call)[Symbol.asyncIterator]();
     const first = await iterator.next();
     return {
       kind: "stream",
-      chunks: withFirst(first, iterator),
+      chunks: withFirst(first, iterator, attempt.continues()),
       stop: async () => {
         await iterator.return?.(undefined)?.catch(() => undefined);
       },
@@ -66,9 +90,24 @@ export async function openAnswer(
   }
 }
 
-/** The stream again from its start, given its first result was already taken. */
-async function* withFirst(first: IteratorResult<Chunk>, rest: AsyncIterator<Chunk>): AsyncGenerator<Chunk> {
-  if (first.done) return;
-  yield first.value;
-  for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+/**
+ * The stream again from its start, given its first result was already taken; `ended` is
+ * told when it ends, with the error if it failed. (A stream never read to its end is ended
+ * by the route's own end().)
+ */
+async function* withFirst(
+  first: IteratorResult<Chunk>,
+  rest: AsyncIterator<Chunk>,
+  ended: (err?: unknown) => void,
+): AsyncGenerator<Chunk> {
+  try {
+    if (first.done) return;
+    yield first.value;
+    for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
+  } catch (err) {
+    ended(err);
+    throw err;
+  } finally {
+    ended();
+  }
 }

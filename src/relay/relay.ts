@@ -1,12 +1,13 @@
 // One chat completion, as its steps: resolve the model -> admit (rate limits and ledger into
-// one hold) -> open the upstream answer -> deliver it (JSON or a stream) -> finish (settle and
-// record). Every hold is closed exactly once and every call recorded once, on every path.
+// one hold) -> open the upstream answer (routing: deployments, retries, fallbacks) -> deliver
+// it (JSON or a stream) -> finish (settle and record). Every hold is closed exactly once and every call recorded once, on every path.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import { fromUpstream, GatewayError } from "../errors/index.ts";
 import { localPromptTokens } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import type { UpstreamCall } from "../providers/types.ts";
 import { CLIENT_GONE } from "../records/outcomes.ts";
+import type { Route } from "../routing/route.ts";
 import { answerFor } from "./answer-mode.ts";
 import { cappedOutput, reservationBudget } from "./budget.ts";
 import type { CallContext, RelayDeps, StreamSink } from "./call.ts";
@@ -63,21 +64,22 @@ export class Relay {
 
     const budget = reservationBudget(model, req);
     const hold = await admit(deps, auth, plan, ctx.rateTicket, budget, ctx.setHeaders);
+    const route = deps.router.route(model, ctx.clientSignal);
     const call: UpstreamCall = {
       request: req,
       upstreamModel: model.upstreamModel,
       outputBound: cappedOutput(budget, hold.reservation.tokens),
       outputBoundField: model.config.output_bound_field,
-      signal: ctx.clientSignal,
+      signal: route.signal,
     };
     try {
       if (safety.enabled && deps.safety.reviewInput && !(await this.#reviewInput(ctx, req, hold)))
         return undefined;
       if (answer.mode !== "json") {
-        const open = () => openAnswer(deps.metrics, model, call, true);
+        const open = () => openAnswer(deps.metrics, ctx, route, call, true);
         return await deliverStream(deps, ctx, req, open, answer.mode === "reviewed", sink, hold);
       }
-      const opened = await this.#open(ctx, req, hold, model, call);
+      const opened = await this.#open(ctx, req, hold, route, call);
       if (!opened) return undefined;
       return await deliverJson(deps, ctx, req, opened.completion, safety.enabled, hold);
     } catch (err) {
@@ -86,6 +88,7 @@ export class Relay {
       await deps.finisher.fail(draft, failure, hold);
       throw failure;
     } finally {
+      route.end();
       // Whatever happened, the reservation is closed (a no-op if a path closed it already).
       await hold.close(draft.totalTokens);
     }
@@ -98,8 +101,9 @@ export class Relay {
         message: `The model '${req.model}' does not exist or your plan does not include it.`,
         param: "model",
       });
+    // Until an attempt is made: the first deployment (routing records the one that answers).
     ctx.draft.upstreamModel = model.upstreamModel;
-    ctx.draft.provider = model.config.provider;
+    ctx.draft.provider = model.deployments[0]!.providerId;
     return model;
   }
 
@@ -120,11 +124,11 @@ export class Relay {
     ctx: CallContext,
     req: ChatRequest,
     hold: Hold,
-    model: ResolvedModel,
+    route: Route,
     call: UpstreamCall,
   ): Promise<OpenedCompletion | undefined> {
     try {
-      return await openAnswer(this.#deps.metrics, model, call, false);
+      return await openAnswer(this.#deps.metrics, ctx, route, call, false);
     } catch (err) {
       if (!ctx.clientSignal.aborted) throw err;
       ctx.draft.setUsage(localPromptTokens(req), 0, "estimated");

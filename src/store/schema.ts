@@ -87,6 +87,24 @@ export interface CallRecordsTable {
   safety_categories: string | null;
   /** time spent in reviews, input and output together */
   safety_ms: number | null;
+  /**
+   * JSON array of the upstream attempts, in order: {model, provider, upstream_model, outcome,
+   * status, ms}; null when the call reached no upstream. provider and upstream_model above
+   * are the deployment that answered (or, when none did, the last one tried).
+   */
+  attempts: string | null;
+}
+
+export interface DeploymentHealthTable {
+  instance_id: string;
+  /** "provider/upstream_model" */
+  deployment: string;
+  failures: number;
+  cooling_until: number | null;
+  cooldown_reason: string | null;
+  in_flight: number;
+  latency_ms: number | null;
+  updated_at: number;
 }
 
 export interface UsersTable {
@@ -177,4 +195,5 @@ export interface Database {
   tickets: TicketsTable;
   ticket_messages: TicketMessagesTable;
   daily_usage: DailyUsageTable;
+  deployment_health: DeploymentHealthTable;
 }

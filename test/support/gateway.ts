@@ -120,10 +120,10 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const input = testConfig(options.upstream, options.config);
   if (kind === "postgres") {
     database = await createTestDatabase();
-    input.store = { database_url: database.url };
+    input.store = { ...input.store, database_url: database.url };
   } else {
     dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
-    input.store = { data_dir: dataDir };
+    input.store = { ...input.store, data_dir: dataDir };
   }
   const config = configSchema.parse(input);
   const logs: string[] = [];

@@ -7,8 +7,10 @@
 // path for, drawn from a seeded PRNG: plain JSON, streams with and without usage, an
 // upstream 500, an upstream that never answers (first-byte timeout), streams that stall
 // (idle timeout) or drop mid-way, a JSON answer whose connection drops, an upstream without
-// usage, and clients that hang up before the answer or after the first chunk. Small limits
-// run out along the way, so over-limit and over-quota refusals happen on their own.
+// usage, clients that hang up before the answer or after the first chunk, and calls to a
+// model whose first deployment always fails (answered after a failover, or straight by the
+// second once the first cools down). Small limits run out along the way, so over-limit and
+// over-quota refusals happen on their own.
 //
 // The invariants, for every key and account: the records' total_tokens add up to the stored
 // used_tokens, the ledger agrees with the store, nothing is reserved any more, and used stays
@@ -42,6 +44,7 @@ export const REQUEST_KINDS = [
   "stream-drop",
   "abort-before-answer",
   "abort-mid-stream",
+  "failover",
 ] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 
@@ -59,6 +62,7 @@ const WEIGHTS: Record<RequestKind, number> = {
   "stream-drop": 1,
   "abort-before-answer": 1,
   "abort-mid-stream": 1,
+  failover: 2,
 };
 const WEIGHT_SUM = REQUEST_KINDS.reduce((sum, k) => sum + WEIGHTS[k], 0);
 
@@ -71,6 +75,13 @@ function pickKind(point: number): RequestKind {
   }
   return REQUEST_KINDS[0];
 }
+
+/**
+ * A model of two deployments on the mock: the first's provider asks the mock to fail every
+ * call (503), the second answers. Its calls fail over, so their records hold a failed
+ * attempt that must not be charged.
+ */
+export const FAILOVER_MODEL = "gpt-failover";
 
 /** The plan whose quota is small: its accounts have no quota of their own (quota_tokens null). */
 export const SMALL_PLAN = "small";
@@ -118,10 +129,32 @@ export const FAST_TIMEOUTS = { connect_ms: 1_000, first_byte_ms: 400, idle_ms: 4
 export function loadConfig(upstream: MockUpstream, options: LoadConfigOptions): Partial<ConfigInput> {
   const base = testConfig(upstream);
   const timeouts = options.timeouts ?? FAST_TIMEOUTS;
+  const providers = base.providers.map((p) => (p.type === "openai-compatible" ? { ...p, timeouts } : p));
+  const mock = providers.find((p) => p.id === "mock");
+  if (mock?.type !== "openai-compatible") throw new Error("the load needs the mock upstream's provider");
   return {
     log_level: options.logLevel ?? "warn",
-    providers: base.providers.map((p) => (p.type === "openai-compatible" ? { ...p, timeouts } : p)),
-    plans: [...base.plans, { id: SMALL_PLAN, quota_tokens: options.smallPlanQuota, models: [TEST_MODEL] }],
+    providers: [
+      ...providers,
+      { ...mock, id: "mock-failing", headers: { "x-mock-directives": "mock:status=503" } },
+    ],
+    models: [
+      ...base.models,
+      {
+        id: FAILOVER_MODEL,
+        routing: "ordered",
+        max_output_tokens: 256,
+        deployments: [
+          { provider: "mock-failing", upstream_model: "mock-model-failing" },
+          // not TEST_MODEL's deployment (mock/mock-model), whose failures the load provokes
+          { provider: "mock", upstream_model: "mock-model-b" },
+        ],
+      },
+    ],
+    plans: [
+      ...base.plans.map((p) => (p.id === "default" ? { ...p, models: [...p.models!, FAILOVER_MODEL] } : p)),
+      { id: SMALL_PLAN, quota_tokens: options.smallPlanQuota, models: [TEST_MODEL, FAILOVER_MODEL] },
+    ],
   };
 }
 
@@ -236,6 +269,7 @@ export function planRequests(seed: number, count: number, subjects: Subjects): P
     let stream = false;
     let includeUsage: boolean | undefined;
     let abortAfterMs: number | undefined;
+    let model = TEST_MODEL;
     switch (kind) {
       case "json":
         break;
@@ -286,9 +320,14 @@ export function planRequests(seed: number, count: number, subjects: Subjects): P
         includeUsage = random() < 0.5;
         directives.push(`mock:hang-after=${int(1, 4)}`);
         break;
+      case "failover":
+        stream = either();
+        includeUsage = stream ? random() < 0.5 : undefined;
+        model = FAILOVER_MODEL;
+        break;
     }
     const body: Record<string, unknown> = {
-      model: TEST_MODEL,
+      model,
       messages: [
         { role: "system", content: "You are a terse test assistant." },
         {
@@ -603,6 +642,7 @@ export type RecordRow = Pick<
   | "completion_tokens"
   | "total_tokens"
   | "usage_source"
+  | "attempts"
 >;
 
 export interface InvariantReport {
@@ -707,6 +747,7 @@ export async function checkInvariants(
         "completion_tokens",
         "total_tokens",
         "usage_source",
+        "attempts",
       ])
       .where((eb) => eb.or([eb("key_id", "in", keyIds), eb("account_id", "in", accountIds)]))
       .execute()
@@ -828,6 +869,12 @@ export async function checkInvariants(
     if (r.usage_source === "none" && r.total_tokens !== 0)
       violations.push(`${who}: ${r.total_tokens} tokens charged with usage_source none`);
     if (r.error_code === "internal_error") violations.push(`${who}: the gateway failed internally`);
+    // Attempts: only the last may have answered; an answered call's last attempt did.
+    const attempts = r.attempts ? (JSON.parse(r.attempts) as { outcome: string }[]) : [];
+    if (attempts.slice(0, -1).some((a) => a.outcome === "ok"))
+      violations.push(`${who}: an attempt answered, yet another followed it`);
+    if ((r.status === "ok" || r.status === "upstream_error") && attempts.at(-1)?.outcome !== "ok")
+      violations.push(`${who}: answered, but its last attempt says ${attempts.at(-1)?.outcome ?? "nothing"}`);
     switch (r.status) {
       case "ok":
         if (r.http_status !== 200) violations.push(`${who}: status ok with HTTP ${r.http_status}`);

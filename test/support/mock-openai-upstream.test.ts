@@ -296,6 +296,31 @@ describe("raw HTTP", () => {
     assert.equal((await json(r400)).error.type, "invalid_request_error");
   });
 
+  test("mock:retry-after sends retry-after with the status; setDirectives applies to one mock's every request", async () => {
+    const limited = await post(mock, {
+      model: "m",
+      messages: [{ role: "user", content: "mock:status=429 mock:retry-after=7" }],
+    });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.headers.get("retry-after"), "7");
+    const own = await startMockUpstream();
+    try {
+      own.setDirectives("mock:status=503");
+      const failed = await post(own, { model: "m", messages: [{ role: "user", content: "hi" }] });
+      assert.equal(failed.status, 503);
+      await failed.text();
+      const other = await post(mock, { model: "m", messages: [{ role: "user", content: "hi" }] });
+      assert.equal(other.status, 200, "other mocks are not affected");
+      await other.text();
+      own.setDirectives("");
+      const back = await post(own, { model: "m", messages: [{ role: "user", content: "hi" }] });
+      assert.equal(back.status, 200);
+      await back.text();
+    } finally {
+      await own.close();
+    }
+  });
+
   test("mock:no-usage omits usage in JSON and in the stream", async () => {
     const res = await post(mock, { model: "m", messages: [{ role: "user", content: "hi mock:no-usage" }] });
     const body = await json(res);

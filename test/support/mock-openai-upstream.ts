@@ -8,6 +8,7 @@
  * Behaviour is steered by directives in the text of the LAST `user` message:
  *   mock:tokens=N       completion length in words/tokens (capped by max_completion_tokens ?? max_tokens)
  *   mock:status=CODE    answer HTTP CODE (400..599) with an OpenAI error envelope
+ *   mock:retry-after=S  with mock:status, send `retry-after: S`
  *   mock:context-overflow  answer 400 as OpenAI does for a prompt over the context window
  *                       (code context_length_exceeded, param messages)
  *   mock:latency=MS     delay before the response headers
@@ -28,6 +29,11 @@
  *   mock:blocked        400 with Azure's `content_filter` error: the prompt was filtered
  *   mock:filtered       the answer ends with finish_reason content_filter
  *   mock:error-event    stream: after the prompt-filter frame, an error object inside the 200 stream
+ *
+ * `setDirectives(text)` gives one mock directives of its own, applied to every request as if
+ * appended to its last user message: how a test makes one of several upstreams fail. A
+ * request's `x-mock-directives` header is applied the same way (a provider configured with
+ * that header is a failing deployment on a healthy mock).
  *
  * A `model` of OpenAI's reasoning families (o1, o3, gpt-5, …) is refused with OpenAI's 400
  * `unsupported_parameter` when the body carries `max_tokens`, as OpenAI refuses it.
@@ -88,6 +94,8 @@ export interface MockUpstream {
   aborted(): number;
   /** Clears `requests` (in place) and the `aborted` counter. `inFlight` is a live gauge and is not reset. */
   reset(): void;
+  /** Directives applied to every request from now on, as if in its last user message ("" for none). */
+  setDirectives(text: string): void;
   /** Closes the server and all sockets (including hanging ones) promptly. */
   close(): Promise<void>;
 }
@@ -238,6 +246,7 @@ function nextSeq(): number {
 interface Directives {
   tokens: number | undefined;
   status: number | undefined;
+  retryAfter: string | undefined;
   latency: number | undefined;
   hang: boolean;
   hangAfter: number | undefined;
@@ -265,6 +274,7 @@ function parseDirectives(text: string): Directives {
   const d: Directives = {
     tokens: undefined,
     status: undefined,
+    retryAfter: undefined,
     latency: undefined,
     hang: false,
     hangAfter: undefined,
@@ -292,6 +302,9 @@ function parseDirectives(text: string): Directives {
         if (code !== undefined && code >= 400 && code <= 599) d.status = code;
         break;
       }
+      case "retry-after":
+        d.retryAfter = value;
+        break;
       case "latency":
         d.latency = parseCount(value) ?? d.latency;
         break;
@@ -385,12 +398,13 @@ function nextRequestId(): string {
   return `req_${REQ_PREFIX}${counterB62(nextSeq(), 8)}`;
 }
 
-function sendJson(res: ServerResponse, status: number, body: string): void {
+function sendJson(res: ServerResponse, status: number, body: string, headers?: Record<string, string>): void {
   res.writeHead(status, {
     "content-type": JSON_CONTENT_TYPE,
     "content-length": Buffer.byteLength(body),
     "x-request-id": nextRequestId(),
     "openai-version": "2020-10-01",
+    ...headers,
   });
   res.end(body);
 }
@@ -402,8 +416,9 @@ function sendError(
   type: string,
   param: string | null,
   code: string | null,
+  headers?: Record<string, string>,
 ): void {
-  sendJson(res, status, JSON.stringify({ error: { message, type, param, code } }));
+  sendJson(res, status, JSON.stringify({ error: { message, type, param, code } }), headers);
 }
 
 type ErrorSpec = [message: string, type: string, param: string | null, code: string | null];
@@ -745,7 +760,9 @@ export function startMockUpstream(
       if (m.role === "user") lastUserText = text;
       lastText = text;
     }
-    const d = parseDirectives(lastUserText);
+    const fromHeader = req.headers["x-mock-directives"];
+    const extra = `${tracker.ownDirectives()} ${typeof fromHeader === "string" ? fromHeader : ""}`.trim();
+    const d = parseDirectives(extra ? `${lastUserText} ${extra}` : lastUserText);
 
     if (d.hang) return; // never answer; the 'close' listener accounts for the client going away
 
@@ -756,7 +773,8 @@ export function startMockUpstream(
       if (state.closed) return;
       if (d.status !== undefined) {
         state.done = true;
-        sendError(res, d.status, ...statusError(d.status, body.model));
+        const headers = d.retryAfter === undefined ? undefined : { "retry-after": d.retryAfter };
+        sendError(res, d.status, ...statusError(d.status, body.model), headers);
         return;
       }
       if (azure && d.blocked) {

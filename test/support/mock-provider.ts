@@ -98,6 +98,8 @@ export function requestTracker() {
   let aborted = 0;
   let gen = 0;
   let closing = false;
+  /** directives of the mock's own, applied to every request (setDirectives) */
+  let own = "";
   const finish = (state: Active): void => {
     if (state.closed) return;
     state.closed = true;
@@ -117,6 +119,7 @@ export function requestTracker() {
       return state;
     },
     finish,
+    ownDirectives: () => own,
     upstream(server: Server, url: string, requests: ReceivedRequest[]): MockUpstream {
       let closed: Promise<void> | undefined;
       return {
@@ -128,6 +131,9 @@ export function requestTracker() {
           requests.length = 0;
           aborted = 0;
           gen++;
+        },
+        setDirectives: (text) => {
+          own = text;
         },
         close: () => {
           closed ??= new Promise<void>((done) => {

@@ -1,0 +1,24 @@
+// What a call may need of any of its candidates (the model's deployments and its fallbacks'),
+// so its one reservation covers whichever answers.
+import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ResolvedModel } from "../providers/registry.ts";
+import type { Provider } from "../providers/types.ts";
+
+/** The largest prompt bound the candidates' providers state for the request. */
+export function candidatePromptBound(model: ResolvedModel, request: ChatRequest): number {
+  // Providers sharing one rule (today every adapter's local count with a margin) are asked
+  // once: counting the prompt is the costly part of sizing a reservation.
+  const rules = new Set<Provider["promptBound"]>();
+  for (const m of [model, ...model.fallbacks])
+    for (const d of m.deployments) rules.add(d.provider.promptBound);
+  let bound = 0;
+  for (const rule of rules) bound = Math.max(bound, rule(request));
+  return bound;
+}
+
+/** The largest default output bound among the model and its fallbacks. */
+export function largestOutputBound(model: ResolvedModel): number {
+  let bound = model.config.max_output_tokens;
+  for (const f of model.fallbacks) bound = Math.max(bound, f.config.max_output_tokens);
+  return bound;
+}
