@@ -469,14 +469,14 @@ describe("Anthropic", () => {
     ["mock:refusal", "content_filter"],
   ]);
 
-  test("errors: 529 and 429 are 502 upstream_error, 400 is upstream_bad_request, a refused key says so without it", async () => {
+  test("errors: 529 and 429 are 429 upstream_rate_limited (#11), 500 is 502, 400 is upstream_bad_request, a refused key says so without it", async () => {
     for (const status of [529, 429, 500]) {
       const err = await refusal(
         complete({ model, messages: [{ role: "user", content: `x mock:status=${status}` }] }),
       );
-      assert.equal(err.status, 502);
-      assert.equal(err.code, "upstream_error");
-      assert.match(err.message, new RegExp(`HTTP ${status}`));
+      assert.equal(err.status, status === 500 ? 502 : 429);
+      assert.equal(err.code, status === 500 ? "upstream_error" : "upstream_rate_limited");
+      if (status === 500) assert.match(err.message, /HTTP 500/);
     }
     const spend = await refusal(
       complete({ model, messages: [{ role: "user", content: "x mock:spend-limit" }] }),
@@ -500,7 +500,7 @@ describe("Anthropic", () => {
     assert.equal(Number(record.total_tokens), 0);
   });
 
-  test("an overloaded error event before any content is an ordinary failure: a 502, no stream", async () => {
+  test("an overloaded error event before any content is an ordinary failure: a status (429, the upstream is saturated), no stream", async () => {
     const err = await refusal(
       client.chat.completions.create({
         model,
@@ -508,8 +508,8 @@ describe("Anthropic", () => {
         messages: [{ role: "user", content: "x mock:error-event" }],
       }),
     );
-    assert.equal(err.status, 502);
-    assert.match(err.message, /overloaded_error/);
+    assert.equal(err.status, 429);
+    assert.equal(err.code, "upstream_rate_limited");
   });
 
   test("an error event after content: the stream ends with an error event, charged what was written", async () => {
@@ -787,12 +787,12 @@ describe("Google Gemini", () => {
     ["mock:finish=OTHER", "stop"],
   ]);
 
-  test("errors: 429 and 503 are 502, 400 upstream_bad_request, an unknown key is the operator's error", async () => {
+  test("errors: 429 is 429 upstream_rate_limited (#11), 503 is 502, 400 upstream_bad_request, an unknown key is the operator's error", async () => {
     for (const status of [429, 503]) {
       const err = await refusal(
         complete({ model, messages: [{ role: "user", content: `x mock:status=${status}` }] }),
       );
-      assert.equal(err.status, 502);
+      assert.equal(err.status, status === 429 ? 429 : 502);
     }
     const bad = await refusal(
       complete({ model, messages: [{ role: "user", content: "x mock:status=400" }] }),
@@ -905,13 +905,13 @@ describe("Azure OpenAI", () => {
     assert.deepEqual(lastBody(azure).tools, [weather]);
   });
 
-  test("errors: 429 and 500 are 502, 400 upstream_bad_request, a refused api-key the operator's error", async () => {
+  test("errors: 429 is 429 upstream_rate_limited (#11), 500 is 502, 400 upstream_bad_request, a refused api-key the operator's error", async () => {
     for (const status of [429, 500]) {
       const err = await refusal(
         complete({ model, messages: [{ role: "user", content: `x mock:status=${status}` }] }),
       );
-      assert.equal(err.status, 502);
-      assert.equal(err.code, "upstream_error");
+      assert.equal(err.status, status === 429 ? 429 : 502);
+      assert.equal(err.code, status === 429 ? "upstream_rate_limited" : "upstream_error");
     }
     const bad = await refusal(
       complete({ model, messages: [{ role: "user", content: "x mock:status=400" }] }),

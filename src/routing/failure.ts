@@ -30,7 +30,9 @@ function failureKey(err: UpstreamError): RetryOn {
 export function judge(err: unknown, retryOn: ReadonlySet<RetryOn>): Verdict {
   if (err instanceof UpstreamError) {
     const status = err.status ?? null;
-    const rateLimited = status === 429 || status === 529;
+    // A 429 the adapter calls final (Anthropic's spend limit reached) is no rate limit: waiting
+    // does not clear it, so it is an ordinary failure, not upstream_rate_limited.
+    const rateLimited = err.retryable && (status === 429 || status === 529);
     const clientError = status !== null && status >= 400 && status < 500 && !RETRYABLE_4XX.has(status);
     const retry = err.retryable && !clientError && retryOn.has(failureKey(err));
     let outcome: AttemptOutcome;
