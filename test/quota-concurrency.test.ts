@@ -3,15 +3,20 @@
 // account's quota shared by two keys. Run on SQLite and on PostgreSQL.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { promptReservation } from "../src/providers/prompt-bound.ts";
-import { countPromptTokens } from "../src/tokens/count.ts";
+import { parseChatRequest } from "../src/apis/chat-completions/request.ts";
+import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 
 const MAX_TOKENS = 40;
 const messages = [{ role: "user" as const, content: `count to forty please mock:tokens=${MAX_TOKENS}` }];
+/** the prompt part of what the gateway holds for one of these requests */
+const PROMPT_HOLD = promptUpperBound(
+  parseChatRequest({ model: TEST_MODEL, messages, max_tokens: MAX_TOKENS }),
+  DEFAULT_PROMPT_OVERHEADS,
+);
 /** what the gateway holds for one of these requests */
-const HOLD = promptReservation(countPromptTokens(messages)) + MAX_TOKENS;
+const HOLD = PROMPT_HOLD + MAX_TOKENS;
 
 async function fire(gw: TestGateway, secret: string): Promise<number> {
   const res = await fetch(`${gw.baseURL}/chat/completions`, {
@@ -111,8 +116,7 @@ for (const store of ["sqlite", "postgres"] as const) {
     it("lowers max_tokens to what is left instead of refusing, down to the minimum", async () => {
       upstream.reset();
       const account = await gw.account(`lowered-${store}`);
-      const promptHold = promptReservation(countPromptTokens(messages));
-      const key = await gw.key(account, { limit: promptHold + 20 });
+      const key = await gw.key(account, { limit: PROMPT_HOLD + 20 });
       assert.equal(await fire(gw, key.secret), 200);
       const sent = upstream.requests[0]!.body;
       assert.equal(sent.max_tokens, 20, "the upstream is told to stay within the reservation");

@@ -56,6 +56,8 @@ models:
     upstream_model: gpt-4o-mini-2024-07-18
     owned_by: openai
     max_output_tokens: 1024
+    prompt_overhead:
+      image: 48169
 plans:
   - id: starter
     quota_tokens: 100000
@@ -173,6 +175,7 @@ describe("loadConfig: the YAML file", () => {
       upstream_model: "gpt-4o-mini-2024-07-18",
       owned_by: "openai",
       max_output_tokens: 1024,
+      prompt_overhead: { per_request: 32, per_message: 8, tools: 256, image: 48_169, audio: 4096, file: 16_384 },
     });
     assert.equal(c.models[0]!.max_output_tokens, 4096);
     assert.deepEqual(

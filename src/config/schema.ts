@@ -3,9 +3,27 @@
 import { z } from "zod";
 import { providerSchema } from "../providers/catalog.ts";
 import { outputBoundField } from "../providers/config-fields.ts";
+import { DEFAULT_PROMPT_OVERHEADS } from "../providers/prompt-bound.ts";
 import { configId as id } from "./id.ts";
 
 const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+
+/**
+ * What the model's chat template adds to the bytes of the texts, and what a non-text part can
+ * cost: the reservation's prompt bound (src/providers/prompt-bound.ts documents the defaults).
+ */
+const promptOverheadSchema = z
+  .object({
+    per_request: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.per_request),
+    per_message: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.per_message),
+    tools: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.tools),
+    image: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.image),
+    audio: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.audio),
+    file: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.file),
+  })
+  .strict()
+  .prefault({});
 
 export const modelSchema = z
   .object({
@@ -19,6 +37,8 @@ export const modelSchema = z
     max_output_tokens: positiveInt.default(4096),
     /** the field the output bound is sent upstream in, where the provider's setting is not right for this model */
     output_bound_field: outputBoundField.optional(),
+    /** template overheads of the reservation's prompt bound */
+    prompt_overhead: promptOverheadSchema,
   })
   .strict();
 

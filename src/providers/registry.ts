@@ -2,6 +2,7 @@
 // this plan use it". The model list per plan is built once, not per request.
 import type { Config, ModelConfig, PlanConfig } from "../config/schema.ts";
 import { createProvider } from "./catalog.ts";
+import type { PromptOverheads } from "./prompt-bound.ts";
 import type { Provider } from "./types.ts";
 
 export interface ResolvedModel {
@@ -9,6 +10,11 @@ export interface ResolvedModel {
   upstreamModel: string;
   ownedBy: string;
   provider: Provider;
+  /**
+   * The overheads its reservations use: the configured ones at start, grown by this instance
+   * when an upstream counts more than was reserved (see CallFinisher).
+   */
+  overheads: PromptOverheads;
 }
 
 export interface ModelObject {
@@ -40,6 +46,7 @@ export class Registry {
         upstreamModel: m.upstream_model ?? m.id,
         ownedBy: m.owned_by ?? m.provider,
         provider: providers.get(m.provider)!,
+        overheads: { ...m.prompt_overhead },
       });
     }
     for (const plan of config.plans) {

@@ -1,20 +1,27 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { type ChatRequest, parseChatRequest } from "../apis/chat-completions/request.ts";
+import { DEFAULT_PROMPT_OVERHEADS, type PromptOverheads } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import { cappedOutput, MIN_OUTPUT_TOKENS, reservationBudget } from "./budget.ts";
 
 const PROMPT_BOUND = 100;
 
-function model(maxOutput = 4096, seen: ChatRequest[] = []): ResolvedModel {
+function model(maxOutput = 4096, seen: [ChatRequest, PromptOverheads][] = []): ResolvedModel {
   return {
-    config: { id: "m", provider: "p", max_output_tokens: maxOutput },
+    config: {
+      id: "m",
+      provider: "p",
+      max_output_tokens: maxOutput,
+      prompt_overhead: DEFAULT_PROMPT_OVERHEADS,
+    },
     upstreamModel: "m",
     ownedBy: "p",
+    overheads: { ...DEFAULT_PROMPT_OVERHEADS, per_request: 7 },
     provider: {
       id: "p",
-      promptBound: (req) => {
-        seen.push(req);
+      promptBound: (req, overheads) => {
+        seen.push([req, overheads]);
         return PROMPT_BOUND;
       },
       complete: () => Promise.reject(new Error("not used")),
@@ -31,16 +38,21 @@ const req = (fields: Record<string, unknown> = {}) =>
 
 describe("reservationBudget", () => {
   test("without a client bound: the model's default output bound, one choice", () => {
-    const seen: ChatRequest[] = [];
+    const seen: [ChatRequest, PromptOverheads][] = [];
     const r = req();
-    assert.deepEqual(reservationBudget(model(4096, seen), r), {
+    const m = model(4096, seen);
+    assert.deepEqual(reservationBudget(m, r), {
       promptBound: PROMPT_BOUND,
       outputBound: 4096,
       choices: 1,
       wanted: PROMPT_BOUND + 4096,
       minimum: PROMPT_BOUND + MIN_OUTPUT_TOKENS,
     });
-    assert.deepEqual(seen, [r], "the prompt bound is the provider's, for this request");
+    assert.deepEqual(
+      seen,
+      [[r, m.overheads]],
+      "the prompt bound is the provider's, for this request, under the model's current overheads",
+    );
   });
 
   test("max_tokens is the output bound", () => {

@@ -1,4 +1,5 @@
-// What one call reserves: the prompt bound the provider states, plus the output bound per
+// What one call reserves: the prompt bound the provider states under the model's overheads
+// (an upper bound of what the upstream can count, not an estimate), plus the output bound per
 // choice. The ledger may hold less than wanted (down to the minimum); the output bound sent
 // upstream is then cut to what was held, so no upstream can produce more than was reserved.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
@@ -19,7 +20,7 @@ export interface Budget {
 }
 
 export function reservationBudget(model: ResolvedModel, req: ChatRequest): Budget {
-  const promptBound = model.provider.promptBound(req);
+  const promptBound = model.provider.promptBound(req, model.overheads);
   const choices = req.n ?? 1;
   const outputBound = req.max_completion_tokens ?? req.max_tokens ?? model.config.max_output_tokens;
   return {

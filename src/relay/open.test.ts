@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { parseChatRequest } from "../apis/chat-completions/request.ts";
 import { Metrics } from "../observability/metrics.ts";
+import { DEFAULT_PROMPT_OVERHEADS } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../providers/types.ts";
 import { openAnswer } from "./open.ts";
@@ -44,10 +45,16 @@ function fakeProvider(answers: {
 
 function model(provider: Provider): ResolvedModel {
   return {
-    config: { id: "public", provider: "p-one", max_output_tokens: 4096 },
+    config: {
+      id: "public",
+      provider: "p-one",
+      max_output_tokens: 4096,
+      prompt_overhead: { ...DEFAULT_PROMPT_OVERHEADS },
+    },
     upstreamModel: "upstream-model",
     ownedBy: "p-one",
     provider,
+    overheads: { ...DEFAULT_PROMPT_OVERHEADS },
   };
 }
 

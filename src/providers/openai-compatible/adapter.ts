@@ -4,7 +4,7 @@
 import { Pool } from "undici";
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import { Deadline } from "../deadline.ts";
-import { estimatedPromptBound } from "../prompt-bound.ts";
+import { promptUpperBound } from "../prompt-bound.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import { readSse } from "../sse-reader.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
@@ -88,7 +88,7 @@ export class OpenAICompatibleProvider implements Provider {
     };
   }
 
-  promptBound = estimatedPromptBound;
+  promptBound = promptUpperBound;
 
   async complete(call: UpstreamCall): Promise<Completion> {
     const { body, deadline } = await this.#send(call, false);
