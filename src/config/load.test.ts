@@ -175,7 +175,14 @@ describe("loadConfig: the YAML file", () => {
       upstream_model: "gpt-4o-mini-2024-07-18",
       owned_by: "openai",
       max_output_tokens: 1024,
-      prompt_overhead: { per_request: 32, per_message: 8, tools: 256, image: 48_169, audio: 4096, file: 16_384 },
+      prompt_overhead: {
+        per_request: 32,
+        per_message: 8,
+        tools: 256,
+        image: 48_169,
+        audio: 4096,
+        file: 16_384,
+      },
     });
     assert.equal(c.models[0]!.max_output_tokens, 4096);
     assert.deepEqual(
