@@ -19,6 +19,10 @@
  *   mock:tool           one `get_weather` tool call
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
  *
+ * Prompt tokens are the words of the messages' texts by default. With `promptCount: "template"`
+ * (`--prompt-count template`) the mock counts as a chat template does, more than the text:
+ * ceil(characters of the messages' JSON / 4) + 3, the framing, roles and keys included.
+ *
  * A `model` of OpenAI's reasoning families (o1, o3, gpt-5, …) is refused with OpenAI's 400
  * `unsupported_parameter` when the body carries `max_tokens`, as OpenAI refuses it.
  *
@@ -36,6 +40,7 @@
  *
  * Run as a process (for the benchmark):
  *   node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
+ *     [--prompt-count words|template]
  * prints one line `{"url":"http://127.0.0.1:9100/v1"}` and exits cleanly on SIGTERM/SIGINT.
  */
 import { randomBytes } from "node:crypto";
@@ -56,6 +61,11 @@ export interface MockUpstreamOptions {
   host?: string;
   /** Default 0 (random free port). */
   port?: number;
+  /**
+   * How prompt tokens are counted: "words" (default) of the messages' texts, or "template":
+   * ceil(characters of the messages' JSON / 4) + 3, as a chat template counts more than the text.
+   */
+  promptCount?: "words" | "template";
 }
 
 export interface ReceivedRequest {
@@ -543,6 +553,7 @@ export function startMockUpstream(
   const chunkDelay = Math.max(0, options.chunkDelayMs ?? 0);
   const expectedAuth = options.apiKey !== undefined ? `Bearer ${options.apiKey}` : undefined;
   const record = options.record !== false;
+  const templateCount = options.promptCount === "template";
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 0;
 
@@ -716,7 +727,8 @@ export function startMockUpstream(
           return;
         }
       }
-      const plan = makePlan(body, d, promptWords, verdict);
+      const prompt = templateCount ? Math.ceil(JSON.stringify(messages).length / 4) + 3 : promptWords;
+      const plan = makePlan(body, d, prompt, verdict);
       if (stream) streamAnswer(req, res, state, plan, d);
       else {
         state.done = true;
@@ -894,6 +906,7 @@ export function startMockUpstream(
 
 // ---------------------------------------------------------------------------
 // CLI: node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record]
+//      [--prompt-count words|template]
 // ---------------------------------------------------------------------------
 
 function isMain(): boolean {
@@ -937,6 +950,15 @@ async function runCli(argv: string[]): Promise<void> {
       case "--no-record":
         opts.record = false;
         break;
+      case "--prompt-count": {
+        const v = value();
+        if (v !== "words" && v !== "template") {
+          process.stderr.write("mock-openai-upstream: --prompt-count is words or template\n");
+          process.exit(2);
+        }
+        opts.promptCount = v;
+        break;
+      }
       default:
         process.stderr.write(`mock-openai-upstream: unknown argument ${a}\n`);
         process.exit(2);
