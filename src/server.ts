@@ -118,7 +118,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     buildReviewers(config.safety.reviewers, { registry, env }),
     metrics,
   );
-  const finisher = new CallFinisher({ records, metrics, logger });
+  const finisher = new CallFinisher({ records, metrics, logger, registry });
   const relay = new Relay({
     registry,
     ledger,

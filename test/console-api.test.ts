@@ -95,6 +95,8 @@ function fabricated(
     completion_tokens: 4,
     total_tokens: 7,
     uncharged_tokens: 0,
+    reserved_tokens: 0,
+    overrun_tokens: 0,
     usage_source: "upstream",
     latency_ms: 9,
     ttft_ms: null,

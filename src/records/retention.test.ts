@@ -36,6 +36,8 @@ function record(created_at: number, account_id: string | null, tokens: number, i
     completion_tokens: 0,
     total_tokens: tokens,
     uncharged_tokens: 0,
+    reserved_tokens: 0,
+    overrun_tokens: 0,
     usage_source: "upstream",
     latency_ms: 1,
     ttft_ms: null,

@@ -32,6 +32,8 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
     completion_tokens: completion,
     total_tokens: prompt + completion,
     uncharged_tokens: 0,
+    reserved_tokens: 0,
+    overrun_tokens: 0,
     usage_source: "upstream",
     latency_ms: 12,
     ttft_ms: null,

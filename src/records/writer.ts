@@ -99,6 +99,8 @@ const COLUMNS = [
   "completion_tokens",
   "total_tokens",
   "uncharged_tokens",
+  "reserved_tokens",
+  "overrun_tokens",
   "usage_source",
   "latency_ms",
   "ttft_ms",

@@ -43,6 +43,7 @@ describe("reservationBudget", () => {
     const m = model(4096, seen);
     assert.deepEqual(reservationBudget(m, r), {
       promptBound: PROMPT_BOUND,
+      perRequestOverhead: 7,
       outputBound: 4096,
       choices: 1,
       wanted: PROMPT_BOUND + 4096,

@@ -10,6 +10,8 @@ export const MIN_OUTPUT_TOKENS = 16;
 
 export interface Budget {
   promptBound: number;
+  /** the model's per-request overhead the prompt bound was computed with (it grows on overruns) */
+  perRequestOverhead: number;
   /** output tokens per choice the client asked for (or the model's default bound) */
   outputBound: number;
   choices: number;
@@ -25,6 +27,7 @@ export function reservationBudget(model: ResolvedModel, req: ChatRequest): Budge
   const outputBound = req.max_completion_tokens ?? req.max_tokens ?? model.config.max_output_tokens;
   return {
     promptBound,
+    perRequestOverhead: model.overheads.per_request,
     outputBound,
     choices,
     wanted: promptBound + outputBound * choices,

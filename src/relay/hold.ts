@@ -23,12 +23,15 @@ export class Hold {
   readonly #deps: HoldDeps;
   readonly #ticket: RateTicket;
   readonly reservation: Reservation;
+  /** what the reservation was sized from */
+  readonly budget: Budget;
   #closed = false;
 
-  constructor(deps: HoldDeps, reservation: Reservation, ticket: RateTicket) {
+  constructor(deps: HoldDeps, reservation: Reservation, ticket: RateTicket, budget: Budget) {
     this.#deps = deps;
     this.reservation = reservation;
     this.#ticket = ticket;
+    this.budget = budget;
   }
 
   /** Charges `tokens` (releasing the rest), or releases everything when 0. No-op after the first. */
@@ -101,5 +104,5 @@ export async function admit(
           : `The account's token quota cannot cover this request (${reserved.remaining} tokens left).`,
     });
   }
-  return new Hold(deps, reserved.reservation, admitted.ticket);
+  return new Hold(deps, reserved.reservation, admitted.ticket, budget);
 }

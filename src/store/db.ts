@@ -11,6 +11,7 @@ import * as safety from "./migrations/003-safety.ts";
 import * as consoleTables from "./migrations/004-console.ts";
 import * as consoleIndexes from "./migrations/005-console-indexes.ts";
 import * as unchargedTokens from "./migrations/006-uncharged-tokens.ts";
+import * as overruns from "./migrations/007-overruns.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   "004-console": consoleTables,
   "005-console-indexes": consoleIndexes,
   "006-uncharged-tokens": unchargedTokens,
+  "007-overruns": overruns,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

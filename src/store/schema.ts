@@ -69,6 +69,10 @@ export interface CallRecordsTable {
   total_tokens: number;
   /** tokens the upstream counted that were not charged (the gateway's own failure): the operator's cost */
   uncharged_tokens: number;
+  /** tokens the call held in the ledger (0: refused before it held any) */
+  reserved_tokens: number;
+  /** reported usage beyond what was held: the upstream counted more than the reservation's bound */
+  overrun_tokens: number;
   /** upstream | estimated | none */
   usage_source: string;
   latency_ms: number;
