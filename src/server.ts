@@ -104,7 +104,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
 
   const metrics = new Metrics();
   const registry = new Registry(config, created, env);
-  const ledger = new MemoryLedger();
+  const ledger = new MemoryLedger({ waitMs: config.ledger.wait_ms });
   const keys = new KeyCache(store.db);
   const records = new RecordWriter(store.db, {
     onError: (err, attempt) => {

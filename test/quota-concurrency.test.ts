@@ -36,7 +36,9 @@ for (const store of ["sqlite", "postgres"] as const) {
       // The upstream answers only after all 50 requests were decided: a call that settles
       // early (charged less than it held) would rightly free room for a latecomer.
       upstream = await startMockUpstream({ latencyMs: 1500 });
-      gw = await startTestGateway({ upstream, store });
+      // Refused at once rather than waiting for the calls in flight (test/no-false-refusals
+      // covers the wait): what is tested here is that the hold is atomic.
+      gw = await startTestGateway({ upstream, store, config: { ledger: { wait_ms: 0 } } });
     });
     after(async () => {
       await gw.close();

@@ -195,6 +195,16 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    ledger: z
+      .object({
+        /**
+         * how long a request that fits only once calls in flight settle waits for them (first
+         * come, first served) before it is refused; 0: refused at once
+         */
+        wait_ms: z.number().int().nonnegative().max(600_000).default(5_000),
+      })
+      .strict()
+      .prefault({}),
     log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     /** plan given to accounts created without one */
     default_plan: id.default("default"),

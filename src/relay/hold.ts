@@ -10,7 +10,7 @@ import {
   rateHeaders,
   rateSubjects,
 } from "../ledger/rate-limiter.ts";
-import type { Ledger, Reservation } from "../ledger/types.ts";
+import type { Ledger, Reservation, ReserveResult } from "../ledger/types.ts";
 import type { Budget } from "./budget.ts";
 
 export interface HoldDeps {
@@ -69,8 +69,9 @@ export function admitRequest(
 }
 
 /**
- * Takes the call's tokens from its rate limits, then holds them in the ledger. Refusals
- * throw the catalog's 429s; the rate-limit headers are set either way.
+ * Takes the call's tokens from its rate limits, then holds them in the ledger, waiting (until
+ * `signal` aborts) for tokens held by calls in flight. Refusals throw the catalog's 429s; the
+ * rate-limit headers are set either way.
  */
 export async function admit(
   deps: HoldDeps,
@@ -79,6 +80,7 @@ export async function admit(
   ticket: RateTicket,
   budget: Budget,
   setHeaders: (headers: Record<string, string>) => void,
+  signal?: AbortSignal,
 ): Promise<Hold> {
   const admitted = deps.rates.admitTokens(ticket, budget.wanted);
   setHeaders(rateHeaders(admitted.state));
@@ -94,15 +96,23 @@ export async function admit(
     },
     budget.wanted,
     budget.minimum,
+    { signal },
   );
   if (!reserved.ok) {
     deps.rates.settle(admitted.ticket, 0); // the request counts; its tokens were never used
-    throw new GatewayError(reserved.reason === "key_limit" ? "key_limit_exceeded" : "quota_exceeded", {
-      message:
-        reserved.reason === "key_limit"
-          ? `This API key's token limit cannot cover this request (${reserved.remaining} tokens left).`
-          : `The account's token quota cannot cover this request (${reserved.remaining} tokens left).`,
-    });
+    throw ledgerRefusal(reserved);
   }
   return new Hold(deps, reserved.reservation, admitted.ticket, budget);
+}
+
+/** The 429 of a ledger refusal, saying how many tokens consumption leaves. */
+function ledgerRefusal(refusal: Extract<ReserveResult, { ok: false }>): GatewayError {
+  const limit = refusal.reason === "key_limit" ? "This API key's token limit" : "The account's token quota";
+  if (refusal.held)
+    return new GatewayError("limit_held", {
+      message: `${limit} has ${refusal.remaining} tokens left, held by calls still in flight. Retry after the time in the retry-after header.`,
+    });
+  return new GatewayError(refusal.reason === "key_limit" ? "key_limit_exceeded" : "quota_exceeded", {
+    message: `${limit} cannot cover this request (${refusal.remaining} tokens left).`,
+  });
 }

@@ -603,6 +603,7 @@ export type RecordRow = Pick<
   | "completion_tokens"
   | "total_tokens"
   | "usage_source"
+  | "reserved_tokens"
 >;
 
 export interface InvariantReport {
@@ -659,7 +660,12 @@ function seedOf(params: string | null): number | undefined {
   }
 }
 
-const REFUSAL_CODES = new Set(["key_limit_exceeded", "insufficient_quota", "rate_limit_exceeded"]);
+const REFUSAL_CODES = new Set([
+  "key_limit_exceeded",
+  "insufficient_quota",
+  "rate_limit_exceeded",
+  "tokens_held",
+]);
 
 function isRefusal(r: RecordRow): boolean {
   return r.status === "error" && r.http_status === 429 && REFUSAL_CODES.has(r.error_code ?? "");
@@ -698,6 +704,7 @@ export async function checkInvariants(
         "completion_tokens",
         "total_tokens",
         "usage_source",
+        "reserved_tokens",
       ])
       .where((eb) => eb.or([eb("key_id", "in", keyIds), eb("account_id", "in", accountIds)]))
       .execute()
@@ -709,6 +716,7 @@ export async function checkInvariants(
       prompt_tokens: Number(r.prompt_tokens),
       completion_tokens: Number(r.completion_tokens),
       total_tokens: Number(r.total_tokens),
+      reserved_tokens: Number(r.reserved_tokens),
     }),
   );
   const storedKeys = new Map(
@@ -830,7 +838,10 @@ export async function checkInvariants(
         break;
       case "client_disconnect":
         if (r.http_status !== 499) violations.push(`${who}: client_disconnect with HTTP ${r.http_status}`);
-        if (r.prompt_tokens <= 0) violations.push(`${who}: a client disconnect did not charge the prompt`);
+        // A client that left while its request waited for tokens held by calls in flight sent
+        // nothing upstream (it held nothing): it is charged nothing.
+        if (r.reserved_tokens > 0 && r.prompt_tokens <= 0)
+          violations.push(`${who}: a client disconnect did not charge the prompt`);
         break;
       case "upstream_error":
         if (r.http_status !== 502 && r.http_status !== 504)
