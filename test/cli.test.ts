@@ -17,6 +17,8 @@ const MIGRATIONS = [
   "004-console",
   "005-console-indexes",
   "006-uncharged-tokens",
+  "007-overruns",
+  "008-shared-ledger",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";

@@ -202,6 +202,11 @@ export const configSchema = z
          * come, first served) before it is refused; 0: refused at once
          */
         wait_ms: z.number().int().nonnegative().max(600_000).default(5_000),
+        /**
+         * shared ledger (PostgreSQL): how long an instance's holds outlive its last renewal;
+         * a crashed instance's holds are released by the others within this and a third of it
+         */
+        lease_ms: z.number().int().min(300).max(300_000).default(15_000),
       })
       .strict()
       .prefault({}),

@@ -49,7 +49,7 @@ export class CallFinisher {
     if (draft.written) return;
     if (hold) draft.noteReservation(hold.reservation.tokens);
     try {
-      await this.#records.write(draft.finish(outcome));
+      await this.#records.write(draft.finish(outcome), hold?.reservation);
     } catch (err) {
       await hold?.close(0);
       throw new GatewayErrorClass("store_unavailable", { cause: err });

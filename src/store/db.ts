@@ -12,6 +12,7 @@ import * as consoleTables from "./migrations/004-console.ts";
 import * as consoleIndexes from "./migrations/005-console-indexes.ts";
 import * as unchargedTokens from "./migrations/006-uncharged-tokens.ts";
 import * as overruns from "./migrations/007-overruns.ts";
+import * as sharedLedger from "./migrations/008-shared-ledger.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   "005-console-indexes": consoleIndexes,
   "006-uncharged-tokens": unchargedTokens,
   "007-overruns": overruns,
+  "008-shared-ledger": sharedLedger,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below
