@@ -6,13 +6,13 @@ import type { Store } from "../store/db.ts";
 import { InstanceLease } from "./instances.ts";
 import { MemoryLedger } from "./memory-ledger.ts";
 import { PostgresLedger } from "./postgres-ledger.ts";
-import { RateLimiter } from "./rate-limiter.ts";
+import { RateLimiter, type RateLimits } from "./rate-limiter.ts";
 import type { StoreHolds } from "./store-holds.ts";
 import type { Ledger } from "./types.ts";
 
 export interface LedgerSetup {
   ledger: Ledger;
-  rates: RateLimiter;
+  rates: RateLimits;
   /** the holds the record writer ends with their records (shared ledgers) */
   holds: StoreHolds | undefined;
   /** before the first call: listens, takes the lease */

@@ -5,7 +5,7 @@ import type { PlanConfig } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
 import {
   type Admission,
-  type RateLimiter,
+  type RateLimits,
   type RateTicket,
   rateHeaders,
   rateSubjects,
@@ -15,7 +15,7 @@ import type { Budget } from "./budget.ts";
 
 export interface HoldDeps {
   ledger: Ledger;
-  rates: RateLimiter;
+  rates: RateLimits;
 }
 
 /** The reservation of one request and its rate-limit ticket, closed exactly once. */
@@ -56,13 +56,13 @@ function rateLimited(refusal: Extract<Admission, { ok: false }>): GatewayError {
  * Takes the call's request from its rate limits: the first step of every call, before its
  * body is validated or anything costly is done, so refused and malformed calls count too.
  */
-export function admitRequest(
-  rates: RateLimiter,
+export async function admitRequest(
+  rates: RateLimits,
   auth: AuthContext,
   plan: PlanConfig | undefined,
   setHeaders: (headers: Record<string, string>) => void,
-): RateTicket {
-  const admitted = rates.admit(rateSubjects(auth.key, auth.account.id, plan), 0);
+): Promise<RateTicket> {
+  const admitted = await rates.admit(rateSubjects(auth.key, auth.account.id, plan), 0);
   setHeaders(rateHeaders(admitted.state));
   if (!admitted.ok) throw rateLimited(admitted);
   return admitted.ticket;
@@ -82,7 +82,7 @@ export async function admit(
   setHeaders: (headers: Record<string, string>) => void,
   signal?: AbortSignal,
 ): Promise<Hold> {
-  const admitted = deps.rates.admitTokens(ticket, budget.wanted);
+  const admitted = await deps.rates.admitTokens(ticket, budget.wanted);
   setHeaders(rateHeaders(admitted.state));
   if (!admitted.ok) throw rateLimited(admitted);
   const reserved = await deps.ledger.reserve(
