@@ -31,7 +31,7 @@ const USAGE = `usage: node src/main.ts <command> [--json]
   users list [--account ID|NAME]
                                           without --password: asked on a terminal, else one line of stdin
 
-Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, LOG_LEVEL.`;
+Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, REDIS_URL, LOG_LEVEL.`;
 
 async function serve(ctx: CliContext): Promise<void> {
   // Loaded here so CLI commands do not pay for Fastify, the tokenizer and the providers.

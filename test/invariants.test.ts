@@ -36,7 +36,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
-for (const store of ["sqlite", "postgres"] as const) {
+for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
   describe(`accounting invariants under a mixed load (${store})`, () => {
     let upstream: MockUpstream;
     let gw: TestGateway;

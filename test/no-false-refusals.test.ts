@@ -34,7 +34,7 @@ export async function ask(baseURL: string, secret: string): Promise<Answer> {
   return { status: res.status, code: body.error?.code ?? null, message: body.error?.message ?? null };
 }
 
-for (const store of ["sqlite", "postgres"] as const) {
+for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
   describe(`no false refusals (${store})`, () => {
     let upstream: MockUpstream;
     let gw: TestGateway;

@@ -28,7 +28,7 @@ async function fire(gw: TestGateway, secret: string): Promise<number> {
   return res.status;
 }
 
-for (const store of ["sqlite", "postgres"] as const) {
+for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
   describe(`quota under concurrency (${store})`, () => {
     let upstream: MockUpstream;
     let gw: TestGateway;

@@ -91,6 +91,7 @@ function applyEnv(input: Record<string, any>, env: Env, fromEnv: EnvFields): Rec
   if (env.GATEWAY_DATA_DIR)
     set(store, "data_dir", "store.data_dir", "GATEWAY_DATA_DIR", env.GATEWAY_DATA_DIR);
   if (env.DATABASE_URL) set(store, "database_url", "store.database_url", "DATABASE_URL", env.DATABASE_URL);
+  if (env.REDIS_URL) set(store, "redis_url", "store.redis_url", "REDIS_URL", env.REDIS_URL);
   if (env.LOG_LEVEL) set(out, "log_level", "log_level", "LOG_LEVEL", env.LOG_LEVEL);
   return out;
 }

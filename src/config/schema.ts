@@ -192,6 +192,13 @@ export const configSchema = z
           .string()
           .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
           .optional(),
+        /** redis://… (or rediss://): the ledger and rate limits shared by every instance on the store */
+        redis_url: z
+          .string()
+          .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
+          .optional(),
+        /** the prefix of every key the gateway keeps in Redis, so several gateways can share one */
+        redis_prefix: z.string().min(1).max(100).default("gateway:"),
       })
       .strict()
       .prefault({}),
@@ -262,6 +269,12 @@ export const configSchema = z
         code: "custom",
         path: ["safety", "reviewers"],
         message: "content safety is enabled, so at least one reviewer is needed",
+      });
+    if (cfg.store.redis_url && !cfg.store.database_url)
+      ctx.addIssue({
+        code: "custom",
+        path: ["store", "redis_url"],
+        message: "Redis shares the ledger between instances on one PostgreSQL store: set database_url too",
       });
     if (!cfg.plans.some((p) => p.id === cfg.default_plan))
       ctx.addIssue({

@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import type { Database } from "../store/schema.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
 import type { StoreHolds } from "./store-holds.ts";
-import type { LedgerSubject, Reservation } from "./types.ts";
+import type { Counter, LedgerSubject, Reservation } from "./types.ts";
 
 const CHANNEL = "gateway_ledger";
 
@@ -116,6 +116,23 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
 
   committed(reservations: readonly Reservation[]): void {
     this.closedInStore(reservations);
+  }
+
+  async inspect(kind: "account" | "key", id: string): Promise<Counter | undefined> {
+    const row = await this.#db
+      .selectFrom(kind === "key" ? "api_keys" : "accounts")
+      .select(["used_tokens", "reserved_tokens"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row && { used: Number(row.used_tokens), reserved: Number(row.reserved_tokens) };
+  }
+
+  async openHolds(): Promise<number> {
+    const row = await this.#db
+      .selectFrom("ledger_reservations")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
   }
 
   /** Releases the holds of instances whose lease ran out. */

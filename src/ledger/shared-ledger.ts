@@ -64,7 +64,7 @@ export abstract class SharedLedger implements Ledger {
     waitMs: number,
   ): Promise<Attempt>;
   /** Leaves the queue (gave up waiting). */
-  protected abstract unwait(waiterId: number): Promise<void>;
+  protected abstract unwait(waiterId: number, subject: LedgerSubject): Promise<void>;
   /** Closes a hold in the shared state with a charge (its record committed) or none. */
   protected abstract close(reservation: Reservation, charge: number, recorded: boolean): Promise<void>;
 
@@ -150,7 +150,8 @@ export abstract class SharedLedger implements Ledger {
     const { reason, remaining } = waiter.last;
     waiter.done({ ok: false, reason, remaining: Math.max(0, remaining), held: true });
     // the next in line may come first now, here or on another instance
-    if (waiter.waiterId !== undefined) void this.unwait(waiter.waiterId).catch(() => undefined);
+    if (waiter.waiterId !== undefined)
+      void this.unwait(waiter.waiterId, waiter.subject).catch(() => undefined);
   }
 
   /** A hold on this account or key was closed somewhere, or it is time to poll: the first waiters try. */
@@ -241,15 +242,12 @@ export abstract class SharedLedger implements Ledger {
   async #finish(reservation: Reservation, charge: number): Promise<void> {
     // Exactly once: a second settle or release of the same reservation changes nothing.
     if (!this.#open.delete(reservation.id)) return;
+    // A charge is only ever made with its record: without one, the hold is released. The
+    // view's consumption is left to the next attempt to learn: adding the charge here could
+    // count it twice (an attempt may have read it already), and a view that runs high would
+    // refuse keys early; one that runs low only lets the attempt decide.
     const recorded = this.#closedInStore.delete(reservation.id);
     this.#addReserved(reservation, -1);
-    // A charge is only ever made with its record: without one, the hold is released.
-    if (recorded) {
-      for (const id of [`k:${reservation.keyId}`, `a:${reservation.accountId}`]) {
-        const used = this.#used.get(id);
-        if (used !== undefined) this.#used.set(id, used + charge);
-      }
-    }
     try {
       await this.close(reservation, recorded ? charge : 0, recorded);
     } finally {

@@ -69,4 +69,10 @@ export interface Ledger {
   key(keyId: string): Counter | undefined;
   /** reservations of this process not yet settled or released */
   openReservations(): number;
+  /**
+   * Shared ledgers: what the shared state (the store, Redis) holds for an account or key, and
+   * how many holds of any instance are open; for the invariant checks and operators' tools.
+   */
+  inspect?(kind: "account" | "key", id: string): Promise<Counter | undefined>;
+  openHolds?(): Promise<number>;
 }

@@ -6,7 +6,15 @@ import { fileURLToPath } from "node:url";
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 
 /** Variables the CLI reads; children get only the ones a test sets. */
-const CLI_VARS = ["GATEWAY_CONFIG", "DATABASE_URL", "GATEWAY_DATA_DIR", "PORT", "HOST", "LOG_LEVEL"];
+const CLI_VARS = [
+  "GATEWAY_CONFIG",
+  "DATABASE_URL",
+  "REDIS_URL",
+  "GATEWAY_DATA_DIR",
+  "PORT",
+  "HOST",
+  "LOG_LEVEL",
+];
 
 export interface CliResult {
   code: number | null;

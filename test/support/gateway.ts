@@ -12,8 +12,10 @@ import type { CallRecord } from "../../src/records/writer.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
 import type { MockUpstream } from "./mock-openai-upstream.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
+import { dropRedisKeys, redisPrefix, TEST_REDIS_URL } from "./redis-instance.ts";
 
-export type StoreKind = "sqlite" | "postgres";
+/** postgres+redis: the ledger and rate limits in Redis (the test server, a prefix of its own) */
+export type StoreKind = "sqlite" | "postgres" | "postgres+redis";
 
 export interface TestGatewayOptions {
   upstream?: MockUpstream;
@@ -21,6 +23,8 @@ export interface TestGatewayOptions {
   /** replaces fields of the generated config */
   config?: Partial<ConfigInput>;
   env?: Record<string, string | undefined>;
+  /** postgres+redis: another Redis than the test server (one the test stops and restarts) */
+  redisUrl?: string;
 }
 
 export interface TestGateway {
@@ -118,9 +122,14 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   let database: TestDatabase | undefined;
   let dataDir: string | undefined;
   const input = testConfig(options.upstream, options.config);
-  if (kind === "postgres") {
+  let redis: { url: string; prefix: string } | undefined;
+  if (kind !== "sqlite") {
     database = await createTestDatabase();
     input.store = { database_url: database.url };
+    if (kind === "postgres+redis") {
+      redis = { url: options.redisUrl ?? TEST_REDIS_URL, prefix: redisPrefix() };
+      input.store = { ...input.store, redis_url: redis.url, redis_prefix: redis.prefix };
+    }
   } else {
     dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
     input.store = { data_dir: dataDir };
@@ -204,6 +213,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     async close() {
       await gateway.close();
       if (database) await database.drop();
+      if (redis) await dropRedisKeys(redis.url, redis.prefix);
       if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
