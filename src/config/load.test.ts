@@ -33,6 +33,9 @@ server:
   shutdown_grace_ms: 1500
 store:
   data_dir: /var/lib/gateway
+ledger:
+  wait_ms: 2500
+  lease_ms: 9000
 log_level: warn
 default_plan: starter
 providers:
@@ -127,7 +130,8 @@ describe("loadConfig: embedded defaults", () => {
       stream_stall_ms: 60_000,
       shutdown_grace_ms: 30_000,
     });
-    assert.deepEqual(c.store, { data_dir: "./data" });
+    assert.deepEqual(c.store, { data_dir: "./data", redis_prefix: "gateway:" });
+    assert.deepEqual(c.ledger, { wait_ms: 5_000, lease_ms: 15_000 });
     assert.equal(c.log_level, "info");
     assert.equal(c.models[0]!.max_output_tokens, 4096);
   });
@@ -153,7 +157,8 @@ describe("loadConfig: the YAML file", () => {
       stream_stall_ms: 60_000,
       shutdown_grace_ms: 1500,
     });
-    assert.deepEqual(c.store, { data_dir: "/var/lib/gateway" });
+    assert.deepEqual(c.store, { data_dir: "/var/lib/gateway", redis_prefix: "gateway:" });
+    assert.deepEqual(c.ledger, { wait_ms: 2500, lease_ms: 9000 });
     assert.equal(c.log_level, "warn");
     assert.equal(c.default_plan, "starter");
     const openai = c.providers[1]!;
@@ -442,6 +447,21 @@ describe("loadConfig: environment overrides", () => {
       /LOG_LEVEL|environment/,
       `the message should say the value came from the environment:\n${m}`,
     );
+  });
+
+  test("REDIS_URL sets store.redis_url, beside DATABASE_URL", () => {
+    const c = loadConfig({ DATABASE_URL: "postgres://db/gw", REDIS_URL: "redis://cache:6379/0" }, file(FULL));
+    assert.equal(c.store.redis_url, "redis://cache:6379/0");
+    assert.equal(c.store.database_url, "postgres://db/gw");
+  });
+
+  test("Redis without PostgreSQL, or a REDIS_URL that is not redis://, is refused", () => {
+    assert.match(
+      failure({ REDIS_URL: "redis://cache:6379" }),
+      /^environment: REDIS_URL \(store\.redis_url\): .*set database_url too$/m,
+    );
+    const m = failure({ DATABASE_URL: "postgres://db/gw", REDIS_URL: "http://cache" });
+    assert.match(m, /^environment: REDIS_URL \(store\.redis_url\): must be a redis:\/\//m);
   });
 
   test("a DATABASE_URL that is not postgres:// is refused, naming the variable", () => {
