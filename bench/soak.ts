@@ -12,6 +12,7 @@ import { parseArgs } from "node:util";
 import { startTestGateway, type TestGateway } from "../test/support/gateway.ts";
 import {
   loadConfig,
+  loadTarget,
   type MixedLoadResult,
   REQUEST_KINDS,
   runMixedLoad,
@@ -178,7 +179,7 @@ async function main(): Promise<number> {
       `soak: seed ${options.seed}, ${options.requests} requests, ${options.concurrency} in flight, ${options.store}\n`,
     );
     const step = Math.max(1, Math.floor(options.requests / 10));
-    result = await runMixedLoad(gw, {
+    result = await runMixedLoad(loadTarget(gw), {
       seed: options.seed,
       requests: options.requests,
       concurrency: options.concurrency,

@@ -12,6 +12,7 @@ import { Agent, fetch } from "undici";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import {
   loadConfig,
+  loadTarget,
   type MixedLoadResult,
   outcomeLabel,
   runMixedLoad,
@@ -45,7 +46,7 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
     before(async () => {
       upstream = await startMockUpstream({ latencyMs: 5, chunkDelayMs: 2, record: false });
       gw = await startTestGateway({ upstream, store, config: loadConfig(upstream, { smallPlanQuota: 500 }) });
-      result = await runMixedLoad(gw, {
+      result = await runMixedLoad(loadTarget(gw), {
         seed: SEED,
         requests: REQUESTS,
         concurrency: REQUESTS,

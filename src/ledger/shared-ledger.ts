@@ -94,7 +94,10 @@ export abstract class SharedLedger implements Ledger {
           resolve(r);
         },
       };
-      this.#waiters.push(waiter);
+      // In the shared queue's order: the first local waiter of an account or key is the one
+      // that can pass (answers arrive out of order over several connections).
+      const at = this.#waiters.findIndex((w) => (w.waiterId ?? Infinity) > (waiter.waiterId ?? Infinity));
+      this.#waiters.splice(at < 0 ? this.#waiters.length : at, 0, waiter);
       signal?.addEventListener("abort", giveUp, { once: true });
       if (signal?.aborted) giveUp();
       this.#poll ??= setInterval(() => this.wake(), POLL_MS);

@@ -168,7 +168,7 @@ export interface SubjectOptions {
  * small quota of their own, and the small plan's quota (quota_tokens null). Keys alternate
  * between no limit and a small limit. Account 0, key 0 is always fully open.
  */
-export async function createSubjects(gw: TestGateway, options: SubjectOptions): Promise<Subjects> {
+export async function createSubjects(gw: LoadTarget, options: SubjectOptions): Promise<Subjects> {
   const accounts: AccountSubject[] = [];
   const keys: KeySubject[] = [];
   for (let a = 0; a < options.accounts; a++) {
@@ -387,26 +387,28 @@ function readSseText(text: string): {
 export const INDEX_HEADER = "x-load-index";
 
 /**
- * Watches the gateway's HTTP server for the load's requests (by INDEX_HEADER), without
- * touching how they are handled. A request the client gave up on before it reached the
+ * Learns which of the load's requests (by INDEX_HEADER) reached a gateway, without touching
+ * how they are handled: from the server's events in process, or as gateway processes report. A request the client gave up on before it reached the
  * gateway needs no record; one that reached it needs exactly one. The hang-ups "before the
  * answer" start their timer when the gateway has the request, so they hit the relay.
  */
 export class Arrivals {
   readonly seen = new Set<number>();
   readonly #waiters = new Map<number, () => void>();
-  readonly #server: Server;
-  readonly #listener = (req: IncomingMessage) => {
-    const index = Number(req.headers[INDEX_HEADER]);
+
+  /** The gateway received request `index`. */
+  mark(index: number): void {
     if (!Number.isInteger(index)) return;
     this.seen.add(index);
     this.#waiters.get(index)?.();
     this.#waiters.delete(index);
-  };
+  }
 
-  constructor(server: Server) {
-    this.#server = server;
-    server.on("request", this.#listener);
+  /** Watches an in-process gateway's server; returns the function that stops watching. */
+  watch(server: Server): () => void {
+    const listener = (req: IncomingMessage) => this.mark(Number(req.headers[INDEX_HEADER]));
+    server.on("request", listener);
+    return () => server.off("request", listener);
   }
 
   /** Calls `then` once request `index` has arrived; returns a function that cancels it. */
@@ -420,7 +422,6 @@ export class Arrivals {
   }
 
   detach(): void {
-    this.#server.off("request", this.#listener);
     this.#waiters.clear();
   }
 }
@@ -525,9 +526,9 @@ export async function sendRequest(
   return outcome;
 }
 
-/** Runs the requests with at most `concurrency` in flight; outcomes in request order. */
+/** Runs the requests with at most `concurrency` in flight, spread over the gateways in turn; outcomes in request order. */
 export async function runRequests(
-  baseURL: string,
+  baseURLs: readonly string[],
   planned: readonly PlannedRequest[],
   concurrency: number,
   send: SendOptions = {},
@@ -539,7 +540,7 @@ export async function runRequests(
   const worker = async () => {
     while (next < planned.length) {
       const req = planned[next++]!;
-      outcomes[req.index] = await sendRequest(baseURL, req, send);
+      outcomes[req.index] = await sendRequest(baseURLs[req.index % baseURLs.length]!, req, send);
       onDone?.(++finished);
     }
   };
@@ -578,6 +579,30 @@ export function booksOf(gw: TestGateway): Books {
     openHolds: async () => (ledger.openHolds ? ledger.openHolds() : ledger.openReservations()),
     planQuota: (id) => deps.registry.plan(id)?.quota_tokens,
     flush: () => deps.records.flush(),
+  };
+}
+
+/** What the load runs against: one gateway in this process, or several gateway processes. */
+export interface LoadTarget {
+  /** base URLs ending in /v1; request i goes to baseURLs[i % length] */
+  baseURLs: readonly string[];
+  account(name: string, options?: { plan?: string; quota?: number | null }): Promise<string>;
+  key(
+    accountId: string,
+    options?: { name?: string; limit?: number | null },
+  ): Promise<{ id: string; secret: string }>;
+  books: Books;
+  /** reports into `arrivals` the load's requests the gateways receive; returns the function that stops */
+  watch(arrivals: Arrivals): () => void;
+}
+
+export function loadTarget(gw: TestGateway): LoadTarget {
+  return {
+    baseURLs: [gw.baseURL],
+    account: gw.account,
+    key: gw.key,
+    books: booksOf(gw),
+    watch: (arrivals) => arrivals.watch(gw.gateway.app.server),
   };
 }
 
@@ -942,7 +967,9 @@ export async function checkInvariants(
         continue;
       }
       const r = spare.splice(i, 1)[0]!;
-      if (!isRefusal(r))
+      // a refusal, or a hang-up noticed before the body was read (nothing charged)
+      const leftEarly = r.status === "client_disconnect" && r.total_tokens === 0;
+      if (!isRefusal(r) && !leftEarly)
         violations.push(
           `request #${o.index} (${o.kind}, aborted): paired with record ${r.request_id} ${r.status}`,
         );
@@ -965,6 +992,8 @@ export interface MixedLoadOptions extends SubjectOptions {
   requests: number;
   /** requests in flight at once (the number of requests: all at once) */
   concurrency: number;
+  /** how long the gateways may take to come to rest after the last answer (default 10 s) */
+  quietMs?: number;
   onProgress?: (finished: number) => void;
 }
 
@@ -979,11 +1008,12 @@ export interface MixedLoadResult {
   report: InvariantReport;
 }
 
-export async function runMixedLoad(gw: TestGateway, options: MixedLoadOptions): Promise<MixedLoadResult> {
-  const subjects = await createSubjects(gw, options);
+export async function runMixedLoad(target: LoadTarget, options: MixedLoadOptions): Promise<MixedLoadResult> {
+  const subjects = await createSubjects(target, options);
   const planned = planRequests(options.seed, options.requests, subjects);
-  const books = booksOf(gw);
-  const arrivals = new Arrivals(gw.gateway.app.server);
+  const books = target.books;
+  const arrivals = new Arrivals();
+  const unwatch = target.watch(arrivals);
   // The load's own connection pool, closed at the end: after a hang-up undici opens a spare
   // connection that never carries a request, and such a connection would hold the gateway's
   // graceful shutdown for its whole grace period (Node's closeIdleConnections skips it).
@@ -994,22 +1024,23 @@ export async function runMixedLoad(gw: TestGateway, options: MixedLoadOptions): 
   let durationMs: number;
   try {
     outcomes = await runRequests(
-      gw.baseURL,
+      target.baseURLs,
       planned,
       options.concurrency,
       { dispatcher, arrivals },
       options.onProgress,
     );
     durationMs = performance.now() - started;
-    rest = await waitForQuiet(books, subjects, arrivals.seen.size);
+    rest = await waitForQuiet(books, subjects, arrivals.seen.size, options.quietMs);
   } finally {
+    unwatch();
     arrivals.detach();
     await dispatcher.close();
   }
   const report = await checkInvariants(books, subjects, outcomes, arrivals.seen);
   if (!rest.quiet)
     report.violations.unshift(
-      `the gateway did not come to rest within 10 s after the last answer: ${rest.open} reservation(s) open, ${rest.records} records for ${arrivals.seen.size} requests received`,
+      `the gateway did not come to rest within ${(options.quietMs ?? 10_000) / 1000} s after the last answer: ${rest.open} reservation(s) open, ${rest.records} records for ${arrivals.seen.size} requests received`,
     );
   return { seed: options.seed, subjects, outcomes, durationMs, quiet: rest.quiet, report };
 }
