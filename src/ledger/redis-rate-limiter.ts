@@ -16,7 +16,7 @@ import type {
   RateTicket,
   RateWindow,
 } from "./rate-limiter.ts";
-import { CHECK_EPOCH, RedisState, type Reply } from "./redis-state.ts";
+import { CHECK_EPOCH, RedisState } from "./redis-state.ts";
 
 const MINUTE = 60_000;
 
