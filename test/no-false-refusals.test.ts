@@ -7,32 +7,9 @@
 // fit what consumption leaves is refused at once, saying how many tokens remain.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
+import { type Answer, ask } from "./support/chat-call.ts";
+import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
-
-const MAX_TOKENS = 30;
-/** 20 bytes: a prompt bound of 60 with the default overheads; the upstream counts 16 */
-const CONTENT = "hello mock:tokens=30";
-
-export interface Answer {
-  status: number;
-  code: string | null;
-  message: string | null;
-}
-
-export async function ask(baseURL: string, secret: string): Promise<Answer> {
-  const res = await fetch(`${baseURL}/chat/completions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      model: TEST_MODEL,
-      max_tokens: MAX_TOKENS,
-      messages: [{ role: "user", content: CONTENT }],
-    }),
-  });
-  const body = (await res.json()) as { error?: { code: string; message: string } };
-  return { status: res.status, code: body.error?.code ?? null, message: body.error?.message ?? null };
-}
 
 for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
   describe(`no false refusals (${store})`, () => {

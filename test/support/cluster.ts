@@ -51,6 +51,8 @@ export interface ClusterOptions {
 export interface Cluster {
   instances: GatewayProcess[];
   config: Config;
+  /** the configuration file the instances read (GATEWAY_CONFIG), for the CLI too */
+  configFile: string;
   /** the test's own connection to the shared store */
   store: Store;
   redis: { url: string; prefix: string } | undefined;
@@ -176,6 +178,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   return {
     instances,
     config,
+    configFile: file,
     store,
     redis,
     target,
