@@ -171,11 +171,13 @@ export class RedisRateLimiter implements RateLimits {
     const [kind, id] = b.subject.id.split(":") as ["key" | "account", string];
     const column = kind === "key" ? "key_id" : "account_id";
     const since = Date.now() - MINUTE;
+    // Calls refused because the shared state was unreachable took nothing; any other may have.
     const recorded = await this.#db
       .selectFrom("call_records")
       .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.sum<number>("total_tokens").as("t")])
       .where(column, "=", id)
       .where("created_at", ">=", since)
+      .where((eb) => eb.or([eb("error_code", "is", null), eb("error_code", "<>", "ledger_unavailable")]))
       .executeTakeFirstOrThrow();
     const held = await this.#db
       .selectFrom("ledger_reservations")

@@ -55,10 +55,10 @@ export class RedisState {
     this.client.on("ready", () => {
       if (down) logger.warn("Redis answers again");
       down = false;
-      // Another server (restarted, failed over) may hold other data than the instances wrote.
+      // Another server (restarted, failed over) may hold other data than the instances wrote:
+      // learn its run_id, and start a new epoch if the current one is another server's.
       this.#runId = undefined;
-      this.#epoch = undefined;
-      void this.epoch().catch(() => undefined);
+      void this.changed().catch(() => undefined);
     });
   }
 
@@ -126,7 +126,6 @@ export class RedisState {
       )) as Reply;
       if (reply[0] !== "epoch" || attempt >= 3) return reply;
       if (reply[1] === epoch) continue;
-      this.#epoch = undefined;
       await this.changed();
     }
   }
