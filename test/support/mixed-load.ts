@@ -638,6 +638,7 @@ export type RecordRow = Pick<
   | "total_tokens"
   | "usage_source"
   | "reserved_tokens"
+  | "overrun_tokens"
 >;
 
 export interface InvariantReport {
@@ -739,6 +740,7 @@ export async function checkInvariants(
         "total_tokens",
         "usage_source",
         "reserved_tokens",
+        "overrun_tokens",
       ])
       .where((eb) => eb.or([eb("key_id", "in", keyIds), eb("account_id", "in", accountIds)]))
       .execute()
@@ -751,6 +753,7 @@ export async function checkInvariants(
       completion_tokens: Number(r.completion_tokens),
       total_tokens: Number(r.total_tokens),
       reserved_tokens: Number(r.reserved_tokens),
+      overrun_tokens: Number(r.overrun_tokens),
     }),
   );
   const storedKeys = new Map(
