@@ -10,9 +10,10 @@ import { after, before, describe, it } from "node:test";
 import { type Answer, ask } from "./support/chat-call.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { needsRedis } from "./support/redis-instance.ts";
 
 for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
-  describe(`no false refusals (${store})`, () => {
+  describe(`no false refusals (${store})`, await (store === "postgres+redis" ? needsRedis() : {}), () => {
     let upstream: MockUpstream;
     let gw: TestGateway;
     before(async () => {

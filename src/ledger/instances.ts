@@ -38,8 +38,13 @@ export class InstanceLease {
     const others = await sql<{ n: number; shared: number }>`
       select count(*)::int as n, count(*) filter (where redis = 1)::int as shared from ledger_instances
       where id <> ${id} and heartbeat_at >= gateway_ledger_now() - ${leaseMs}`.execute(this.#store.db);
-    const { n } = others.rows[0]!;
-    if (n > 0 && !redis)
+    const { n, shared } = others.rows[0]!;
+    if (redis ? shared < n : shared > 0)
+      logger.error(
+        { instances: n + 1 },
+        "instances on this store disagree about Redis (store.redis_url): those with it and those without keep separate ledgers, and together can overspend; give every instance the same configuration",
+      );
+    else if (n > 0 && !redis)
       logger.warn(
         { instances: n + 1 },
         `${n} other gateway instance(s) share this store: quotas and key limits hold across all of them, but without store.redis_url (REDIS_URL) each keeps its own rate-limit buckets, so a key's rpm and tpm apply per instance`,
