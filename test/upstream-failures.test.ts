@@ -220,9 +220,13 @@ for (const store of ["sqlite", "postgres"] as const) {
         .executeTakeFirstOrThrow();
       assert.equal(Number(sum.t ?? 0), key.used_tokens, "the key's records add up to its stored counter");
       assert.equal(account.used_tokens, key.used_tokens, "the account's only key carries its consumption");
-      assert.deepEqual(ledger.key(keyId), { used: key.used_tokens, reserved: 0 }, "ledger (key) = store");
       assert.deepEqual(
-        ledger.account(accountId),
+        await gw.ledger("key", keyId),
+        { used: key.used_tokens, reserved: 0 },
+        "ledger (key) = store",
+      );
+      assert.deepEqual(
+        await gw.ledger("account", accountId),
         { used: account.used_tokens, reserved: 0 },
         "ledger (account)",
       );

@@ -7,6 +7,7 @@ import { Writable } from "node:stream";
 import { createAccount, createKey } from "../../src/accounts/repository.ts";
 import { createUser } from "../../src/accounts/users.ts";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
+import type { Counter } from "../../src/ledger/types.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import type { CallRecord } from "../../src/records/writer.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
@@ -44,6 +45,11 @@ export interface TestGateway {
   record(requestId: string): Promise<CallRecord>;
   /** the tokens and the number of a key's or an account's call records */
   recorded(column: "key_id" | "account_id", id: string): Promise<{ tokens: number; calls: number }>;
+  /**
+   * The ledger's used and reserved of a key or account: what a shared ledger's shared state
+   * (the store, Redis) holds, else the in-process ledger's; undefined when it never met it.
+   */
+  ledger(kind: "account" | "key", id: string): Promise<Counter | undefined>;
   /** a console user of the account, logged in through POST /api/console/login */
   consoleUser(
     accountId: string,
@@ -197,6 +203,11 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
         .where(column, "=", id)
         .executeTakeFirstOrThrow();
       return { tokens: Number(row.tokens ?? 0), calls: Number(row.calls) };
+    },
+    async ledger(kind, id) {
+      const l = gateway.deps.ledger;
+      if (l.inspect) return l.inspect(kind, id);
+      return kind === "key" ? l.key(id) : l.account(id);
     },
     consoleLogin,
     async consoleUser(accountId, opts = {}) {
