@@ -9,7 +9,15 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ask, chat } from "./support/chat-call.ts";
 import { type Cluster, startCluster } from "./support/cluster.ts";
-import { loadConfig, type MixedLoadResult, runMixedLoad, seedFrom, summarize } from "./support/mixed-load.ts";
+import {
+  INVARIANT_SUBJECTS,
+  INVARIANT_UPSTREAM,
+  loadConfig,
+  type MixedLoadResult,
+  runMixedLoad,
+  seedFrom,
+  summarize,
+} from "./support/mixed-load.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { flushRedisKeys, needsRedis, type RedisServer, startRedisServer } from "./support/redis-instance.ts";
 import { until } from "./support/stream-assertions.ts";
@@ -77,7 +85,7 @@ for (const mode of ["postgres+redis", "postgres"] as const) {
       const hanging = Array.from({ length: 5 }, () =>
         chat(victim.baseURL, stuck.secret, { content: "mock:hang", maxTokens: 1000 }).catch(() => null),
       );
-      await until(async () => (await holds(cluster, stuck.id)) === 5, "five holds", 10_000);
+      await until(async () => (await cluster.holds(stuck.id)).count === 5, "five holds", 10_000);
       const heldBefore = (await cluster.target.books.counter("key", stuck.id))!.reserved;
       assert.ok(heldBefore > 0);
 
@@ -99,7 +107,7 @@ for (const mode of ["postgres+redis", "postgres"] as const) {
       // its holds come back once its lease runs out and another instance sweeps
       await until(
         async () =>
-          (await holds(cluster, stuck.id)) === 0 &&
+          (await cluster.holds(stuck.id)).count === 0 &&
           (await cluster.target.books.counter("key", stuck.id))?.reserved === 0,
         "the dead instance's holds are released",
         30_000,
@@ -133,12 +141,7 @@ describe("Redis flushed mid-run (three instances)", await needsRedis(), () => {
   let result: MixedLoadResult;
   let flushedAt = 0;
   before(async () => {
-    upstream = await startMockUpstream({
-      latencyMs: 5,
-      chunkDelayMs: 2,
-      record: false,
-      promptCount: "template",
-    });
+    upstream = await startMockUpstream({ ...INVARIANT_UPSTREAM, promptCount: "template" });
     cluster = await startCluster({
       instances: 3,
       upstream,
@@ -151,10 +154,7 @@ describe("Redis flushed mid-run (three instances)", await needsRedis(), () => {
       seed: SEED,
       requests: 300,
       concurrency: 100,
-      accounts: 4,
-      keysPerAccount: 3,
-      smallQuota: 600,
-      smallLimit: 300,
+      ...INVARIANT_SUBJECTS,
       label: "flushed",
       onProgress: (n) => {
         if (n === 100) {
@@ -240,12 +240,3 @@ describe("Redis stopped, then started again (three instances)", await needsRedis
     assert.ok(answers.filter((a) => a.status === 200).length >= 7);
   });
 });
-
-async function holds(cluster: Cluster, keyId: string): Promise<number> {
-  const row = await cluster.store.db
-    .selectFrom("ledger_reservations")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("key_id", "=", keyId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}

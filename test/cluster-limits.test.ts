@@ -138,13 +138,13 @@ for (const mode of ["postgres+redis", "postgres"] as const) {
         await until(
           async () => {
             shown = (await cli(["keys", "show", key.id])).json;
-            return shown?.reserved_tokens > 0 && (await holdsOf(cluster, key.id)) === 2;
+            return shown?.reserved_tokens > 0 && (await cluster.holds(key.id)).count === 2;
           },
           "both holds show",
           10_000,
         );
         shown = (await cli(["keys", "show", key.id])).json;
-        const held = await heldTokens(cluster, key.id);
+        const held = (await cluster.holds(key.id)).tokens;
         assert.equal(shown.reserved_tokens, held, "both instances' holds");
         assert.equal(shown.remaining_tokens, 100_000 - shown.used_tokens - held);
         const acct = (await cli(["accounts", "show", account])).json;
@@ -174,22 +174,4 @@ for (const mode of ["postgres+redis", "postgres"] as const) {
       t.diagnostic(`refused by each instance after ${refusedAt.join(", ")} ms`);
     });
   });
-}
-
-async function holdsOf(cluster: Cluster, keyId: string): Promise<number> {
-  const row = await cluster.store.db
-    .selectFrom("ledger_reservations")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("key_id", "=", keyId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-async function heldTokens(cluster: Cluster, keyId: string): Promise<number> {
-  const row = await cluster.store.db
-    .selectFrom("ledger_reservations")
-    .select((eb) => eb.fn.sum<number>("tokens").as("t"))
-    .where("key_id", "=", keyId)
-    .executeTakeFirstOrThrow();
-  return Number(row.t ?? 0);
 }

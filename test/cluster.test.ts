@@ -6,7 +6,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { type Cluster, startCluster } from "./support/cluster.ts";
-import { loadConfig, type MixedLoadResult, runMixedLoad, seedFrom, summarize } from "./support/mixed-load.ts";
+import {
+  INVARIANT_SUBJECTS,
+  INVARIANT_UPSTREAM,
+  loadConfig,
+  type MixedLoadResult,
+  runMixedLoad,
+  seedFrom,
+  summarize,
+} from "./support/mixed-load.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { needsRedis } from "./support/redis-instance.ts";
 
@@ -22,12 +30,7 @@ for (const mode of ["postgres", "postgres+redis"] as const) {
       let cluster: Cluster;
       let result: MixedLoadResult;
       before(async () => {
-        upstream = await startMockUpstream({
-          latencyMs: 5,
-          chunkDelayMs: 2,
-          record: false,
-          promptCount: "template",
-        });
+        upstream = await startMockUpstream({ ...INVARIANT_UPSTREAM, promptCount: "template" });
         cluster = await startCluster({
           instances: 3,
           upstream,
@@ -38,10 +41,7 @@ for (const mode of ["postgres", "postgres+redis"] as const) {
           seed: SEED,
           requests: REQUESTS,
           concurrency: REQUESTS,
-          accounts: 4,
-          keysPerAccount: 3,
-          smallQuota: 600,
-          smallLimit: 300,
+          ...INVARIANT_SUBJECTS,
           label: mode,
         });
       });

@@ -200,7 +200,6 @@ async function assertBooks(gw: TestGateway, key: Key, gap: Gap = NO_GAP, storeDo
 
 /** A normal call on the key after the failure: answered, recorded, and charged exactly its usage. */
 async function assertKeyStillWorks(gw: TestGateway, key: Key, gap: Gap = NO_GAP): Promise<void> {
-  const { ledger } = gw.gateway.deps;
   const ledgerBefore = (await gw.ledger("key", key.keyId))!.used;
   const storedBefore = await stored(gw, "api_keys", key.keyId);
   const messages: Message[] = [{ role: "user", content: "all good now mock:tokens=5" }];
@@ -627,7 +626,6 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
           ) === 30,
         "all 30 calls are recorded",
       );
-      const { ledger } = gw.gateway.deps;
       for (const key of keys) {
         assert.equal(
           (await gw.ledger("key", key.keyId))?.used,

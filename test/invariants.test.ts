@@ -11,6 +11,8 @@ import { sql } from "kysely";
 import { Agent, fetch } from "undici";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import {
+  INVARIANT_SUBJECTS,
+  INVARIANT_UPSTREAM,
   loadConfig,
   loadTarget,
   type MixedLoadResult,
@@ -48,7 +50,7 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
       let result: MixedLoadResult;
 
       before(async () => {
-        upstream = await startMockUpstream({ latencyMs: 5, chunkDelayMs: 2, record: false });
+        upstream = await startMockUpstream(INVARIANT_UPSTREAM);
         gw = await startTestGateway({
           upstream,
           store,
@@ -58,10 +60,7 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
           seed: SEED,
           requests: REQUESTS,
           concurrency: REQUESTS,
-          accounts: 4,
-          keysPerAccount: 3,
-          smallQuota: 600,
-          smallLimit: 300,
+          ...INVARIANT_SUBJECTS,
           label: store,
         });
       });

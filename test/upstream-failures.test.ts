@@ -7,12 +7,13 @@
 // Run on SQLite and on PostgreSQL.
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { Worker } from "node:worker_threads";
 import type { ConfigInput } from "../src/config/schema.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
+import { freePort } from "./support/listen.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { mockPromptTokens, parseStream, type Stream, until } from "./support/stream-assertions.ts";
 
@@ -107,17 +108,6 @@ async function startUnacceptingListener(): Promise<{ port: number; close(): Prom
   };
 }
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
-}
-
 for (const store of ["sqlite", "postgres"] as const) {
   describe(`upstream failures (${store})`, () => {
     let upstream: MockUpstream;
@@ -130,7 +120,7 @@ for (const store of ["sqlite", "postgres"] as const) {
       upstream = await startMockUpstream();
       slow = await startMockUpstream({ chunkDelayMs: 40 });
       unaccepting = await startUnacceptingListener();
-      const refusedPort = await closedPort();
+      const refusedPort = await freePort();
       const base = testConfig(upstream);
       const models = [STRICT_MODEL, TOTAL_MODEL, REFUSED_MODEL, CONNECT_MODEL];
       const config: Partial<ConfigInput> = {

@@ -418,34 +418,21 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   /** Seeds an account ('a') or key ('k') of the current epoch from one snapshot of the store. */
   async #seed(which: "a" | "k", subject: LedgerSubject): Promise<void> {
     const id = which === "a" ? subject.accountId : subject.keyId;
-    const { rows } = await (which === "a"
-      ? sql<{
-          kind: string;
-          tokens: number;
-          instance_id: string;
-          hold: number;
-          account_id: string;
-          key_id: string;
-        }>`
-          select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id, null as key_id
-            from accounts where id = ${id}
-          union all
-          select 'h', tokens, instance_id, hold, account_id, key_id
-            from ledger_reservations where account_id = ${id} and hold is not null`
-      : sql<{
-          kind: string;
-          tokens: number;
-          instance_id: string;
-          hold: number;
-          account_id: string;
-          key_id: string;
-        }>`
-          select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id, null as key_id
-            from api_keys where id = ${id}
-          union all
-          select 'h', tokens, instance_id, hold, account_id, key_id
-            from ledger_reservations where key_id = ${id} and hold is not null`
-    ).execute(this.#db);
+    const table = sql.table(which === "a" ? "accounts" : "api_keys");
+    const column = sql.ref(which === "a" ? "account_id" : "key_id");
+    const { rows } = await sql<{
+      kind: string;
+      tokens: number;
+      instance_id: string;
+      hold: number;
+      account_id: string;
+      key_id: string;
+    }>`
+      select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id, null as key_id
+        from ${table} where id = ${id}
+      union all
+      select 'h', tokens, instance_id, hold, account_id, key_id
+        from ledger_reservations where ${column} = ${id} and hold is not null`.execute(this.#db);
     const used = Number(rows.find((r) => r.kind === "u")?.tokens ?? 0);
     const holds = rows.filter((r) => r.kind === "h");
     await this.#redis.run(SEED_LUA, (e) => {

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
 import {
   dropRedisKeys,
@@ -14,9 +15,8 @@ import {
   TEST_REDIS_URL,
 } from "../../test/support/redis-instance.ts";
 import { createAccount, createKey } from "../accounts/repository.ts";
-import { newId } from "../auth/key-format.ts";
 import { createLogger } from "../observability/logger.ts";
-import { type CallRecord, RecordWriter } from "../records/writer.ts";
+import { RecordWriter } from "../records/writer.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
 import { InstanceLease } from "./instances.ts";
 import { PostgresLedger } from "./postgres-ledger.ts";
@@ -37,34 +37,8 @@ interface Instance {
   stop(): Promise<void>;
 }
 
-function record(subject: LedgerSubject, tokens: number): CallRecord {
-  return {
-    request_id: newId("req"),
-    created_at: Date.now(),
-    account_id: subject.accountId,
-    key_id: subject.keyId,
-    public_model: "m",
-    upstream_model: "m",
-    provider: "p",
-    params: null,
-    stream: 0,
-    status: "ok",
-    http_status: 200,
-    error_code: null,
-    prompt_tokens: tokens,
-    completion_tokens: 0,
-    total_tokens: tokens,
-    uncharged_tokens: 0,
-    reserved_tokens: 0,
-    overrun_tokens: 0,
-    usage_source: "upstream",
-    latency_ms: 1,
-    ttft_ms: null,
-    safety_mode: null,
-    safety_verdict: null,
-    safety_categories: null,
-    safety_ms: null,
-  };
+function record(subject: LedgerSubject, tokens: number) {
+  return callRecord({ account_id: subject.accountId, key_id: subject.keyId, prompt_tokens: tokens });
 }
 
 /** The finisher's order: the record (ending the hold in the store), then the settle. */

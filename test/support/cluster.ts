@@ -58,6 +58,8 @@ export interface Cluster {
   redis: { url: string; prefix: string } | undefined;
   /** the load target: requests spread over the live instances */
   target: LoadTarget;
+  /** the holds on a key in the store (journaled with Redis), of every instance: how many, how many tokens */
+  holds(keyId: string): Promise<{ count: number; tokens: number }>;
   /** starts one more instance */
   start(): Promise<GatewayProcess>;
   close(): Promise<void>;
@@ -183,6 +185,14 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     redis,
     target,
     start,
+    async holds(keyId) {
+      const row = await store.db
+        .selectFrom("ledger_reservations")
+        .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.sum<number>("tokens").as("t")])
+        .where("key_id", "=", keyId)
+        .executeTakeFirstOrThrow();
+      return { count: Number(row.n), tokens: Number(row.t ?? 0) };
+    },
     async close() {
       await Promise.all(instances.map((i) => i.stop()));
       await inspector.stop().catch(() => undefined);

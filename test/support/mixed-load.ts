@@ -72,6 +72,16 @@ function pickKind(point: number): RequestKind {
   return REQUEST_KINDS[0];
 }
 
+/** The invariant suites' subjects: 4 accounts of 3 keys, small quotas of 600 and limits of 300. */
+export const INVARIANT_SUBJECTS = {
+  accounts: 4,
+  keysPerAccount: 3,
+  smallQuota: 600,
+  smallLimit: 300,
+} as const;
+/** The invariant suites' upstream: quick, streams a chunk every 2 ms, keeps no requests. */
+export const INVARIANT_UPSTREAM = { latencyMs: 5, chunkDelayMs: 2, record: false } as const;
+
 /** The plan whose quota is small: its accounts have no quota of their own (quota_tokens null). */
 export const SMALL_PLAN = "small";
 

@@ -5,8 +5,8 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { createServer } from "node:net";
 import { Redis } from "ioredis";
+import { freePort } from "./listen.ts";
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -69,16 +69,6 @@ export async function dropRedisKeys(url: string, prefix: string): Promise<void> 
 
 /** Flushes what a gateway keeps under its prefix, as FLUSHALL would for it alone. */
 export const flushRedisKeys = dropRedisKeys;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
-}
 
 export interface RedisServer {
   url: string;
