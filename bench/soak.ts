@@ -1,17 +1,22 @@
 // `npm run soak`: the invariant suite's mixed load (test/support/mixed-load.ts) at soak size,
 // 10,000 requests through a pool of 64 in flight by default, against a real gateway on
 // loopback with a fresh SQLite store (or its own PostgreSQL database, dropped afterwards)
-// and the mock upstream. Prints the figures and the invariant check; exits 1 on any
-// violation. Not part of `npm test`.
+// and the mock upstream, which counts prompt tokens as a chat template does. With
+// --instances N, N gateway processes (`node src/main.ts serve`) share one PostgreSQL store
+// (and Redis, by default) and the load is spread over them. Prints the figures and the
+// invariant check; exits 1 on any violation. Not part of `npm test`.
 //
-//   node bench/soak.ts [--requests 10000] [--concurrency 64] [--store sqlite|postgres] [--seed N]
+//   node bench/soak.ts [--requests 10000] [--concurrency 64] [--store sqlite|postgres|postgres+redis]
+//                      [--instances 1] [--seed N]
 //
-// The gateway, the mock upstream and the load all run in this one process, so the peak RSS
-// printed is theirs together.
+// With one instance the gateway, the mock upstream and the load run in this one process, so
+// the peak RSS printed is theirs together; with several, each gateway's is printed too.
 import { parseArgs } from "node:util";
-import { startTestGateway, type TestGateway } from "../test/support/gateway.ts";
+import { type Cluster, startCluster } from "../test/support/cluster.ts";
+import { type StoreKind, startTestGateway, type TestGateway } from "../test/support/gateway.ts";
 import {
   loadConfig,
+  loadTarget,
   type MixedLoadResult,
   REQUEST_KINDS,
   runMixedLoad,
@@ -20,13 +25,17 @@ import {
   summarize,
 } from "../test/support/mixed-load.ts";
 import { type MockUpstream, startMockUpstream } from "../test/support/mock-openai-upstream.ts";
+import { statusKb } from "./proc-stats.ts";
 
 const USAGE = `usage: node bench/soak.ts [options]
 
   --requests N      requests to send                      (default 10000)
   --concurrency N   requests in flight at once            (default 64)
-  --store S         sqlite or postgres                    (default sqlite; postgres uses TEST_PG_ADMIN_URL
-                    or postgres://postgres@127.0.0.1:5432/postgres to create and drop its own database)
+  --store S         sqlite, postgres or postgres+redis    (default sqlite, or postgres+redis with --instances;
+                    postgres uses TEST_PG_ADMIN_URL or postgres://postgres@127.0.0.1:5432/postgres to create
+                    and drop its own database; Redis is TEST_REDIS_URL or redis://127.0.0.1:6379, under a
+                    key prefix of its own)
+  --instances N     gateway processes sharing the store   (default 1: the gateway in this process)
   --seed N          the PRNG seed of the mix              (default: random, printed)
   --accounts N      accounts                              (default 8)
   --keys N          keys per account                      (default 4)`;
@@ -34,7 +43,8 @@ const USAGE = `usage: node bench/soak.ts [options]
 interface SoakOptions {
   requests: number;
   concurrency: number;
-  store: "sqlite" | "postgres";
+  store: StoreKind;
+  instances: number;
   seed: number;
   accounts: number;
   keys: number;
@@ -58,16 +68,22 @@ function parseOptions(argv: string[]): SoakOptions | undefined {
       seed: { type: "string" },
       accounts: { type: "string" },
       keys: { type: "string" },
+      instances: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
   if (values.help) return undefined;
-  const store = values.store ?? "sqlite";
-  if (store !== "sqlite" && store !== "postgres") throw new Error("--store must be sqlite or postgres");
+  const instances = int("--instances", values.instances, 1, 1, 16);
+  const store = values.store ?? (instances > 1 ? "postgres+redis" : "sqlite");
+  if (store !== "sqlite" && store !== "postgres" && store !== "postgres+redis")
+    throw new Error("--store must be sqlite, postgres or postgres+redis");
+  if (instances > 1 && store === "sqlite")
+    throw new Error("several instances share a PostgreSQL store: --store postgres or postgres+redis");
   return {
     requests: int("--requests", values.requests, 10_000, 1, 1_000_000),
     concurrency: int("--concurrency", values.concurrency, 64, 1, 1_000),
     store,
+    instances,
     seed: seedFrom(values.seed),
     accounts: int("--accounts", values.accounts, 8, 1, 1_000),
     keys: int("--keys", values.keys, 4, 1, 100),
@@ -90,11 +106,18 @@ function stats(values: number[]): string {
   return `min ${fmt(sorted[0]!)}  median ${fmt(at(0.5))}  max ${fmt(sorted[sorted.length - 1]!)}`;
 }
 
-function printFigures(options: SoakOptions, result: MixedLoadResult, peakRssKb: number): void {
+function printFigures(
+  options: SoakOptions,
+  result: MixedLoadResult,
+  peakRssKb: number,
+  gatewaysPeakKb: number[],
+): void {
   const { report, outcomes, durationMs } = result;
   const { byKind, byLabel, byRecord } = summarize(result);
   log();
-  log(`soak: ${fmt(options.requests)} requests, ${options.concurrency} in flight, store ${options.store}`);
+  log(
+    `soak: ${fmt(options.requests)} requests, ${options.concurrency} in flight, store ${options.store}, ${options.instances} instance${options.instances > 1 ? "s" : ""}`,
+  );
   log(`seed ${result.seed}  (node bench/soak.ts --seed ${result.seed} replays the mix)`);
   log(
     `duration ${(durationMs / 1000).toFixed(1)} s   ${(outcomes.length / (durationMs / 1000)).toFixed(0)} req/s`,
@@ -143,8 +166,14 @@ function printFigures(options: SoakOptions, result: MixedLoadResult, peakRssKb: 
   log(`invariant violations: ${report.violations.length}`);
   for (const v of report.violations.slice(0, 30)) log(`  - ${v}`);
   if (report.violations.length > 30) log(`  … and ${report.violations.length - 30} more`);
+  const overrun = report.records.reduce((sum, r) => sum + (r.overrun_tokens ?? 0), 0);
+  log(`overrun tokens (reported beyond the reservation): ${fmt(overrun)}`);
   log();
-  log(`peak RSS (gateway + mock + load, one process): ${(peakRssKb / 1024).toFixed(0)} MB`);
+  if (gatewaysPeakKb.length)
+    log(
+      `peak RSS: load + mock ${(peakRssKb / 1024).toFixed(0)} MB; gateways ${gatewaysPeakKb.map((kb) => `${(kb / 1024).toFixed(0)} MB`).join(", ")}`,
+    );
+  else log(`peak RSS (gateway + mock + load, one process): ${(peakRssKb / 1024).toFixed(0)} MB`);
 }
 
 async function main(): Promise<number> {
@@ -166,19 +195,30 @@ async function main(): Promise<number> {
 
   let upstream: MockUpstream | undefined;
   let gw: TestGateway | undefined;
+  let cluster: Cluster | undefined;
   let result: MixedLoadResult;
+  const gatewaysPeakKb: number[] = [];
   try {
-    upstream = await startMockUpstream({ latencyMs: 2, chunkDelayMs: 1, record: false });
-    gw = await startTestGateway({
-      upstream,
-      store: options.store,
-      config: loadConfig(upstream, { smallPlanQuota: smallQuota }),
+    upstream = await startMockUpstream({
+      latencyMs: 2,
+      chunkDelayMs: 1,
+      record: false,
+      promptCount: "template",
     });
+    const config = loadConfig(upstream, { smallPlanQuota: smallQuota });
+    if (options.instances > 1)
+      cluster = await startCluster({
+        instances: options.instances,
+        upstream,
+        redis: options.store === "postgres+redis",
+        config,
+      });
+    else gw = await startTestGateway({ upstream, store: options.store, config });
     process.stderr.write(
-      `soak: seed ${options.seed}, ${options.requests} requests, ${options.concurrency} in flight, ${options.store}\n`,
+      `soak: seed ${options.seed}, ${options.requests} requests, ${options.concurrency} in flight, ${options.store}, ${options.instances} instance(s)\n`,
     );
     const step = Math.max(1, Math.floor(options.requests / 10));
-    result = await runMixedLoad(gw, {
+    result = await runMixedLoad(cluster ? cluster.target : loadTarget(gw!), {
       seed: options.seed,
       requests: options.requests,
       concurrency: options.concurrency,
@@ -191,11 +231,13 @@ async function main(): Promise<number> {
         if (n % step === 0) process.stderr.write(`  ${n} / ${options.requests}\n`);
       },
     });
+    for (const i of cluster?.instances ?? []) gatewaysPeakKb.push(statusKb(i.child.pid!, "VmHWM"));
   } finally {
     await gw?.close();
+    await cluster?.close();
     await upstream?.close();
   }
-  printFigures(options, result, process.resourceUsage().maxRSS);
+  printFigures(options, result, process.resourceUsage().maxRSS, gatewaysPeakKb);
   return result.report.violations.length ? 1 : 0;
 }
 

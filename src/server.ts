@@ -13,8 +13,7 @@ import { ConfigError } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
 import type { GatewayDeps } from "./http/deps.ts";
 import { LiveUsagePublisher } from "./ledger/live-usage.ts";
-import { MemoryLedger } from "./ledger/memory-ledger.ts";
-import { RateLimiter } from "./ledger/rate-limiter.ts";
+import { ledgerSetup } from "./ledger/setup.ts";
 import { createLogger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { Registry } from "./providers/registry.ts";
@@ -118,22 +117,23 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
 
   const metrics = new Metrics();
   const registry = new Registry(config, created, env);
-  const ledger = new MemoryLedger();
+  const instanceId = randomUUID();
+  const shared = ledgerSetup(config, store, logger, instanceId);
+  const { ledger, rates } = shared;
   const keys = new KeyCache(store.db);
   const records = new RecordWriter(store.db, {
     onError: (err, attempt) => {
       metrics.recordWriteErrors.inc();
       logger.error({ err, attempt }, "could not commit call records");
     },
+    holds: shared.holds,
   });
-  const rates = new RateLimiter();
   const safety = new SafetyPolicy(
     config.safety,
     buildReviewers(config.safety.reviewers, { registry, env }),
     metrics,
   );
-  const finisher = new CallFinisher({ records, metrics, logger });
-  const instanceId = randomUUID();
+  const finisher = new CallFinisher({ records, metrics, logger, registry });
   const routing = await startRouting(config, { db: store.db, metrics, logger, instanceId });
   const relay = new Relay({
     registry,
@@ -168,6 +168,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     onError: (err) => logger.warn({ err }, "could not read the store's revision"),
   });
   await watcher.start();
+  await shared.start();
   const live = new LiveUsagePublisher(store.db, ledger, rates, {
     instanceId,
     onError: (err) => logger.warn({ err }, "could not publish live usage"),
@@ -208,6 +209,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       // sockets close, which is what app.close() waits for: wait for them, then flush.
       await relay.drain();
       await records.flush();
+      await shared.stop().catch((err) => logger.warn({ err }, "could not give up the ledger lease"));
       await retention.stop();
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
       await routing.close();

@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import OpenAI, { BadRequestError, NotFoundError, RateLimitError } from "openai";
-import { promptReservation } from "../src/providers/prompt-bound.ts";
-import { countPromptTokens } from "../src/tokens/count.ts";
+import { parseChatRequest } from "../src/apis/chat-completions/request.ts";
+import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { parseStream, until } from "./support/stream-assertions.ts";
@@ -265,7 +265,8 @@ describe("audit fixes", () => {
       await gw.gateway.deps.records.flush();
       const row = await gw.record(res.headers.get("x-request-id")!);
       assert.equal(row.status, "client_disconnect");
-      const reserved = promptReservation(countPromptTokens(messages)) + 10;
+      const reserved =
+        promptUpperBound(parseChatRequest({ model: TEST_MODEL, messages }), DEFAULT_PROMPT_OVERHEADS) + 10;
       assert.ok(row.total_tokens <= reserved, `charged ${row.total_tokens}, reserved ${reserved}`);
       assert.ok(row.completion_tokens > 0, "what was delivered is still charged");
     });
@@ -345,7 +346,8 @@ describe("audit fixes", () => {
         assert.ok(rows[0]!.completion_tokens > 0, "what was delivered is charged");
         // the whole answer would be about 10^8 tokens; what was delivered is charged, capped
         // at the reservation (the words are long, so the local estimate runs high)
-        const reserved = promptReservation(countPromptTokens(JSON.parse(body).messages)) + 200_000;
+        const reserved =
+          promptUpperBound(parseChatRequest(JSON.parse(body)), DEFAULT_PROMPT_OVERHEADS) + 200_000;
         assert.ok(
           rows[0]!.total_tokens <= reserved,
           `${rows[0]!.total_tokens} charged, ${reserved} reserved`,

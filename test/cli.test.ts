@@ -19,6 +19,8 @@ const MIGRATIONS = [
   "006-uncharged-tokens",
   "007-cache-tokens",
   "008-attempts",
+  "009-overruns",
+  "010-shared-ledger",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";

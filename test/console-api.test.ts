@@ -10,6 +10,7 @@ import { updateAccount } from "../src/accounts/repository.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "../src/records/days.ts";
 import { RECORD_FIELDS } from "../src/records/queries.ts";
 import type { CallRecord } from "../src/records/writer.ts";
+import { callRecord } from "./support/call-record.ts";
 import {
   type ConsoleSession,
   type StoreKind,
@@ -81,34 +82,16 @@ function csvText(value: unknown): string {
 function fabricated(
   overrides: Partial<CallRecord> & Pick<CallRecord, "request_id" | "created_at">,
 ): CallRecord {
-  return {
-    account_id: null,
-    key_id: null,
+  return callRecord({
     public_model: TEST_MODEL,
     upstream_model: "mock-model",
     provider: "mock",
     params: '{"temperature":0.2}',
-    stream: 0,
-    status: "ok",
-    http_status: 200,
-    error_code: null,
     prompt_tokens: 3,
     completion_tokens: 4,
-    total_tokens: 7,
-    uncharged_tokens: 0,
-    cached_tokens: 0,
-    cache_write_tokens: 0,
-    reasoning_tokens: 0,
-    attempts: null,
-    usage_source: "upstream",
     latency_ms: 9,
-    ttft_ms: null,
-    safety_mode: null,
-    safety_verdict: null,
-    safety_categories: null,
-    safety_ms: null,
     ...overrides,
-  };
+  });
 }
 
 for (const store of STORES) {

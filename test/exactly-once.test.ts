@@ -86,6 +86,25 @@ async function secondConnection(gw: TestGateway): Promise<SecondConnection> {
   };
 }
 
+/**
+ * The ledger's counters of a key or account once the gateway closed its store: an in-process
+ * ledger's own, or a shared ledger's, read from the store with a connection of the test's own.
+ */
+async function ledgerAfterClose(
+  gw: TestGateway,
+  conn: SecondConnection,
+  kind: "key" | "account",
+  id: string,
+) {
+  const { ledger } = gw.gateway.deps;
+  if (!ledger.inspect) return kind === "key" ? ledger.key(id) : ledger.account(id);
+  const [row] = (await conn.all(
+    `select used_tokens, reserved_tokens from ${kind === "key" ? "api_keys" : "accounts"} where id = ?`,
+    [id],
+  )) as { used_tokens: number; reserved_tokens: number }[];
+  return row && { used: Number(row.used_tokens), reserved: Number(row.reserved_tokens) };
+}
+
 /** The store really fails: from another connection, the records' table is renamed away and back. */
 async function storeOutage(gw: TestGateway) {
   const conn = await secondConnection(gw);
@@ -166,8 +185,8 @@ async function assertBooks(gw: TestGateway, key: Key, gap: Gap = NO_GAP, storeDo
       "account: records add up to the counter",
     );
   }
-  const lk = ledger.key(key.keyId);
-  const la = ledger.account(key.accountId);
+  const lk = await gw.ledger("key", key.keyId);
+  const la = await gw.ledger("account", key.accountId);
   assert.ok(lk && la, "the ledger knows the key and the account");
   assert.equal(lk.reserved, 0, "nothing held for the key");
   assert.equal(la.reserved, 0, "nothing held for the account");
@@ -182,8 +201,7 @@ async function assertBooks(gw: TestGateway, key: Key, gap: Gap = NO_GAP, storeDo
 
 /** A normal call on the key after the failure: answered, recorded, and charged exactly its usage. */
 async function assertKeyStillWorks(gw: TestGateway, key: Key, gap: Gap = NO_GAP): Promise<void> {
-  const { ledger } = gw.gateway.deps;
-  const ledgerBefore = ledger.key(key.keyId)!.used;
+  const ledgerBefore = (await gw.ledger("key", key.keyId))!.used;
   const storedBefore = await stored(gw, "api_keys", key.keyId);
   const messages: Message[] = [{ role: "user", content: "all good now mock:tokens=5" }];
   const reply = await post(gw, key.secret, { model: TEST_MODEL, messages });
@@ -197,7 +215,11 @@ async function assertKeyStillWorks(gw: TestGateway, key: Key, gap: Gap = NO_GAP)
     .executeTakeFirstOrThrow();
   assert.equal(row.status, "ok");
   assert.equal(row.total_tokens, usage.total_tokens);
-  assert.equal(ledger.key(key.keyId)!.used, ledgerBefore + usage.total_tokens, "charged once, in the ledger");
+  assert.equal(
+    (await gw.ledger("key", key.keyId))!.used,
+    ledgerBefore + usage.total_tokens,
+    "charged once, in the ledger",
+  );
   assert.equal(
     await stored(gw, "api_keys", key.keyId),
     storedBefore + usage.total_tokens,
@@ -605,17 +627,20 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
           ) === 30,
         "all 30 calls are recorded",
       );
-      const { ledger } = gw.gateway.deps;
       for (const key of keys) {
         assert.equal(
-          ledger.key(key.keyId)?.used,
+          (await gw.ledger("key", key.keyId))?.used,
           first.perKey.get(key.keyId),
           "ledger (key) = the calls' charges",
         );
         await assertBooks(gw, key);
       }
       for (const account of accounts)
-        assert.equal(ledger.account(account)?.used, first.perAccount.get(account), "ledger (account)");
+        assert.equal(
+          (await gw.ledger("account", account))?.used,
+          first.perAccount.get(account),
+          "ledger (account)",
+        );
 
       // Batch 2: the same mix while no record can be committed.
       const storedBefore = await Promise.all(keys.map((k) => stored(gw, "api_keys", k.keyId)));
@@ -642,13 +667,21 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
           "nothing recorded in the outage",
         );
         const expected = first.perKey.get(key.keyId)! + second.perKey.get(key.keyId)!;
-        assert.equal(ledger.key(key.keyId)?.used, expected, "ledger (key) = every call's charge, once");
+        assert.equal(
+          (await gw.ledger("key", key.keyId))?.used,
+          expected,
+          "ledger (key) = every call's charge, once",
+        );
         await assertBooks(gw, key, gapOf(key));
       }
       for (const account of accounts) {
         const expected = first.perAccount.get(account)! + second.perAccount.get(account)!;
-        assert.equal(ledger.account(account)?.used, expected, "ledger (account) = every call's charge, once");
-        assert.equal(ledger.account(account)?.reserved, 0);
+        assert.equal(
+          (await gw.ledger("account", account))?.used,
+          expected,
+          "ledger (account) = every call's charge, once",
+        );
+        assert.equal((await gw.ledger("account", account))?.reserved, 0);
       }
       assert.equal(
         (await Promise.all(keys.map((k) => gw.recorded("key_id", k.keyId)))).reduce((s, r) => s + r.calls, 0),
@@ -711,11 +744,14 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
         const total = streamUsage.total_tokens + jsonUsage.total_tokens;
         const { ledger } = gw.gateway.deps;
         assert.equal(ledger.openReservations(), 0);
-        assert.deepEqual(ledger.key(keyId), { used: total, reserved: 0 });
-        assert.deepEqual(ledger.account(accountId), { used: total, reserved: 0 });
 
         // the gateway's store is closed: read what it left with a connection of our own
         conn = await secondConnection(gw);
+        assert.deepEqual(await ledgerAfterClose(gw, conn, "key", keyId), { used: total, reserved: 0 });
+        assert.deepEqual(await ledgerAfterClose(gw, conn, "account", accountId), {
+          used: total,
+          reserved: 0,
+        });
         const rows = await conn.all(
           "select request_id, status, http_status, stream, total_tokens from call_records where key_id = ? order by stream",
           [keyId],
@@ -787,9 +823,13 @@ for (const store of ["sqlite", "postgres"] as const satisfies readonly StoreKind
         const { ledger } = gw.gateway.deps;
         const charged = countPromptTokens(streamMessages) + 2 + countPromptTokens(jsonMessages);
         assert.equal(ledger.openReservations(), 0);
-        assert.deepEqual(ledger.key(keyId), { used: charged, reserved: 0 }, "the prompts and 2 words, once");
-
         conn = await secondConnection(gw);
+        assert.deepEqual(
+          await ledgerAfterClose(gw, conn, "key", keyId),
+          { used: charged, reserved: 0 },
+          "the prompts and 2 words, once",
+        );
+
         const rows = await conn.all(
           "select stream, prompt_tokens, completion_tokens from call_records where key_id = ? order by stream",
           [keyId],

@@ -17,7 +17,7 @@ import type { ConfigInput } from "../src/config/schema.ts";
 import type { AttemptRecord } from "../src/records/draft.ts";
 import { runCli } from "./support/cli.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
-import { closedPort } from "./support/listen.ts";
+import { freePort } from "./support/listen.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { parseStream as parseEvents, until } from "./support/stream-assertions.ts";
 
@@ -179,7 +179,7 @@ describe("routing: failover before the first byte", () => {
   before(async () => {
     a = await startMockUpstream();
     b = await startMockUpstream();
-    refusedPort = await closedPort();
+    refusedPort = await freePort();
     r = await routed(
       [
         mockProvider("a", a.url, { first_byte_ms: 600 }),
@@ -591,7 +591,7 @@ describe("routing: every deployment down", () => {
   test("502 with the last cause, sanitised; 504 when the last failure was a timeout; nothing charged", async () => {
     const a = await startMockUpstream();
     const b = await startMockUpstream();
-    const refused = await closedPort();
+    const refused = await freePort();
     try {
       a.setDirectives("mock:status=503");
       b.setDirectives("mock:status=500");

@@ -13,7 +13,7 @@ import { Worker } from "node:worker_threads";
 import type { ConfigInput } from "../src/config/schema.ts";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
-import { closedPort } from "./support/listen.ts";
+import { freePort } from "./support/listen.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { storeSuite } from "./support/postgres.ts";
 import { mockPromptTokens, parseStream, type Stream, until } from "./support/stream-assertions.ts";
@@ -123,7 +123,7 @@ for (const store of ["sqlite", "postgres"] as const) {
       upstream = await startMockUpstream();
       slow = await startMockUpstream({ chunkDelayMs: 40 });
       unaccepting = await startUnacceptingListener();
-      const refusedPort = await closedPort();
+      const refusedPort = await freePort();
       const base = testConfig(upstream);
       const models = [STRICT_MODEL, TOTAL_MODEL, REFUSED_MODEL, CONNECT_MODEL];
       const config: Partial<ConfigInput> = {
@@ -213,9 +213,13 @@ for (const store of ["sqlite", "postgres"] as const) {
         .executeTakeFirstOrThrow();
       assert.equal(Number(sum.t ?? 0), key.used_tokens, "the key's records add up to its stored counter");
       assert.equal(account.used_tokens, key.used_tokens, "the account's only key carries its consumption");
-      assert.deepEqual(ledger.key(keyId), { used: key.used_tokens, reserved: 0 }, "ledger (key) = store");
       assert.deepEqual(
-        ledger.account(accountId),
+        await gw.ledger("key", keyId),
+        { used: key.used_tokens, reserved: 0 },
+        "ledger (key) = store",
+      );
+      assert.deepEqual(
+        await gw.ledger("account", accountId),
         { used: account.used_tokens, reserved: 0 },
         "ledger (account)",
       );

@@ -92,7 +92,7 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
       const account = await findAccount(db, positionals[0]!);
       const keys = await listKeys(db, account.id);
       const base = accountView(ctx.config, account);
-      const live = await liveView(db, `account:${account.id}`);
+      const live = await liveView(await ctx.store(), `account:${account.id}`);
       const limits = ctx.config.plans.find((p) => p.id === account.plan_id)?.rate_limits.account;
       const v = {
         ...base,

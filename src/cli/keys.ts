@@ -25,7 +25,7 @@ async function keyDetail(ctx: CliContext, k: ApiKey) {
   const db = (await ctx.store()).db;
   const account = await findAccount(db, k.account_id);
   const plan = ctx.config.plans.find((p) => p.id === account.plan_id);
-  const live = await liveView(db, `key:${k.id}`);
+  const live = await liveView(await ctx.store(), `key:${k.id}`);
   const base = keyView(k);
   return {
     ...base,

@@ -1,12 +1,24 @@
 // Live figures for `accounts show` and `keys show`: what running gateways hold right now.
-import type { Kysely } from "kysely";
 import { readLive } from "../ledger/live-usage.ts";
 import { formatReset, type RateState } from "../ledger/rate-limiter.ts";
-import type { Database } from "../store/schema.ts";
+import type { Store } from "../store/db.ts";
 
-export async function liveView(db: Kysely<Database>, subject: string) {
-  const live = await readLive(db, subject);
-  return { reserved_tokens: live.reserved_tokens, rate_windows: live.windows };
+/**
+ * What calls in flight hold and the rate windows. On PostgreSQL the holds of every instance
+ * are in the store (ledger_reservations, whether the ledger is PostgreSQL's or Redis's): exact
+ * and current. On SQLite (one process) they are what that process last published.
+ */
+export async function liveView(store: Store, subject: `key:${string}` | `account:${string}`) {
+  const live = await readLive(store.db, subject);
+  if (store.dialect !== "postgres")
+    return { reserved_tokens: live.reserved_tokens, rate_windows: live.windows };
+  const [kind, id] = subject.split(":") as ["key" | "account", string];
+  const row = await store.db
+    .selectFrom("ledger_reservations")
+    .select((eb) => eb.fn.sum<number>("tokens").as("tokens"))
+    .where(kind === "key" ? "key_id" : "account_id", "=", id)
+    .executeTakeFirst();
+  return { reserved_tokens: Number(row?.tokens ?? 0), rate_windows: live.windows };
 }
 
 /** "rpm 58/60 (full in 2s), tpm 1000/1000" for the human output */

@@ -40,6 +40,9 @@ server:
   allowed_hosts: [Gateway.Example.com]
 store:
   data_dir: /var/lib/gateway
+ledger:
+  wait_ms: 2500
+  lease_ms: 9000
 log_level: warn
 default_plan: starter
 metrics:
@@ -65,6 +68,8 @@ models:
     upstream_model: gpt-4o-mini-2024-07-18
     owned_by: openai
     max_output_tokens: 1024
+    prompt_overhead:
+      image: 48169
 plans:
   - id: starter
     quota_tokens: 100000
@@ -143,6 +148,7 @@ describe("loadConfig: embedded defaults", () => {
     });
     assert.deepEqual(c.metrics, {});
     assert.deepEqual(c.store, { data_dir: "./data", redis_prefix: "gateway:" });
+    assert.deepEqual(c.ledger, { wait_ms: 5_000, lease_ms: 15_000 });
     assert.equal(c.log_level, "info");
     assert.equal(c.models[0]!.max_output_tokens, 4096);
   });
@@ -177,6 +183,7 @@ describe("loadConfig: the YAML file", () => {
     });
     assert.deepEqual(c.metrics, { token_env: "METRICS_TOKEN" });
     assert.deepEqual(c.store, { data_dir: "/var/lib/gateway", redis_prefix: "gateway:" });
+    assert.deepEqual(c.ledger, { wait_ms: 2500, lease_ms: 9000 });
     assert.equal(c.log_level, "warn");
     assert.equal(c.default_plan, "starter");
     const openai = c.providers[1]!;
@@ -200,6 +207,14 @@ describe("loadConfig: the YAML file", () => {
       max_output_tokens: 1024,
       routing: "weighted",
       fallbacks: [],
+      prompt_overhead: {
+        per_request: 32,
+        per_message: 8,
+        tools: 256,
+        image: 48_169,
+        audio: 4096,
+        file: 16_384,
+      },
     });
     assert.equal(c.models[0]!.max_output_tokens, 4096);
     assert.deepEqual(
@@ -570,10 +585,19 @@ describe("loadConfig: environment overrides", () => {
     );
   });
 
-  test("REDIS_URL sets store.redis_url; one that is not redis:// is refused, naming the variable", () => {
-    assert.equal(loadConfig({ REDIS_URL: "redis://cache:6379/0" }).store.redis_url, "redis://cache:6379/0");
-    const m = failure({ REDIS_URL: "http://cache:6379" });
-    assert.match(m, /environment: REDIS_URL \(store\.redis_url\)/);
+  test("REDIS_URL sets store.redis_url, beside DATABASE_URL", () => {
+    const c = loadConfig({ DATABASE_URL: "postgres://db/gw", REDIS_URL: "redis://cache:6379/0" }, file(FULL));
+    assert.equal(c.store.redis_url, "redis://cache:6379/0");
+    assert.equal(c.store.database_url, "postgres://db/gw");
+  });
+
+  test("Redis without PostgreSQL, or a REDIS_URL that is not redis://, is refused", () => {
+    assert.match(
+      failure({ REDIS_URL: "redis://cache:6379" }),
+      /^environment: REDIS_URL \(store\.redis_url\): .*set database_url too$/m,
+    );
+    const m = failure({ DATABASE_URL: "postgres://db/gw", REDIS_URL: "http://cache" });
+    assert.match(m, /^environment: REDIS_URL \(store\.redis_url\): must be a redis:\/\//m);
   });
 
   test("a DATABASE_URL that is not postgres:// is refused, naming the variable", () => {

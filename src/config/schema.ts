@@ -3,10 +3,28 @@
 import { z } from "zod";
 import { providerSchema } from "../providers/catalog.ts";
 import { outputBoundField } from "../providers/config-fields.ts";
+import { DEFAULT_PROMPT_OVERHEADS } from "../providers/prompt-bound.ts";
 import { modelDeployments } from "./deployments.ts";
 import { configId as id } from "./id.ts";
 
 const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+
+/**
+ * What the model's chat template adds to the bytes of the texts, and what a non-text part can
+ * cost: the reservation's prompt bound (src/providers/prompt-bound.ts documents the defaults).
+ */
+const promptOverheadSchema = z
+  .object({
+    per_request: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.per_request),
+    per_message: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.per_message),
+    tools: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.tools),
+    image: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.image),
+    audio: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.audio),
+    file: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.file),
+  })
+  .strict()
+  .prefault({});
 
 /** One place a public model can be answered from: a provider and its name for the model. */
 export const deploymentSchema = z
@@ -42,6 +60,8 @@ export const modelSchema = z
     max_output_tokens: positiveInt.default(4096),
     /** the field the output bound is sent upstream in, where the provider's setting is not right for this model */
     output_bound_field: outputBoundField.optional(),
+    /** template overheads of the reservation's prompt bound */
+    prompt_overhead: promptOverheadSchema,
   })
   .strict();
 
@@ -268,13 +288,28 @@ export const configSchema = z
           .string()
           .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
           .optional(),
-        /** redis://… shared by every instance: routing cooldowns (env REDIS_URL) */
+        /** redis://… (or rediss://) shared by every instance: the ledger, rate limits and routing cooldowns (env REDIS_URL) */
         redis_url: z
           .string()
           .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
           .optional(),
-        /** prefix of every Redis key the gateway writes, so instances of one deployment share them */
-        redis_prefix: z.string().max(64).default("gateway:"),
+        /** the prefix of every key the gateway keeps in Redis, so several gateways can share one */
+        redis_prefix: z.string().min(1).max(100).default("gateway:"),
+      })
+      .strict()
+      .prefault({}),
+    ledger: z
+      .object({
+        /**
+         * how long a request that fits only once calls in flight settle waits for them (first
+         * come, first served) before it is refused; 0: refused at once
+         */
+        wait_ms: z.number().int().nonnegative().max(600_000).default(5_000),
+        /**
+         * shared ledger (PostgreSQL): how long an instance's holds outlive its last renewal;
+         * a crashed instance's holds are released by the others within this and a third of it
+         */
+        lease_ms: z.number().int().min(300).max(300_000).default(15_000),
       })
       .strict()
       .prefault({}),
@@ -380,6 +415,12 @@ export const configSchema = z
         code: "custom",
         path: ["server", "headers_timeout_ms"],
         message: "must not be longer than server.request_timeout_ms",
+      });
+    if (cfg.store.redis_url && !cfg.store.database_url)
+      ctx.addIssue({
+        code: "custom",
+        path: ["store", "redis_url"],
+        message: "Redis shares the ledger between instances on one PostgreSQL store: set database_url too",
       });
     if (!cfg.plans.some((p) => p.id === cfg.default_plan))
       ctx.addIssue({

@@ -75,6 +75,22 @@ export const catalog = {
     "the account's token quota cannot cover the request",
     "never",
   ),
+  limit_held: entry(
+    429,
+    "tokens",
+    "tokens_held",
+    "The tokens left under this API key's limit or the account's quota are held by calls still in flight. Retry after the time in the retry-after header.",
+    "the request fits what consumption leaves, but calls still in flight hold those tokens and did not settle within `ledger.wait_ms` (the message says how many are left)",
+    1,
+  ),
+  ledger_unavailable: entry(
+    503,
+    "dev_gateway_error",
+    "ledger_unavailable",
+    "The gateway cannot reach the shared ledger, so it admits no call. Retry later.",
+    "the store or Redis holding the shared quota ledger and rate limits is unreachable; nothing was sent upstream or charged",
+    1,
+  ),
   rate_limited_requests: entry(
     429,
     "requests",

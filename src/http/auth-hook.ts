@@ -20,10 +20,15 @@ export function authHook(deps: GatewayDeps) {
     }
     if (key.disabled) throw new GatewayError("key_disabled");
     if (account.disabled) throw new GatewayError("account_disabled");
-    if (key.limit_tokens !== null && (deps.ledger.key(key.id)?.used ?? key.used_tokens) >= key.limit_tokens)
+    // Both figures are consumption as some moment saw it (the ledger's view, the key as last
+    // loaded); the larger is the later. Refusing here spares reading the body; the hold decides.
+    if (
+      key.limit_tokens !== null &&
+      Math.max(deps.ledger.key(key.id)?.used ?? 0, key.used_tokens) >= key.limit_tokens
+    )
       throw new GatewayError("key_limit_exceeded");
     const quota = account.quota_tokens ?? deps.registry.plan(account.plan_id)?.quota_tokens ?? 0;
-    if ((deps.ledger.account(account.id)?.used ?? account.used_tokens) >= quota)
+    if (Math.max(deps.ledger.account(account.id)?.used ?? 0, account.used_tokens) >= quota)
       throw new GatewayError("quota_exceeded");
     request.auth = found;
   };

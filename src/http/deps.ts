@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { KeyCache } from "../auth/key-cache.ts";
 import type { Config } from "../config/schema.ts";
-import type { RateLimiter } from "../ledger/rate-limiter.ts";
+import type { RateLimits } from "../ledger/rate-limiter.ts";
 import type { Ledger } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry } from "../providers/registry.ts";
@@ -16,7 +16,7 @@ export interface GatewayDeps {
   store: Store;
   registry: Registry;
   ledger: Ledger;
-  rates: RateLimiter;
+  rates: RateLimits;
   keys: KeyCache;
   records: RecordWriter;
   relay: Relay;

@@ -4,7 +4,7 @@
 // sum the fresh ones.
 import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.ts";
-import type { RateLimiter, RateState, RateSubject } from "./rate-limiter.ts";
+import type { RateLimits, RateState, RateSubject } from "./rate-limiter.ts";
 import type { Ledger } from "./types.ts";
 
 /** rows older than this belong to an instance that stopped; readers ignore them */
@@ -13,7 +13,7 @@ const LIVE_FRESH_MS = 5_000;
 export class LiveUsagePublisher {
   readonly #db: Kysely<Database>;
   readonly #ledger: Ledger;
-  readonly #rates: RateLimiter;
+  readonly #rates: RateLimits;
   readonly #instanceId: string;
   readonly #onError: (err: unknown) => void;
   /** subjects last published as busy (something reserved or a window not full): publish again */
@@ -24,7 +24,7 @@ export class LiveUsagePublisher {
   constructor(
     db: Kysely<Database>,
     ledger: Ledger,
-    rates: RateLimiter,
+    rates: RateLimits,
     options: { instanceId: string; onError: (err: unknown) => void },
   ) {
     this.#db = db;
@@ -51,19 +51,20 @@ export class LiveUsagePublisher {
     if (!subjects.size) return;
     const now = Date.now();
     this.#busy = new Map();
-    const rows = [...subjects.values()].map((s) => {
+    const rows = [];
+    for (const s of subjects.values()) {
       const [kind, id] = s.id.split(":") as ["key" | "account", string];
       const reserved = (kind === "key" ? this.#ledger.key(id) : this.#ledger.account(id))?.reserved ?? 0;
-      const windows = this.#rates.windows(s);
+      const windows = await this.#rates.windows(s);
       if (reserved > 0 || !full(windows)) this.#busy.set(s.id, s);
-      return {
+      rows.push({
         instance_id: this.#instanceId,
         subject: s.id,
         reserved_tokens: reserved,
         windows: JSON.stringify(windows),
         updated_at: now,
-      };
-    });
+      });
+    }
     await this.#db
       .insertInto("live_usage")
       .values(rows)

@@ -32,13 +32,14 @@ describe("MemoryLedger", () => {
     assert.ok(second.ok);
     assert.equal(second.reservation.tokens, 50, "only the key's remaining 50 can be held");
     const third = await ledger.reserve(subject({ keyLimit: 150 }), 100, 10);
-    assert.deepEqual(third, { ok: false, reason: "key_limit", remaining: 0 });
+    // nothing is consumed yet: the 150 left are all held by the two calls in flight
+    assert.deepEqual(third, { ok: false, reason: "key_limit", remaining: 150, held: true });
   });
 
   it("names the account quota when it is the tighter limit", async () => {
     const ledger = new MemoryLedger();
     const r = await ledger.reserve(subject({ accountQuota: 50, keyLimit: 500 }), 100, 60);
-    assert.deepEqual(r, { ok: false, reason: "quota", remaining: 50 });
+    assert.deepEqual(r, { ok: false, reason: "quota", remaining: 50, held: false });
   });
 
   it("starts from the stored consumption the first time it meets an account or key", async () => {
@@ -52,6 +53,7 @@ describe("MemoryLedger", () => {
       ok: false,
       reason: "quota",
       remaining: 0,
+      held: false,
     });
   });
 
@@ -85,5 +87,104 @@ describe("MemoryLedger", () => {
     const granted = results.filter((r) => r.ok);
     assert.equal(granted.length, 11, "11 holds of 90 fit in 1000");
     assert.ok(ledger.key("key_1")!.reserved <= 1000);
+  });
+
+  describe("waiting for tokens held by calls in flight", () => {
+    it("a request that fits once a call settles waits for it instead of being refused", async () => {
+      const ledger = new MemoryLedger({ waitMs: 5_000 });
+      const first = await ledger.reserve(subject({ keyLimit: 100 }), 100, 50);
+      assert.ok(first.ok);
+      const waiting = ledger.reserve(subject({ keyLimit: 100 }), 100, 50);
+      let settled = false;
+      void waiting.then(() => {
+        settled = true;
+      });
+      await Promise.resolve();
+      assert.equal(settled, false, "it waits while the first call holds the whole limit");
+      await ledger.settle(first.reservation, 30);
+      const second = await waiting;
+      assert.ok(second.ok);
+      assert.equal(second.reservation.tokens, 70, "what the first call did not use");
+    });
+
+    it("is refused at once when consumption alone leaves no room, saying what remains", async () => {
+      const ledger = new MemoryLedger({ waitMs: 60_000 });
+      const first = await ledger.reserve(subject({ keyLimit: 100 }), 100, 10);
+      assert.ok(first.ok);
+      await ledger.settle(first.reservation, 95);
+      assert.deepEqual(await ledger.reserve(subject({ keyLimit: 100 }), 100, 10), {
+        ok: false,
+        reason: "key_limit",
+        remaining: 5,
+        held: false,
+      });
+    });
+
+    it("first come, first served: a later, smaller request does not pass one already waiting", async () => {
+      const ledger = new MemoryLedger({ waitMs: 5_000 });
+      const a = await ledger.reserve(subject({ keyLimit: 100 }), 60, 60);
+      const b = await ledger.reserve(subject({ keyLimit: 100 }), 40, 40);
+      assert.ok(a.ok && b.ok);
+      const order: string[] = [];
+      const big = ledger.reserve(subject({ keyLimit: 100 }), 40, 30).then((r) => {
+        order.push("big");
+        return r;
+      });
+      const small = ledger.reserve(subject({ keyLimit: 100 }), 10, 10).then((r) => {
+        order.push("small");
+        return r;
+      });
+      await ledger.settle(b.reservation, 30); // 10 free: the small one would fit, but the big one came first
+      await Promise.resolve();
+      assert.deepEqual(order, []);
+      await ledger.settle(a.reservation, 20); // 50 free: the big one fits now, then the small one
+      const [rb, rs] = await Promise.all([big, small]);
+      assert.deepEqual(order, ["big", "small"]);
+      assert.ok(rb.ok && rs.ok);
+      assert.equal(rb.reservation.tokens, 40);
+      assert.equal(rs.reservation.tokens, 10);
+    });
+
+    it("a waiter on another account and key is not held up by the queue", async () => {
+      const ledger = new MemoryLedger({ waitMs: 5_000 });
+      const a = await ledger.reserve(subject({ keyLimit: 10 }), 10, 10);
+      assert.ok(a.ok);
+      void ledger.reserve(subject({ keyLimit: 10 }), 10, 10);
+      const other = await ledger.reserve(subject({ accountId: "acc_2", keyId: "key_2" }), 10, 10);
+      assert.ok(other.ok);
+      await ledger.release(a.reservation);
+    });
+
+    it("gives up after the wait, refusing with held: true and what consumption leaves", async () => {
+      const ledger = new MemoryLedger({ waitMs: 20 });
+      const a = await ledger.reserve(subject({ keyLimit: 100 }), 100, 100);
+      assert.ok(a.ok);
+      const r = await ledger.reserve(subject({ keyLimit: 100 }), 50, 50);
+      assert.deepEqual(r, { ok: false, reason: "key_limit", remaining: 100, held: true });
+      await ledger.release(a.reservation);
+      const next = await ledger.reserve(subject({ keyLimit: 100 }), 50, 50);
+      assert.ok(next.ok, "the one that gave up left the queue");
+    });
+
+    it("stops waiting when the caller's signal aborts", async () => {
+      const ledger = new MemoryLedger({ waitMs: 60_000 });
+      const a = await ledger.reserve(subject({ keyLimit: 100 }), 100, 100);
+      assert.ok(a.ok);
+      const controller = new AbortController();
+      const r = ledger.reserve(subject({ keyLimit: 100 }), 50, 50, { signal: controller.signal });
+      controller.abort();
+      assert.deepEqual(await r, { ok: false, reason: "key_limit", remaining: 100, held: true });
+      await ledger.release(a.reservation);
+      assert.equal(ledger.openReservations(), 0);
+    });
+
+    it("a waiter whose room was consumed meanwhile is refused without waiting out its time", async () => {
+      const ledger = new MemoryLedger({ waitMs: 60_000 });
+      const a = await ledger.reserve(subject({ keyLimit: 100 }), 100, 50);
+      assert.ok(a.ok);
+      const r = ledger.reserve(subject({ keyLimit: 100 }), 50, 50);
+      await ledger.settle(a.reservation, 80);
+      assert.deepEqual(await r, { ok: false, reason: "key_limit", remaining: 20, held: false });
+    });
   });
 });

@@ -1,8 +1,9 @@
 // Requests and tokens per minute, as token buckets: each limit is a bucket of its size that
-// refills continuously over a minute. A request takes one request and its estimated tokens
-// (prompt + output bound) from every bucket that applies to it (its key's and its account's);
-// at settle the unused estimate is given back. In-process today; a Redis implementation of
-// the same methods is what several instances will share.
+// refills continuously over a minute. A request takes one request and its reservation
+// (prompt bound + output bound) from every bucket that applies to it (its key's and its
+// account's); at settle the unused part is given back. RateLimits is the contract; this file
+// holds the in-process buckets (one instance, or several each with their own), and
+// redis-rate-limiter.ts the buckets several instances share.
 
 export interface RateWindow {
   limit: number;
@@ -26,6 +27,26 @@ export interface RateSubject {
 export interface RateTicket {
   readonly subjects: readonly RateSubject[];
   readonly tokens: number;
+  /** shared buckets: the generation of the state the tokens were taken from */
+  readonly epoch?: string;
+}
+
+/** A value, or a promise of it where the buckets are elsewhere (Redis). */
+export type Maybe<T> = T | Promise<T>;
+
+export interface RateLimits {
+  /** Takes one request and `tokens` from every applicable bucket, or none if one is short. */
+  admit(subjects: readonly RateSubject[], tokens: number): Maybe<Admission>;
+  /** Takes `tokens` more for an admitted ticket, or none if a bucket is short. */
+  admitTokens(ticket: RateTicket, tokens: number): Maybe<Admission>;
+  /** Gives back the part of the admitted tokens that was not used. Never throws. */
+  settle(ticket: RateTicket, actualTokens: number): void;
+  /** The windows as they stand, without taking anything. */
+  peek(subjects: readonly RateSubject[]): Maybe<RateState>;
+  /** A subject's windows, for the live figures the CLI shows. */
+  windows(subject: RateSubject): Maybe<RateState>;
+  /** The subjects that changed since the last call. */
+  drainChanged(): RateSubject[];
 }
 
 export type Admission =
@@ -40,7 +61,7 @@ interface Bucket {
   at: number;
 }
 
-export class RateLimiter {
+export class RateLimiter implements RateLimits {
   readonly #buckets = new Map<string, Bucket>();
   readonly #now: () => number;
   /** subjects whose windows changed since the last drainChanged(), for the live figures */

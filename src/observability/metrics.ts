@@ -42,7 +42,13 @@ export class Metrics {
     labelNames: ["model", "kind"] as const,
     registers: [this.registry],
   });
-  /** labelled children by route and status (see cached) */
+  readonly overrunTokens = new Counter({
+    name: "gateway_overrun_tokens_total",
+    help: "Tokens upstreams reported beyond what was reserved for the call, by public model",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
+  /** labelled children by route and status: prom-client would hash the label set on every call */
   readonly #byRoute = new Map<string, { requests: { inc(): void }; seconds: { observe(v: number): void } }>();
 
   observeRequest(route: string, status: number, seconds: number): void {

@@ -1,21 +1,118 @@
-// The prompt part of a reservation, until providers state their own rule: the local o200k
-// count with a margin for tokenizers that count more.
+// The prompt part of a reservation: an upper bound of what any upstream can count for the
+// request, not an estimate. Byte-level BPE tokenizers (GPT, Llama 3, Qwen, …) produce at most
+// one token per UTF-8 byte, and SentencePiece with byte fallback at most one per byte plus a
+// marker; so the UTF-8 bytes of every text the upstream sees, plus what its chat template adds
+// per message and per request, bound what it can count. Non-text parts (images, audio, files)
+// have a bound of their own per part. The local tokenizer stays for estimates only.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import { countPromptTokens } from "../tokens/count.ts";
 
-/** The local prompt count is o200k; other tokenizers count somewhat more. Reserve for that. */
-const PROMPT_MARGIN = 1.1;
-
-/** Tokens held for a prompt of `promptTokens` local tokens. */
-export function promptReservation(promptTokens: number): number {
-  return Math.ceil(promptTokens * PROMPT_MARGIN);
+/** What a model's chat template adds around the texts, and what a non-text part can cost. */
+export interface PromptOverheads {
+  /** once per request: BOS, the reply's opening, a default system prompt the template adds */
+  per_request: number;
+  /** per message: its role header and end-of-turn markers */
+  per_message: number;
+  /** once when tools or functions are given: the template's tool-use instructions */
+  tools: number;
+  /** per image part */
+  image: number;
+  /** per audio part */
+  audio: number;
+  /** per file part, beyond the bytes of inline file data */
+  file: number;
 }
 
-/** The local count of what the request sends the model: messages, and tools or a schema. */
+/**
+ * Defaults that cover the common templates: per request, Llama 3.1's default system block
+ * with its dates (about 28 tokens) and Qwen 2.5's default system prompt (about 23); per
+ * message, the 5 framing tokens of ChatML, Llama 3 and Gemma plus the role; tools, the
+ * instructions of Llama 3.1 (about 60), Qwen 2.5 (about 110) and Hermes (about 200); an image,
+ * OpenAI's high detail (at most 1,445 for gpt-4o, about 2,500 for gpt-4.1-mini), Claude
+ * (about 1,600) and Gemini (258 per tile). See the README for models that need more.
+ */
+export const DEFAULT_PROMPT_OVERHEADS: Readonly<PromptOverheads> = Object.freeze({
+  per_request: 32,
+  per_message: 8,
+  tools: 256,
+  image: 2_560,
+  audio: 4_096,
+  file: 16_384,
+});
+
+const utf8 = (text: string): number => Buffer.byteLength(text, "utf8");
+
+/**
+ * Tool definitions as a template may render them: some inline them as indented JSON
+ * (Llama 3.1: `tojson(indent=4)`), whose line breaks and indentation are text too. Each line
+ * adds a newline and a run of spaces, at most 2 tokens, beyond the bytes of the compact JSON.
+ */
+function toolsBound(tools: unknown): number {
+  const lines = JSON.stringify(tools, null, 1).split("\n").length;
+  return fieldBytes(tools) + 2 * lines;
+}
+
+/** A field's text as the upstream sees it: strings as they are, anything else as JSON. */
+const fieldBytes = (value: unknown): number =>
+  typeof value === "string" ? utf8(value) : utf8(JSON.stringify(value) ?? "");
+
+function contentBound(content: unknown, o: PromptOverheads): number {
+  if (typeof content === "string") return utf8(content);
+  if (!Array.isArray(content)) return 0;
+  let n = 0;
+  for (const part of content as Array<Record<string, unknown>>) {
+    switch (part.type) {
+      case "text":
+        n += utf8(part.text as string);
+        break;
+      case "refusal":
+        n += utf8(part.refusal as string);
+        break;
+      case "image_url":
+        n += o.image;
+        break;
+      case "input_audio":
+        n += o.audio;
+        break;
+      case "file": {
+        const data = (part.file as { file_data?: unknown }).file_data;
+        n += o.file + (typeof data === "string" ? utf8(data) : 0);
+        break;
+      }
+      default:
+        n += fieldBytes(part);
+    }
+  }
+  return n;
+}
+
+/** The most prompt tokens any upstream can count for the request, under these overheads. */
+export function promptUpperBound(request: ChatRequest, o: PromptOverheads): number {
+  let n = o.per_request;
+  for (const m of request.messages as ReadonlyArray<Record<string, unknown>>) {
+    n += o.per_message;
+    // Every field but the role (covered by per_message) is text the template may render:
+    // content, name, tool calls and their arguments, tool_call_id, a legacy function_call.
+    for (const field in m) {
+      if (field === "role") continue;
+      const value = m[field];
+      if (value === undefined || value === null) continue;
+      n += field === "content" ? contentBound(value, o) : fieldBytes(value);
+    }
+  }
+  const tools = request.tools ?? request.functions;
+  if (tools?.length) n += o.tools + toolsBound(tools);
+  if (request.tool_choice !== undefined && typeof request.tool_choice !== "string")
+    n += fieldBytes(request.tool_choice);
+  if (request.function_call !== undefined && typeof request.function_call !== "string")
+    n += fieldBytes(request.function_call);
+  if (request.response_format) n += fieldBytes(request.response_format);
+  // predicted output is read by the model like a prompt
+  if (request.prediction) n += fieldBytes(request.prediction);
+  return n;
+}
+
+/** The local count of what the request sends the model: for estimates, never for admission. */
 export function localPromptTokens(request: ChatRequest): number {
   return countPromptTokens(request.messages, request.tools ?? request.functions ?? request.response_format);
-}
-
-export function estimatedPromptBound(request: ChatRequest): number {
-  return promptReservation(localPromptTokens(request));
 }

@@ -3,6 +3,7 @@
 import { modelDeployments } from "../config/deployments.ts";
 import type { Config, ModelConfig, PlanConfig } from "../config/schema.ts";
 import { createProvider } from "./catalog.ts";
+import type { PromptOverheads } from "./prompt-bound.ts";
 import type { Provider } from "./types.ts";
 
 /** One place a public model is answered from: a provider and its name for the model. */
@@ -29,6 +30,11 @@ export interface ResolvedModel {
   deployments: Deployment[];
   /** the models tried, in order, when every deployment failed (their own fallbacks are not) */
   fallbacks: ResolvedModel[];
+  /**
+   * The overheads its reservations use: the configured ones at start, grown by this instance
+   * when an upstream counts more than was reserved (see CallFinisher).
+   */
+  overheads: PromptOverheads;
 }
 
 export interface ModelObject {
@@ -69,6 +75,7 @@ export class Registry {
         provider: first.provider,
         deployments,
         fallbacks: [],
+        overheads: { ...m.prompt_overhead },
       });
     }
     for (const m of config.models)

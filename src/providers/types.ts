@@ -5,6 +5,7 @@
 // `ProviderModule` plus one line in ./catalog.ts.
 import type { z } from "zod";
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { PromptOverheads } from "./prompt-bound.ts";
 
 /** Why a choice ended, whatever the upstream called it. */
 export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "function_call";
@@ -92,9 +93,10 @@ export interface Provider {
   readonly id: string;
   /**
    * An upper bound of the prompt tokens this upstream can count for the request, template
-   * and provider-added prompts included: the prompt part of the reservation.
+   * and provider-added prompts included (the model's `overheads`): the prompt part of the
+   * reservation. Never an estimate: a bound that is too small lets a key overspend.
    */
-  promptBound(request: ChatRequest): number;
+  promptBound(request: ChatRequest, overheads: PromptOverheads): number;
   /** Throws UpstreamError (./upstream-error.ts) or the signal's abort reason. */
   complete(call: UpstreamCall): Promise<Completion>;
   /** Chunks in upstream order, the last carrying usage where the upstream reports it. */

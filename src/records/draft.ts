@@ -54,6 +54,10 @@ export class CallDraft {
   reasoningTokens = 0;
   /** tokens the upstream counted that are not charged: see waiveCharge() */
   unchargedTokens = 0;
+  /** tokens the call held in the ledger */
+  reservedTokens = 0;
+  /** reported usage beyond what was held: see noteReservation() */
+  overrunTokens = 0;
   ttftMs: number | null = null;
   safetyMode: SafetyMode | null = null;
   safetyVerdict: SafetyVerdict | null = null;
@@ -105,11 +109,19 @@ export class CallDraft {
     this.completionTokens = 0;
   }
 
-  /** An estimate never charges more than was reserved; reported usage is charged as reported. */
-  capEstimate(reserved: number): void {
-    if (this.usageSource !== "estimated" || this.totalTokens <= reserved) return;
-    this.promptTokens = Math.min(this.promptTokens, reserved);
-    this.completionTokens = reserved - this.promptTokens;
+  /**
+   * What the call held, before its record is written. An estimate never charges more than was
+   * reserved; reported usage is charged as reported, and what it passes the reservation by is
+   * the overrun the record keeps.
+   */
+  noteReservation(reserved: number): void {
+    this.reservedTokens = reserved;
+    this.overrunTokens = 0;
+    if (this.totalTokens <= reserved) return;
+    if (this.usageSource === "estimated") {
+      this.promptTokens = Math.min(this.promptTokens, reserved);
+      this.completionTokens = reserved - this.promptTokens;
+    } else this.overrunTokens = this.totalTokens - reserved;
   }
 
   get totalTokens(): number {
@@ -138,6 +150,8 @@ export class CallDraft {
       cached_tokens: this.cachedTokens,
       cache_write_tokens: this.cacheWriteTokens,
       reasoning_tokens: this.reasoningTokens,
+      reserved_tokens: this.reservedTokens,
+      overrun_tokens: this.overrunTokens,
       usage_source: this.usageSource,
       latency_ms: this.elapsedMs(),
       ttft_ms: this.ttftMs,

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
+import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
 import { createAccount } from "../accounts/repository.ts";
-import { newId } from "../auth/key-format.ts";
 import { createLogger } from "../observability/logger.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
 import { DAY_MS, startOfUtcDay, utcDay, windowStart } from "./days.ts";
@@ -19,35 +19,15 @@ const TODAY = startOfUtcDay(NOW);
 const SETTINGS = { records_kept: 5, days: 10 };
 
 function record(created_at: number, account_id: string | null, tokens: number, id?: string): CallRecord {
-  return {
-    request_id: id ?? newId("req"),
+  return callRecord({
+    ...(id ? { request_id: id } : {}),
     created_at,
     account_id,
-    key_id: null,
-    public_model: "demo",
     upstream_model: "demo",
-    provider: "demo",
-    params: null,
-    stream: 0,
     status: tokens ? "ok" : "error",
     http_status: tokens ? 200 : 429,
-    error_code: null,
     prompt_tokens: tokens,
-    completion_tokens: 0,
-    total_tokens: tokens,
-    uncharged_tokens: 0,
-    cached_tokens: 0,
-    cache_write_tokens: 0,
-    reasoning_tokens: 0,
-    attempts: null,
-    usage_source: "upstream",
-    latency_ms: 1,
-    ttft_ms: null,
-    safety_mode: null,
-    safety_verdict: null,
-    safety_categories: null,
-    safety_ms: null,
-  };
+  });
 }
 
 for (const kind of ["sqlite", "postgres"] as const) {

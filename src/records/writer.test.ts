@@ -4,47 +4,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Kysely, KyselyPlugin } from "kysely";
+import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
 import { createAccount, createKey } from "../accounts/repository.ts";
-import { newId } from "../auth/key-format.ts";
 import { migrate, openStore, type Store, type StoreOptions } from "../store/db.ts";
 import type { Database } from "../store/schema.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "./days.ts";
 import { type CallRecord, RecordWriter } from "./writer.ts";
 
 function record(overrides: Partial<CallRecord> = {}): CallRecord {
-  const prompt = overrides.prompt_tokens ?? 0;
-  const completion = overrides.completion_tokens ?? 0;
-  return {
-    request_id: newId("req"),
-    created_at: Date.now(),
-    account_id: null,
-    key_id: null,
-    public_model: "demo",
-    upstream_model: "demo-echo",
-    provider: "demo",
-    params: '{"temperature":0.5}',
-    stream: 0,
-    status: "ok",
-    http_status: 200,
-    error_code: null,
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: prompt + completion,
-    uncharged_tokens: 0,
-    cached_tokens: 0,
-    cache_write_tokens: 0,
-    reasoning_tokens: 0,
-    attempts: null,
-    usage_source: "upstream",
-    latency_ms: 12,
-    ttft_ms: null,
-    safety_mode: null,
-    safety_verdict: null,
-    safety_categories: null,
-    safety_ms: null,
-    ...overrides,
-  };
+  return callRecord({ params: '{"temperature":0.5}', latency_ms: 12, ...overrides });
 }
 
 /** A Kysely whose transaction() calls are counted; everything else passes through. */

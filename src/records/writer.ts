@@ -4,6 +4,8 @@
 // consumption counters, so the records of a key always add up to its counter, and to the
 // daily aggregates (daily_usage) the console's charts read, which outlive pruned records.
 import { CompiledQuery, type Kysely } from "kysely";
+import type { StoreHolds } from "../ledger/store-holds.ts";
+import type { Reservation } from "../ledger/types.ts";
 import type { CallRecordsTable, Database } from "../store/schema.ts";
 import { utcDay } from "./days.ts";
 
@@ -11,6 +13,8 @@ export type CallRecord = CallRecordsTable;
 
 interface Pending {
   record: CallRecord;
+  /** the call's hold, closed with the record when the ledger is shared (StoreHolds) */
+  reservation: Reservation | undefined;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -102,6 +106,8 @@ const COLUMNS = [
   "cached_tokens",
   "cache_write_tokens",
   "reasoning_tokens",
+  "reserved_tokens",
+  "overrun_tokens",
   "usage_source",
   "latency_ms",
   "ttft_ms",
@@ -171,20 +177,26 @@ export class RecordWriter {
   readonly #db: Kysely<Database>;
   readonly #sql: ReturnType<typeof compileStatements>;
   readonly #onError: (err: unknown, attempt: number) => void;
+  readonly #holds: StoreHolds | undefined;
   #queue: Pending[] = [];
   #flushing: Promise<void> | undefined;
   #scheduled = false;
 
-  constructor(db: Kysely<Database>, options: { onError: (err: unknown, attempt: number) => void }) {
+  /** `holds`: a shared ledger whose holds end in the store with their records */
+  constructor(
+    db: Kysely<Database>,
+    options: { onError: (err: unknown, attempt: number) => void; holds?: StoreHolds | undefined },
+  ) {
     this.#db = db;
     this.#sql = compileStatements(db);
     this.#onError = options.onError;
+    this.#holds = options.holds;
   }
 
-  /** Queues the record; resolves when it is committed, rejects if it could not be. */
-  write(record: CallRecord): Promise<void> {
+  /** Queues the record (and the call's hold); resolves when it is committed, rejects if it could not be. */
+  write(record: CallRecord, reservation?: Reservation): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ record, resolve, reject });
+      this.#queue.push({ record, reservation, resolve, reject });
       this.#schedule();
     });
   }
@@ -235,14 +247,21 @@ export class RecordWriter {
               accounts.set(record.account_id, (accounts.get(record.account_id) ?? 0) + record.total_tokens);
           }
           // in id order, so concurrent transactions (other instances) lock rows in one order
-          for (const id of [...keys.keys()].sort())
-            await trx.executeQuery(this.#sql.addToKey(id, keys.get(id)!));
-          for (const id of [...accounts.keys()].sort())
-            await trx.executeQuery(this.#sql.addToAccount(id, accounts.get(id)!));
+          const charge = async () => {
+            for (const id of [...keys.keys()].sort())
+              await trx.executeQuery(this.#sql.addToKey(id, keys.get(id)!));
+            for (const id of [...accounts.keys()].sort())
+              await trx.executeQuery(this.#sql.addToAccount(id, accounts.get(id)!));
+          };
+          if (this.#holds) {
+            const holds = batch.flatMap((p) => (p.reservation ? [p.reservation] : []));
+            await this.#holds.closeWithRecords(trx, holds, { keys, accounts }, charge);
+          } else await charge();
           const daily = dailyDeltas(batch.map((p) => p.record));
           for (let i = 0; i < daily.length; i += UPSERT_ROWS)
             await trx.executeQuery(this.#sql.addToDaily(daily.slice(i, i + UPSERT_ROWS)));
         });
+        this.#holds?.committed(batch.flatMap((p) => (p.reservation ? [p.reservation] : [])));
         for (const p of batch) p.resolve();
         return;
       } catch (err) {

@@ -2,19 +2,22 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { fakeProvider, testModel } from "../../test/support/models.ts";
 import { type ChatRequest, parseChatRequest } from "../apis/chat-completions/request.ts";
+import { DEFAULT_PROMPT_OVERHEADS, type PromptOverheads } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import { cappedOutput, MIN_OUTPUT_TOKENS, reservationBudget } from "./budget.ts";
 
 const PROMPT_BOUND = 100;
 
-function model(maxOutput = 4096, seen: ChatRequest[] = []): ResolvedModel {
+function model(maxOutput = 4096, seen: [ChatRequest, PromptOverheads][] = []): ResolvedModel {
   const provider = fakeProvider({
-    promptBound: (req) => {
-      seen.push(req);
+    promptBound: (req, overheads) => {
+      seen.push([req, overheads]);
       return PROMPT_BOUND;
     },
   });
-  return testModel({ id: "m", max_output_tokens: maxOutput }, [{ providerId: "p", provider }]);
+  const m = testModel({ id: "m", max_output_tokens: maxOutput }, [{ providerId: "p", provider }]);
+  m.overheads = { ...DEFAULT_PROMPT_OVERHEADS, per_request: 7 };
+  return m;
 }
 
 const req = (fields: Record<string, unknown> = {}) =>
@@ -22,16 +25,22 @@ const req = (fields: Record<string, unknown> = {}) =>
 
 describe("reservationBudget", () => {
   test("without a client bound: the model's default output bound, one choice", () => {
-    const seen: ChatRequest[] = [];
+    const seen: [ChatRequest, PromptOverheads][] = [];
     const r = req();
-    assert.deepEqual(reservationBudget(model(4096, seen), r), {
+    const m = model(4096, seen);
+    assert.deepEqual(reservationBudget(m, r), {
       promptBound: PROMPT_BOUND,
+      perRequestOverhead: 7,
       outputBound: 4096,
       choices: 1,
       wanted: PROMPT_BOUND + 4096,
       minimum: PROMPT_BOUND + MIN_OUTPUT_TOKENS,
     });
-    assert.deepEqual(seen, [r], "the prompt bound is the provider's, for this request");
+    assert.deepEqual(
+      seen,
+      [[r, m.overheads]],
+      "the prompt bound is the provider's, for this request, under the model's current overheads",
+    );
   });
 
   test("max_tokens is the output bound", () => {

@@ -1,4 +1,5 @@
-// What one call reserves: the prompt bound the provider states, plus the output bound per
+// What one call reserves: the prompt bound the provider states under the model's overheads
+// (an upper bound of what the upstream can count, not an estimate), plus the output bound per
 // choice. The ledger may hold less than wanted (down to the minimum); the output bound sent
 // upstream is then cut to what was held, so no upstream can produce more than was reserved.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
@@ -10,6 +11,8 @@ export const MIN_OUTPUT_TOKENS = 16;
 
 export interface Budget {
   promptBound: number;
+  /** the model's per-request overhead the prompt bound was computed with (it grows on overruns) */
+  perRequestOverhead: number;
   /** output tokens per choice the client asked for (or the model's default bound) */
   outputBound: number;
   choices: number;
@@ -26,6 +29,7 @@ export function reservationBudget(model: ResolvedModel, req: ChatRequest): Budge
   const outputBound = req.max_completion_tokens ?? req.max_tokens ?? largestOutputBound(model);
   return {
     promptBound,
+    perRequestOverhead: model.overheads.per_request,
     outputBound,
     choices,
     wanted: promptBound + outputBound * choices,

@@ -1,7 +1,7 @@
 // What the HTTP layer hands the relay for one call, and what the relay needs to run it.
 import type { Logger } from "pino";
 import type { AuthContext } from "../auth/key-cache.ts";
-import type { RateLimiter, RateTicket } from "../ledger/rate-limiter.ts";
+import type { RateLimits, RateTicket } from "../ledger/rate-limiter.ts";
 import type { Ledger } from "../ledger/types.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import type { Registry } from "../providers/registry.ts";
@@ -41,7 +41,7 @@ export interface RelayDeps {
   registry: Registry;
   router: Router;
   ledger: Ledger;
-  rates: RateLimiter;
+  rates: RateLimits;
   finisher: CallFinisher;
   metrics: Metrics;
   safety: SafetyPolicy;

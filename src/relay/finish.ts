@@ -5,6 +5,7 @@
 import type { Logger } from "pino";
 import { type GatewayError, GatewayError as GatewayErrorClass } from "../errors/index.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import type { Registry } from "../providers/registry.ts";
 import type { CallDraft } from "../records/draft.ts";
 import type { CallOutcome } from "../records/outcomes.ts";
 import type { RecordWriter } from "../records/writer.ts";
@@ -28,24 +29,27 @@ export class CallFinisher {
   readonly #records: RecordWriter;
   readonly #metrics: Metrics;
   readonly #logger: Logger;
+  readonly #registry: Registry;
 
-  constructor(deps: { records: RecordWriter; metrics: Metrics; logger: Logger }) {
+  constructor(deps: { records: RecordWriter; metrics: Metrics; logger: Logger; registry: Registry }) {
     this.#records = deps.records;
     this.#metrics = deps.metrics;
     this.#logger = deps.logger;
+    this.#registry = deps.registry;
   }
 
   /**
    * Commits the record, then closes the hold with the draft's usage. An estimate is never
-   * charged beyond what was held. Without its record a call is not complete: a record that
-   * cannot be committed releases the hold (the call failed through the gateway's fault, so
-   * nothing is charged) and throws store_unavailable.
+   * charged beyond what was held; reported usage is, and the overrun is recorded, counted and
+   * corrected. Without its record a call is not complete: a record that cannot be committed
+   * releases the hold (the call failed through the gateway's fault, so nothing is charged)
+   * and throws store_unavailable.
    */
   async finish(draft: CallDraft, outcome: CallOutcome, hold?: Hold): Promise<void> {
     if (draft.written) return;
-    if (hold) draft.capEstimate(hold.reservation.tokens);
+    if (hold) draft.noteReservation(hold.reservation.tokens);
     try {
-      await this.#records.write(draft.finish(outcome));
+      await this.#records.write(draft.finish(outcome), hold?.reservation);
     } catch (err) {
       await hold?.close(0);
       throw new GatewayErrorClass("store_unavailable", { cause: err });
@@ -55,6 +59,40 @@ export class CallFinisher {
       this.#metrics.tokens.inc({ model: draft.publicModel, kind: "prompt" }, draft.promptTokens);
       this.#metrics.tokens.inc({ model: draft.publicModel, kind: "completion" }, draft.completionTokens);
     }
+    if (draft.overrunTokens && hold) this.#overrun(draft, hold);
+  }
+
+  /**
+   * The upstream counted more than the bound: the record keeps the overrun, the metric counts
+   * it, and the model's per-request overhead grows so the next reservations cover this
+   * request's prompt. The growth lives in this process (lost on restart); the warning says
+   * which setting makes it permanent.
+   */
+  #overrun(draft: CallDraft, hold: Hold): void {
+    const model = draft.publicModel!;
+    this.#metrics.overrunTokens.inc({ model }, draft.overrunTokens);
+    const { promptBound, perRequestOverhead } = hold.budget;
+    const shortfall = draft.promptTokens - promptBound;
+    const overheads = this.#registry.model(model)?.overheads;
+    // From the overhead this reservation used, so concurrent overruns grow it once, not once each.
+    if (overheads && shortfall > 0)
+      overheads.per_request = Math.max(overheads.per_request, perRequestOverhead + shortfall);
+    this.#logger.warn(
+      {
+        request_id: draft.requestId,
+        model,
+        reserved: draft.reservedTokens,
+        charged: draft.totalTokens,
+        overrun: draft.overrunTokens,
+        prompt_bound: promptBound,
+        prompt_counted: draft.promptTokens,
+        per_request_overhead: overheads?.per_request,
+      },
+      `the upstream of model ${model} counted ${draft.overrunTokens} tokens more than were reserved; ` +
+        (shortfall > 0
+          ? `its prompt_overhead.per_request is now ${overheads?.per_request} in this process: set it in the configuration to keep it`
+          : "the completion passed the output bound sent upstream"),
+    );
   }
 
   /**

@@ -5,17 +5,17 @@ import type { PlanConfig } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
 import {
   type Admission,
-  type RateLimiter,
+  type RateLimits,
   type RateTicket,
   rateHeaders,
   rateSubjects,
 } from "../ledger/rate-limiter.ts";
-import type { Ledger, Reservation } from "../ledger/types.ts";
+import type { Ledger, Reservation, ReserveResult } from "../ledger/types.ts";
 import type { Budget } from "./budget.ts";
 
 export interface HoldDeps {
   ledger: Ledger;
-  rates: RateLimiter;
+  rates: RateLimits;
 }
 
 /** The reservation of one request and its rate-limit ticket, closed exactly once. */
@@ -23,12 +23,15 @@ export class Hold {
   readonly #deps: HoldDeps;
   readonly #ticket: RateTicket;
   readonly reservation: Reservation;
+  /** what the reservation was sized from */
+  readonly budget: Budget;
   #closed = false;
 
-  constructor(deps: HoldDeps, reservation: Reservation, ticket: RateTicket) {
+  constructor(deps: HoldDeps, reservation: Reservation, ticket: RateTicket, budget: Budget) {
     this.#deps = deps;
     this.reservation = reservation;
     this.#ticket = ticket;
+    this.budget = budget;
   }
 
   /** Charges `tokens` (releasing the rest), or releases everything when 0. No-op after the first. */
@@ -53,21 +56,22 @@ function rateLimited(refusal: Extract<Admission, { ok: false }>): GatewayError {
  * Takes the call's request from its rate limits: the first step of every call, before its
  * body is validated or anything costly is done, so refused and malformed calls count too.
  */
-export function admitRequest(
-  rates: RateLimiter,
+export async function admitRequest(
+  rates: RateLimits,
   auth: AuthContext,
   plan: PlanConfig | undefined,
   setHeaders: (headers: Record<string, string>) => void,
-): RateTicket {
-  const admitted = rates.admit(rateSubjects(auth.key, auth.account.id, plan), 0);
+): Promise<RateTicket> {
+  const admitted = await rates.admit(rateSubjects(auth.key, auth.account.id, plan), 0);
   setHeaders(rateHeaders(admitted.state));
   if (!admitted.ok) throw rateLimited(admitted);
   return admitted.ticket;
 }
 
 /**
- * Takes the call's tokens from its rate limits, then holds them in the ledger. Refusals
- * throw the catalog's 429s; the rate-limit headers are set either way.
+ * Takes the call's tokens from its rate limits, then holds them in the ledger, waiting (until
+ * `signal` aborts) for tokens held by calls in flight. Refusals throw the catalog's 429s; the
+ * rate-limit headers are set either way.
  */
 export async function admit(
   deps: HoldDeps,
@@ -76,8 +80,9 @@ export async function admit(
   ticket: RateTicket,
   budget: Budget,
   setHeaders: (headers: Record<string, string>) => void,
+  signal?: AbortSignal,
 ): Promise<Hold> {
-  const admitted = deps.rates.admitTokens(ticket, budget.wanted);
+  const admitted = await deps.rates.admitTokens(ticket, budget.wanted);
   setHeaders(rateHeaders(admitted.state));
   if (!admitted.ok) throw rateLimited(admitted);
   const reserved = await deps.ledger.reserve(
@@ -91,15 +96,23 @@ export async function admit(
     },
     budget.wanted,
     budget.minimum,
+    { signal },
   );
   if (!reserved.ok) {
     deps.rates.settle(admitted.ticket, 0); // the request counts; its tokens were never used
-    throw new GatewayError(reserved.reason === "key_limit" ? "key_limit_exceeded" : "quota_exceeded", {
-      message:
-        reserved.reason === "key_limit"
-          ? `This API key's token limit cannot cover this request (${reserved.remaining} tokens left).`
-          : `The account's token quota cannot cover this request (${reserved.remaining} tokens left).`,
-    });
+    throw ledgerRefusal(reserved);
   }
-  return new Hold(deps, reserved.reservation, admitted.ticket);
+  return new Hold(deps, reserved.reservation, admitted.ticket, budget);
+}
+
+/** The 429 of a ledger refusal, saying how many tokens consumption leaves. */
+function ledgerRefusal(refusal: Extract<ReserveResult, { ok: false }>): GatewayError {
+  const limit = refusal.reason === "key_limit" ? "This API key's token limit" : "The account's token quota";
+  if (refusal.held)
+    return new GatewayError("limit_held", {
+      message: `${limit} has ${refusal.remaining} tokens left, held by calls still in flight. Retry after the time in the retry-after header.`,
+    });
+  return new GatewayError(refusal.reason === "key_limit" ? "key_limit_exceeded" : "quota_exceeded", {
+    message: `${limit} cannot cover this request (${refusal.remaining} tokens left).`,
+  });
 }

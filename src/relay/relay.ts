@@ -63,7 +63,15 @@ export class Relay {
     if (answer.headers) ctx.setHeaders(answer.headers);
 
     const budget = reservationBudget(model, req);
-    const hold = await admit(deps, auth, plan, ctx.rateTicket, budget, ctx.setHeaders);
+    let hold: Hold;
+    try {
+      hold = await admit(deps, auth, plan, ctx.rateTicket, budget, ctx.setHeaders, ctx.clientSignal);
+    } catch (err) {
+      // The client left while its request waited for tokens held by calls in flight.
+      if (!ctx.clientSignal.aborted) throw err;
+      await deps.finisher.finish(draft, CLIENT_GONE);
+      return undefined;
+    }
     const route = deps.router.route(model, ctx.clientSignal);
     const call: UpstreamCall = {
       request: req,

@@ -2,17 +2,12 @@
 // so its one reservation covers whichever answers.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
-import type { Provider } from "../providers/types.ts";
 
-/** The largest prompt bound the candidates' providers state for the request. */
+/** The largest prompt bound the candidates' providers state for the request, each with its model's overheads. */
 export function candidatePromptBound(model: ResolvedModel, request: ChatRequest): number {
-  // Providers sharing one rule (today every adapter's local count with a margin) are asked
-  // once: counting the prompt is the costly part of sizing a reservation.
-  const rules = new Set<Provider["promptBound"]>();
-  for (const m of [model, ...model.fallbacks])
-    for (const d of m.deployments) rules.add(d.provider.promptBound);
   let bound = 0;
-  for (const rule of rules) bound = Math.max(bound, rule(request));
+  for (const m of [model, ...model.fallbacks])
+    for (const d of m.deployments) bound = Math.max(bound, d.provider.promptBound(request, m.overheads));
   return bound;
 }
 

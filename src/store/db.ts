@@ -13,6 +13,8 @@ import * as consoleIndexes from "./migrations/005-console-indexes.ts";
 import * as unchargedTokens from "./migrations/006-uncharged-tokens.ts";
 import * as cacheTokens from "./migrations/007-cache-tokens.ts";
 import * as attempts from "./migrations/008-attempts.ts";
+import * as overruns from "./migrations/009-overruns.ts";
+import * as sharedLedger from "./migrations/010-shared-ledger.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -40,6 +42,8 @@ const migrations: Record<string, Migration> = {
   "006-uncharged-tokens": unchargedTokens,
   "007-cache-tokens": cacheTokens,
   "008-attempts": attempts,
+  "009-overruns": overruns,
+  "010-shared-ledger": sharedLedger,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

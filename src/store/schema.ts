@@ -11,6 +11,8 @@ export interface AccountsTable {
   /** null: the plan's quota applies */
   quota_tokens: number | null;
   used_tokens: Generated<number>;
+  /** tokens held by calls in flight on any instance (the shared ledger on PostgreSQL; 0 on SQLite) */
+  reserved_tokens: Generated<number>;
   disabled: Generated<number>;
   created_at: number;
   /** content safety for this account: "on" | "off"; null inherits the plan's, then the global, setting */
@@ -30,6 +32,8 @@ export interface ApiKeysTable {
   /** null: no limit of its own */
   limit_tokens: number | null;
   used_tokens: Generated<number>;
+  /** tokens held by calls in flight on any instance (the shared ledger on PostgreSQL; 0 on SQLite) */
+  reserved_tokens: Generated<number>;
   disabled: Generated<number>;
   created_at: number;
   /** own requests per minute; null: the plan's default */
@@ -75,6 +79,10 @@ export interface CallRecordsTable {
   cache_write_tokens: number;
   /** of completion_tokens, reasoning (thinking) tokens */
   reasoning_tokens: number;
+  /** tokens the call held in the ledger (0: refused before it held any) */
+  reserved_tokens: number;
+  /** reported usage beyond what was held: the upstream counted more than the reservation's bound */
+  overrun_tokens: number;
   /** upstream | estimated | none */
   usage_source: string;
   latency_ms: number;
@@ -183,6 +191,33 @@ export interface RevisionTable {
   value: number;
 }
 
+/** The shared ledger's tables (PostgreSQL only): see migrations/010-shared-ledger.ts. */
+export interface LedgerInstancesTable {
+  id: string;
+  started_at: number;
+  heartbeat_at: number;
+  redis: number;
+}
+
+export interface LedgerReservationsTable {
+  id: Generated<number>;
+  instance_id: string;
+  /** with Redis: the hold's id there; null when the ledger is PostgreSQL's */
+  hold: number | null;
+  account_id: string;
+  key_id: string;
+  tokens: number;
+  created_at: number;
+}
+
+export interface LedgerWaitersTable {
+  id: Generated<number>;
+  instance_id: string;
+  account_id: string;
+  key_id: string;
+  expires_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -196,4 +231,7 @@ export interface Database {
   ticket_messages: TicketMessagesTable;
   daily_usage: DailyUsageTable;
   deployment_health: DeploymentHealthTable;
+  ledger_instances: LedgerInstancesTable;
+  ledger_reservations: LedgerReservationsTable;
+  ledger_waiters: LedgerWaitersTable;
 }

@@ -7,13 +7,16 @@ import { Writable } from "node:stream";
 import { createAccount, createKey } from "../../src/accounts/repository.ts";
 import { createUser } from "../../src/accounts/users.ts";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
+import type { Counter } from "../../src/ledger/types.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import type { CallRecord } from "../../src/records/writer.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
 import type { MockUpstream } from "./mock-openai-upstream.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
+import { dropRedisKeys, redisPrefix, TEST_REDIS_URL } from "./redis-instance.ts";
 
-export type StoreKind = "sqlite" | "postgres";
+/** postgres+redis: the ledger and rate limits in Redis (the test server, a prefix of its own) */
+export type StoreKind = "sqlite" | "postgres" | "postgres+redis";
 
 export interface TestGatewayOptions {
   upstream?: MockUpstream;
@@ -21,6 +24,8 @@ export interface TestGatewayOptions {
   /** replaces fields of the generated config */
   config?: Partial<ConfigInput>;
   env?: Record<string, string | undefined>;
+  /** postgres+redis: another Redis than the test server (one the test stops and restarts) */
+  redisUrl?: string;
 }
 
 export interface TestGateway {
@@ -40,6 +45,11 @@ export interface TestGateway {
   record(requestId: string): Promise<CallRecord>;
   /** the tokens and the number of a key's or an account's call records */
   recorded(column: "key_id" | "account_id", id: string): Promise<{ tokens: number; calls: number }>;
+  /**
+   * The ledger's used and reserved of a key or account: what a shared ledger's shared state
+   * (the store, Redis) holds, else the in-process ledger's; undefined when it never met it.
+   */
+  ledger(kind: "account" | "key", id: string): Promise<Counter | undefined>;
   /** a console user of the account, logged in through POST /api/console/login */
   consoleUser(
     accountId: string,
@@ -118,9 +128,14 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   let database: TestDatabase | undefined;
   let dataDir: string | undefined;
   const input = testConfig(options.upstream, options.config);
-  if (kind === "postgres") {
+  let redis: { url: string; prefix: string } | undefined;
+  if (kind !== "sqlite") {
     database = await createTestDatabase();
     input.store = { ...input.store, database_url: database.url };
+    if (kind === "postgres+redis") {
+      redis = { url: options.redisUrl ?? TEST_REDIS_URL, prefix: redisPrefix() };
+      input.store = { ...input.store, redis_url: redis.url, redis_prefix: redis.prefix };
+    }
   } else {
     dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
     input.store = { ...input.store, data_dir: dataDir };
@@ -189,6 +204,11 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
         .executeTakeFirstOrThrow();
       return { tokens: Number(row.tokens ?? 0), calls: Number(row.calls) };
     },
+    async ledger(kind, id) {
+      const l = gateway.deps.ledger;
+      if (l.inspect) return l.inspect(kind, id);
+      return kind === "key" ? l.key(id) : l.account(id);
+    },
     consoleLogin,
     async consoleUser(accountId, opts = {}) {
       const email = opts.email ?? `user${++consoleUsers}-${Date.now()}@example.test`;
@@ -204,6 +224,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     async close() {
       await gateway.close();
       if (database) await database.drop();
+      if (redis) await dropRedisKeys(redis.url, redis.prefix);
       if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

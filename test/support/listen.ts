@@ -1,5 +1,4 @@
 // Starts a test server listening and says where: the base URL the mock providers hand out.
-// And a port where nothing listens, for an upstream whose connections are refused.
 import { once } from "node:events";
 import type { Server } from "node:http";
 import { type AddressInfo, createServer } from "node:net";
@@ -17,8 +16,8 @@ export function listenForTests(server: Server, port: number, host: string): Prom
   });
 }
 
-/** A loopback port nothing listens on. */
-export async function closedPort(): Promise<number> {
+/** A loopback port free right now (nothing listens on it): for a server a test starts itself, or an upstream whose connections are refused. */
+export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, "127.0.0.1");
   await once(server, "listening");

@@ -20,7 +20,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Kysely } from "kysely";
 import { Agent, type Dispatcher, fetch } from "undici";
 import type { ConfigInput } from "../../src/config/schema.ts";
-import type { Ledger } from "../../src/ledger/types.ts";
+import type { Counter } from "../../src/ledger/types.ts";
 import type { CallRecord } from "../../src/records/writer.ts";
 import type { Database } from "../../src/store/schema.ts";
 import { countText } from "../../src/tokens/count.ts";
@@ -82,6 +82,15 @@ function pickKind(point: number): RequestKind {
  * attempt that must not be charged.
  */
 export const FAILOVER_MODEL = "gpt-failover";
+/** The invariant suites' subjects: 4 accounts of 3 keys, small quotas of 600 and limits of 300. */
+export const INVARIANT_SUBJECTS = {
+  accounts: 4,
+  keysPerAccount: 3,
+  smallQuota: 600,
+  smallLimit: 300,
+} as const;
+/** The invariant suites' upstream: quick, streams a chunk every 2 ms, keeps no requests. */
+export const INVARIANT_UPSTREAM = { latencyMs: 5, chunkDelayMs: 2, record: false } as const;
 
 /** The plan whose quota is small: its accounts have no quota of their own (quota_tokens null). */
 export const SMALL_PLAN = "small";
@@ -201,7 +210,7 @@ export interface SubjectOptions {
  * small quota of their own, and the small plan's quota (quota_tokens null). Keys alternate
  * between no limit and a small limit. Account 0, key 0 is always fully open.
  */
-export async function createSubjects(gw: TestGateway, options: SubjectOptions): Promise<Subjects> {
+export async function createSubjects(gw: LoadTarget, options: SubjectOptions): Promise<Subjects> {
   const accounts: AccountSubject[] = [];
   const keys: KeySubject[] = [];
   for (let a = 0; a < options.accounts; a++) {
@@ -426,26 +435,28 @@ function readSseText(text: string): {
 export const INDEX_HEADER = "x-load-index";
 
 /**
- * Watches the gateway's HTTP server for the load's requests (by INDEX_HEADER), without
- * touching how they are handled. A request the client gave up on before it reached the
+ * Learns which of the load's requests (by INDEX_HEADER) reached a gateway, without touching
+ * how they are handled: from the server's events in process, or as gateway processes report. A request the client gave up on before it reached the
  * gateway needs no record; one that reached it needs exactly one. The hang-ups "before the
  * answer" start their timer when the gateway has the request, so they hit the relay.
  */
 export class Arrivals {
   readonly seen = new Set<number>();
   readonly #waiters = new Map<number, () => void>();
-  readonly #server: Server;
-  readonly #listener = (req: IncomingMessage) => {
-    const index = Number(req.headers[INDEX_HEADER]);
+
+  /** The gateway received request `index`. */
+  mark(index: number): void {
     if (!Number.isInteger(index)) return;
     this.seen.add(index);
     this.#waiters.get(index)?.();
     this.#waiters.delete(index);
-  };
+  }
 
-  constructor(server: Server) {
-    this.#server = server;
-    server.on("request", this.#listener);
+  /** Watches an in-process gateway's server; returns the function that stops watching. */
+  watch(server: Server): () => void {
+    const listener = (req: IncomingMessage) => this.mark(Number(req.headers[INDEX_HEADER]));
+    server.on("request", listener);
+    return () => server.off("request", listener);
   }
 
   /** Calls `then` once request `index` has arrived; returns a function that cancels it. */
@@ -459,7 +470,6 @@ export class Arrivals {
   }
 
   detach(): void {
-    this.#server.off("request", this.#listener);
     this.#waiters.clear();
   }
 }
@@ -564,9 +574,9 @@ export async function sendRequest(
   return outcome;
 }
 
-/** Runs the requests with at most `concurrency` in flight; outcomes in request order. */
+/** Runs the requests with at most `concurrency` in flight, spread over the gateways in turn; outcomes in request order. */
 export async function runRequests(
-  baseURL: string,
+  baseURLs: readonly string[],
   planned: readonly PlannedRequest[],
   concurrency: number,
   send: SendOptions = {},
@@ -578,7 +588,7 @@ export async function runRequests(
   const worker = async () => {
     while (next < planned.length) {
       const req = planned[next++]!;
-      outcomes[req.index] = await sendRequest(baseURL, req, send);
+      outcomes[req.index] = await sendRequest(baseURLs[req.index % baseURLs.length]!, req, send);
       onDone?.(++finished);
     }
   };
@@ -591,10 +601,16 @@ export async function runRequests(
 // Invariants
 // ---------------------------------------------------------------------------
 
-/** What checkInvariants reads from a running gateway. */
+/** What checkInvariants reads from a running gateway (or from the store several share). */
 export interface Books {
   db: Kysely<Database>;
-  ledger: Ledger;
+  /**
+   * The ledger's used and reserved of an account or key: a shared ledger's shared state (the
+   * store, Redis), else the gateway's own; undefined when the ledger has not met it.
+   */
+  counter(kind: "account" | "key", id: string): Promise<Counter | undefined>;
+  /** holds still open: of every instance, where the ledger is shared */
+  openHolds(): Promise<number>;
   /** the quota of a plan, for accounts without their own */
   planQuota(planId: string): number | undefined;
   /** commits every queued record */
@@ -603,11 +619,38 @@ export interface Books {
 
 export function booksOf(gw: TestGateway): Books {
   const deps = gw.gateway.deps;
+  const ledger = deps.ledger;
   return {
     db: deps.store.db,
-    ledger: deps.ledger,
+    counter: async (kind, id) =>
+      ledger.inspect ? ledger.inspect(kind, id) : kind === "key" ? ledger.key(id) : ledger.account(id),
+    openHolds: async () => (ledger.openHolds ? ledger.openHolds() : ledger.openReservations()),
     planQuota: (id) => deps.registry.plan(id)?.quota_tokens,
     flush: () => deps.records.flush(),
+  };
+}
+
+/** What the load runs against: one gateway in this process, or several gateway processes. */
+export interface LoadTarget {
+  /** base URLs ending in /v1; request i goes to baseURLs[i % length] */
+  baseURLs: readonly string[];
+  account(name: string, options?: { plan?: string; quota?: number | null }): Promise<string>;
+  key(
+    accountId: string,
+    options?: { name?: string; limit?: number | null },
+  ): Promise<{ id: string; secret: string }>;
+  books: Books;
+  /** reports into `arrivals` the load's requests the gateways receive; returns the function that stops */
+  watch(arrivals: Arrivals): () => void;
+}
+
+export function loadTarget(gw: TestGateway): LoadTarget {
+  return {
+    baseURLs: [gw.baseURL],
+    account: gw.account,
+    key: gw.key,
+    books: booksOf(gw),
+    watch: (arrivals) => arrivals.watch(gw.gateway.app.server),
   };
 }
 
@@ -643,6 +686,8 @@ export type RecordRow = Pick<
   | "total_tokens"
   | "usage_source"
   | "attempts"
+  | "reserved_tokens"
+  | "overrun_tokens"
 >;
 
 export interface InvariantReport {
@@ -678,7 +723,7 @@ export async function waitForQuiet(
       .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.sum<number>("total_tokens").as("t")])
       .where("key_id", "in", keyIds)
       .executeTakeFirstOrThrow();
-    open = books.ledger.openReservations();
+    open = await books.openHolds();
     records = Number(row.n);
     const state = `${open}|${records}|${Number(row.t ?? 0)}`;
     stableRounds = state === last ? stableRounds + 1 : 0;
@@ -699,19 +744,15 @@ function seedOf(params: string | null): number | undefined {
   }
 }
 
-const REFUSAL_CODES = new Set(["key_limit_exceeded", "insufficient_quota", "rate_limit_exceeded"]);
+const REFUSAL_CODES = new Set([
+  "key_limit_exceeded",
+  "insufficient_quota",
+  "rate_limit_exceeded",
+  "tokens_held",
+]);
 
 function isRefusal(r: RecordRow): boolean {
   return r.status === "error" && r.http_status === 429 && REFUSAL_CODES.has(r.error_code ?? "");
-}
-
-/**
- * A client that hung up before its call reached the relay (while its key was looked up or
- * its body read): recorded as a disconnect without parameters, and nothing could be charged
- * because nothing was sent upstream.
- */
-function leftBeforeRelay(r: RecordRow): boolean {
-  return r.status === "client_disconnect" && seedOf(r.params) === undefined && r.total_tokens === 0;
 }
 
 /**
@@ -727,7 +768,7 @@ export async function checkInvariants(
   arrived?: ReadonlySet<number>,
 ): Promise<InvariantReport> {
   const violations: string[] = [];
-  const { db, ledger } = books;
+  const { db } = books;
   const keyIds = subjects.keys.map((k) => k.id);
   const accountIds = subjects.accounts.map((a) => a.id);
 
@@ -748,6 +789,8 @@ export async function checkInvariants(
         "total_tokens",
         "usage_source",
         "attempts",
+        "reserved_tokens",
+        "overrun_tokens",
       ])
       .where((eb) => eb.or([eb("key_id", "in", keyIds), eb("account_id", "in", accountIds)]))
       .execute()
@@ -759,6 +802,8 @@ export async function checkInvariants(
       prompt_tokens: Number(r.prompt_tokens),
       completion_tokens: Number(r.completion_tokens),
       total_tokens: Number(r.total_tokens),
+      reserved_tokens: Number(r.reserved_tokens),
+      overrun_tokens: Number(r.overrun_tokens),
     }),
   );
   const storedKeys = new Map(
@@ -781,7 +826,7 @@ export async function checkInvariants(
   );
 
   // --- every key and account: records = counter = ledger, nothing reserved, within its cap
-  const open = ledger.openReservations();
+  const open = await books.openHolds();
   if (open !== 0) violations.push(`${open} reservation(s) still open`);
   const tally = (column: "key_id" | "account_id", id: string) => {
     let count = 0;
@@ -793,6 +838,9 @@ export async function checkInvariants(
       }
     return { count, tokens };
   };
+  const counters = new Map<string, Counter | undefined>();
+  for (const k of subjects.keys) counters.set(`key:${k.id}`, await books.counter("key", k.id));
+  for (const a of subjects.accounts) counters.set(`account:${a.id}`, await books.counter("account", a.id));
   const figures = (
     kind: "account" | "key",
     id: string,
@@ -801,7 +849,7 @@ export async function checkInvariants(
     cap: number | null,
   ): SubjectFigures => {
     const { count, tokens } = tally(kind === "key" ? "key_id" : "account_id", id);
-    const counter = kind === "key" ? ledger.key(id) : ledger.account(id);
+    const counter = counters.get(`${kind}:${id}`);
     const f: SubjectFigures = {
       kind,
       id,
@@ -809,7 +857,8 @@ export async function checkInvariants(
       records: count,
       recorded: tokens,
       stored,
-      ledgerUsed: counter?.used ?? 0,
+      // a ledger that has not met it (a shared state rebuilt since) agrees with the store
+      ledgerUsed: counter?.used ?? stored,
       ledgerReserved: counter?.reserved ?? 0,
       cap,
     };
@@ -886,7 +935,9 @@ export async function checkInvariants(
         break;
       case "client_disconnect":
         if (r.http_status !== 499) violations.push(`${who}: client_disconnect with HTTP ${r.http_status}`);
-        if (r.prompt_tokens <= 0 && !leftBeforeRelay(r))
+        // A client that left while its request waited for tokens held by calls in flight sent
+        // nothing upstream (it held nothing): it is charged nothing.
+        if (r.reserved_tokens > 0 && r.prompt_tokens <= 0)
           violations.push(`${who}: a client disconnect did not charge the prompt`);
         break;
       case "upstream_error":
@@ -976,7 +1027,9 @@ export async function checkInvariants(
         continue;
       }
       const r = spare.splice(i, 1)[0]!;
-      if (!isRefusal(r) && !leftBeforeRelay(r))
+      // a refusal, or a hang-up noticed before the body was read (nothing charged)
+      const leftEarly = r.status === "client_disconnect" && r.total_tokens === 0;
+      if (!isRefusal(r) && !leftEarly)
         violations.push(
           `request #${o.index} (${o.kind}, aborted): paired with record ${r.request_id} ${r.status}`,
         );
@@ -999,6 +1052,8 @@ export interface MixedLoadOptions extends SubjectOptions {
   requests: number;
   /** requests in flight at once (the number of requests: all at once) */
   concurrency: number;
+  /** how long the gateways may take to come to rest after the last answer (default 10 s) */
+  quietMs?: number;
   onProgress?: (finished: number) => void;
 }
 
@@ -1013,11 +1068,12 @@ export interface MixedLoadResult {
   report: InvariantReport;
 }
 
-export async function runMixedLoad(gw: TestGateway, options: MixedLoadOptions): Promise<MixedLoadResult> {
-  const subjects = await createSubjects(gw, options);
+export async function runMixedLoad(target: LoadTarget, options: MixedLoadOptions): Promise<MixedLoadResult> {
+  const subjects = await createSubjects(target, options);
   const planned = planRequests(options.seed, options.requests, subjects);
-  const books = booksOf(gw);
-  const arrivals = new Arrivals(gw.gateway.app.server);
+  const books = target.books;
+  const arrivals = new Arrivals();
+  const unwatch = target.watch(arrivals);
   // The load's own connection pool, closed at the end: after a hang-up undici opens a spare
   // connection that never carries a request, and such a connection would hold the gateway's
   // graceful shutdown for its whole grace period (Node's closeIdleConnections skips it).
@@ -1028,22 +1084,23 @@ export async function runMixedLoad(gw: TestGateway, options: MixedLoadOptions): 
   let durationMs: number;
   try {
     outcomes = await runRequests(
-      gw.baseURL,
+      target.baseURLs,
       planned,
       options.concurrency,
       { dispatcher, arrivals },
       options.onProgress,
     );
     durationMs = performance.now() - started;
-    rest = await waitForQuiet(books, subjects, arrivals.seen.size);
+    rest = await waitForQuiet(books, subjects, arrivals.seen.size, options.quietMs);
   } finally {
+    unwatch();
     arrivals.detach();
     await dispatcher.close();
   }
   const report = await checkInvariants(books, subjects, outcomes, arrivals.seen);
   if (!rest.quiet)
     report.violations.unshift(
-      `the gateway did not come to rest within 10 s after the last answer: ${rest.open} reservation(s) open, ${rest.records} records for ${arrivals.seen.size} requests received`,
+      `the gateway did not come to rest within ${(options.quietMs ?? 10_000) / 1000} s after the last answer: ${rest.open} reservation(s) open, ${rest.records} records for ${arrivals.seen.size} requests received`,
     );
   return { seed: options.seed, subjects, outcomes, durationMs, quiet: rest.quiet, report };
 }

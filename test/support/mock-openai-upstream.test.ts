@@ -606,6 +606,29 @@ describe("raw HTTP", () => {
     assert.equal(mock.aborted(), 0);
   });
 
+  test('promptCount "template" counts as a chat template does: ceil(JSON characters / 4) + 3', async () => {
+    const templated = await startMockUpstream({ promptCount: "template" });
+    try {
+      const messages = [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "count to three mock:tokens=3" },
+      ];
+      const body = await json(await post(templated, { model: "m", messages }));
+      assert.equal(body.usage.prompt_tokens, Math.ceil(JSON.stringify(messages).length / 4) + 3);
+      assert.equal(body.usage.completion_tokens, 3);
+      const streamed = await post(templated, {
+        model: "m",
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      const last = JSON.parse(sseEvents(await streamed.text()).at(-2)!);
+      assert.equal(last.usage.prompt_tokens, body.usage.prompt_tokens, "the stream counts alike");
+    } finally {
+      await templated.close();
+    }
+  });
+
   test("close() terminates hanging requests promptly", async () => {
     const m = await startMockUpstream();
     const pending = post(m, { model: "m", messages: [{ role: "user", content: "mock:hang" }] });

@@ -35,6 +35,10 @@
  * request's `x-mock-directives` header is applied the same way (a provider configured with
  * that header is a failing deployment on a healthy mock).
  *
+ * Prompt tokens are the words of the messages' texts by default. With `promptCount: "template"`
+ * (`--prompt-count template`) the mock counts as a chat template does, more than the text:
+ * ceil(characters of the messages' JSON / 4) + 3, the framing, roles and keys included.
+ *
  * A `model` of OpenAI's reasoning families (o1, o3, gpt-5, …) is refused with OpenAI's 400
  * `unsupported_parameter` when the body carries `max_tokens`, as OpenAI refuses it.
  *
@@ -52,6 +56,7 @@
  *
  * Run as a process (for the benchmark):
  *   node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record] [--azure]
+ *     [--prompt-count words|template]
  * prints one line `{"url":"http://127.0.0.1:9100/v1"}` and exits cleanly on SIGTERM/SIGINT.
  */
 import { randomBytes } from "node:crypto";
@@ -73,6 +78,11 @@ export interface MockUpstreamOptions {
   port?: number;
   /** speak as Azure OpenAI (see the file comment) */
   azure?: boolean;
+  /**
+   * How prompt tokens are counted: "words" (default) of the messages' texts, or "template":
+   * ceil(characters of the messages' JSON / 4) + 3, as a chat template counts more than the text.
+   */
+  promptCount?: "words" | "template";
 }
 
 export interface ReceivedRequest {
@@ -638,6 +648,7 @@ export function startMockUpstream(
   const expectedAuth =
     options.apiKey === undefined ? undefined : azure ? options.apiKey : `Bearer ${options.apiKey}`;
   const record = options.record !== false;
+  const templateCount = options.promptCount === "template";
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 0;
 
@@ -808,7 +819,8 @@ export function startMockUpstream(
           return;
         }
       }
-      const plan = makePlan(body, d, promptWords, verdict);
+      const prompt = templateCount ? Math.ceil(JSON.stringify(messages).length / 4) + 3 : promptWords;
+      const plan = makePlan(body, d, prompt, verdict);
       if (stream) streamAnswer(req, res, state, plan, d);
       else {
         state.done = true;
@@ -971,6 +983,7 @@ export function startMockUpstream(
 
 // ---------------------------------------------------------------------------
 // CLI: node test/support/mock-openai-upstream.ts --port 9100 --latency 20 [--chunk-delay 0] [--no-record] [--azure]
+//      [--prompt-count words|template]
 // ---------------------------------------------------------------------------
 
 if (isMain(import.meta.url)) void runMockCli("mock-openai-upstream", startMockUpstream);

@@ -298,7 +298,11 @@ export async function runMockCli(
     else if (flag === "--api-key") options.apiKey = value();
     else if (flag === "--no-record") options.record = false;
     else if (flag === "--azure") options.azure = true;
-    else fail(`unknown argument ${flag}`);
+    else if (flag === "--prompt-count") {
+      const mode = value();
+      options.promptCount =
+        mode === "words" || mode === "template" ? mode : fail("--prompt-count is words or template");
+    } else fail(`unknown argument ${flag}`);
   }
   const mock = await start(options);
   process.stdout.write(`${JSON.stringify({ url: mock.url })}\n`);

@@ -1,7 +1,9 @@
 // Resolved models and providers for unit tests of the relay and the routing, without a
 // registry: providers whose answers the test supplies, and models over them with the
 // configuration's defaults.
+
 import { type ConfigInput, modelSchema } from "../../src/config/schema.ts";
+import { DEFAULT_PROMPT_OVERHEADS } from "../../src/providers/prompt-bound.ts";
 import type { Deployment, ResolvedModel } from "../../src/providers/registry.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../../src/providers/types.ts";
 
@@ -67,6 +69,7 @@ export function testModel(
     upstreamModel: resolved[0]!.upstreamModel,
     ownedBy: resolved[0]!.providerId,
     provider: resolved[0]!.provider,
+    overheads: { ...DEFAULT_PROMPT_OVERHEADS },
     deployments: resolved,
     fallbacks,
   };

@@ -3,6 +3,7 @@
 // `await needsPostgres()` (or `await storeSuite(kind)`) to describe().
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { needsRedis } from "./redis.ts";
 import { type SuiteOptions, suiteNeeding } from "./services.ts";
 
 const ADMIN_URL = process.env.TEST_PG_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -27,9 +28,11 @@ export async function needsPostgres(): Promise<SuiteOptions> {
   return suiteNeeding("PostgreSQL", `${url.hostname}:${url.port || 5432}`, await reachable);
 }
 
-/** describe() options for a suite on one store: PostgreSQL's need the server. */
-export function storeSuite(kind: "sqlite" | "postgres"): Promise<SuiteOptions> {
-  return kind === "postgres" ? needsPostgres() : Promise.resolve({});
+/** describe() options for a suite on one store: PostgreSQL's need the server, and Redis with it. */
+export async function storeSuite(kind: "sqlite" | "postgres" | "postgres+redis"): Promise<SuiteOptions> {
+  if (kind === "sqlite") return {};
+  const postgres = await needsPostgres();
+  return kind === "postgres" || postgres.skip ? postgres : needsRedis();
 }
 
 export interface TestDatabase {

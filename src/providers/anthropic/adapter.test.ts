@@ -14,7 +14,7 @@ import {
 } from "../../../test/support/adapter-kit.ts";
 import { parseChatRequest } from "../../apis/chat-completions/request.ts";
 import { GatewayError } from "../../errors/index.ts";
-import { estimatedPromptBound } from "../prompt-bound.ts";
+import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../prompt-bound.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import { anthropicConfig } from "./config.ts";
@@ -303,7 +303,8 @@ describe("the request", () => {
   test("the prompt bound adds Anthropic's tool-use system prompt when there are tools", () => {
     const plain = call().request;
     const withTools = call({ tools: [{ type: "function", function: { name: "w" } }] }).request;
-    assert.equal(anthropicPromptBound(plain), estimatedPromptBound(plain));
-    assert.equal(anthropicPromptBound(withTools), estimatedPromptBound(withTools) + TOOL_PROMPT_TOKENS);
+    const o = { ...DEFAULT_PROMPT_OVERHEADS };
+    assert.equal(anthropicPromptBound(plain, o), promptUpperBound(plain, o));
+    assert.equal(anthropicPromptBound(withTools, o), promptUpperBound(withTools, o) + TOOL_PROMPT_TOKENS);
   });
 });

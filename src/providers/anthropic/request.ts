@@ -3,7 +3,7 @@
 import type { ChatRequest } from "../../apis/chat-completions/request.ts";
 import { GatewayError } from "../../errors/index.ts";
 import { applyFieldRules, type FieldRules, mapped, refused, SHARED_RULES } from "../field-policy.ts";
-import { estimatedPromptBound } from "../prompt-bound.ts";
+import { type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
 import {
   EFFORT_SHARE,
   functionTools,
@@ -27,8 +27,8 @@ export const PROVIDER = "Anthropic";
 export const TOOL_PROMPT_TOKENS = 346;
 
 /** The prompt part of the reservation: the shared bound plus what Anthropic adds. */
-export function anthropicPromptBound(request: ChatRequest): number {
-  return estimatedPromptBound(request) + (request.tools?.length ? TOOL_PROMPT_TOKENS : 0);
+export function anthropicPromptBound(request: ChatRequest, overheads: PromptOverheads): number {
+  return promptUpperBound(request, overheads) + (request.tools?.length ? TOOL_PROMPT_TOKENS : 0);
 }
 
 /** Anthropic refuses a thinking budget under this ("budget_tokens" minimum, extended thinking docs). */

@@ -6,7 +6,7 @@
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import { type FieldRules, mapped } from "../field-policy.ts";
 import { OpenAICompatibleProvider, type OpenAIEndpoint } from "../openai-compatible/adapter.ts";
-import { estimatedPromptBound } from "../prompt-bound.ts";
+import { promptUpperBound } from "../prompt-bound.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
 import type { AzureOpenAIConfig } from "./config.ts";
 
@@ -46,7 +46,7 @@ export class AzureOpenAIProvider implements Provider {
   }
 
   /** Azure runs OpenAI's models with OpenAI's templates: it adds nothing to the shared bound. */
-  promptBound = estimatedPromptBound;
+  promptBound = promptUpperBound;
 
   complete(call: UpstreamCall): Promise<Completion> {
     return this.#openai.complete(call);

@@ -3,7 +3,7 @@
 // real upstream does, counted with the local tokenizer.
 import { decode, encode } from "gpt-tokenizer";
 import { messageText } from "../../tokens/count.ts";
-import { estimatedPromptBound, localPromptTokens } from "../prompt-bound.ts";
+import { localPromptTokens, promptUpperBound } from "../prompt-bound.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall, Usage } from "../types.ts";
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
@@ -33,7 +33,7 @@ export class DemoProvider implements Provider {
     this.id = id;
   }
 
-  promptBound = estimatedPromptBound;
+  promptBound = promptUpperBound;
 
   async complete(call: UpstreamCall): Promise<Completion> {
     call.signal.throwIfAborted();

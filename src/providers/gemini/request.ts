@@ -11,7 +11,7 @@ import {
   SHARED_RULES,
   unsupportedPart,
 } from "../field-policy.ts";
-import { estimatedPromptBound } from "../prompt-bound.ts";
+import { type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
 import {
   EFFORT_SHARE,
   functionTools,
@@ -35,8 +35,8 @@ export const PROVIDER = "Google Gemini";
 export const ADDED_PROMPT_TOKENS = 0;
 
 /** The prompt part of the reservation: the shared bound plus what Gemini adds. */
-export function geminiPromptBound(request: ChatRequest): number {
-  return estimatedPromptBound(request) + ADDED_PROMPT_TOKENS;
+export function geminiPromptBound(request: ChatRequest, overheads: PromptOverheads): number {
+  return promptUpperBound(request, overheads) + ADDED_PROMPT_TOKENS;
 }
 
 /** The largest thinking budget every Gemini 2.5 model takes (Flash and Flash-Lite: 24576). */

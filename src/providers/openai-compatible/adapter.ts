@@ -2,7 +2,7 @@
 // llama.cpp, LM Studio, …), and the wire handling Azure OpenAI composes (../azure-openai).
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import { HttpUpstream, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
-import { estimatedPromptBound } from "../prompt-bound.ts";
+import { promptUpperBound } from "../prompt-bound.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
@@ -84,7 +84,7 @@ export class OpenAICompatibleProvider implements Provider {
     this.#headers = upstreamHeaders(config, env, endpoint.auth);
   }
 
-  promptBound = estimatedPromptBound;
+  promptBound = promptUpperBound;
 
   async complete(call: UpstreamCall): Promise<Completion> {
     const raw = await this.#http.json(await this.#send(call, false));

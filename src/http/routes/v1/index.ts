@@ -22,7 +22,10 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
 
   app.addHook("onRequest", async (request, reply) => {
     const draft = request.routeOptions.url === CHAT_ROUTE ? new CallDraft(request.id) : null;
-    if (!draft) return authenticate(request).then(() => setRateHeaders(request, reply));
+    if (!draft) {
+      await authenticate(request);
+      return setRateHeaders(request, reply);
+    }
     // Chat calls get a record, rejected ones too. A client that leaves before the handler
     // runs (during the key lookup, or while its body is read) would otherwise leave none:
     // Fastify waits for the rest of a body that never comes, and no handler runs.
@@ -46,16 +49,19 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
       await recordGone(draft);
       throw new GatewayError("invalid_request", { message: "The client closed the connection." });
     }
-    setRateHeaders(request, reply);
+    await setRateHeaders(request, reply);
   });
 
-  function setRateHeaders(request: FastifyRequest, reply: FastifyReply): void {
+  async function setRateHeaders(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     // Every authenticated /v1 answer carries the rate-limit windows as they stand; a chat
-    // call replaces them with the windows after its own admission.
+    // call replaces them with the windows after its own admission. Shared buckets that cannot
+    // be read leave the headers out: listing models consumes nothing, and a chat call fails
+    // closed at its own admission.
     const { key, account } = request.auth!;
-    reply.headers(
-      rateHeaders(deps.rates.peek(rateSubjects(key, account.id, deps.registry.plan(account.plan_id)))),
-    );
+    const subjects = rateSubjects(key, account.id, deps.registry.plan(account.plan_id));
+    try {
+      reply.headers(rateHeaders(await deps.rates.peek(subjects)));
+    } catch {}
   }
 
   app.get("/v1/models", async (request, reply) => {
@@ -80,7 +86,12 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     const auth = request.auth!;
     const setHeaders = (headers: Record<string, string>) => reply.headers(headers);
     // The request counts against the rate limits before anything else is done with it.
-    const rateTicket = admitRequest(deps.rates, auth, deps.registry.plan(auth.account.plan_id), setHeaders);
+    const rateTicket = await admitRequest(
+      deps.rates,
+      auth,
+      deps.registry.plan(auth.account.plan_id),
+      setHeaders,
+    );
     const body = parseChatRequest(request.body);
     const client = new AbortController();
     const onClose = () => {

@@ -1,0 +1,151 @@
+// The ledger on PostgreSQL alone, shared by every instance on the store: each hold is one call
+// of gateway_reserve (migration 008), atomic under the key's and the account's row locks; the
+// record writer closes holds in the transaction that commits their records and charges
+// (StoreHolds), so the books cannot disagree. Waiters are woken by NOTIFY on a connection of
+// their own.
+import { type Kysely, sql } from "kysely";
+import pg from "pg";
+import type { Logger } from "pino";
+import type { Database } from "../store/schema.ts";
+import { type Attempt, SharedLedger } from "./shared-ledger.ts";
+import type { StoreHolds } from "./store-holds.ts";
+import type { Counter, LedgerSubject, Reservation } from "./types.ts";
+
+const CHANNEL = "gateway_ledger";
+
+interface ReserveRow {
+  status: Attempt["status"];
+  tokens: number;
+  remaining: number;
+  reason: Attempt["reason"];
+  reservation_id: number | null;
+  waiter_id: number | null;
+  key_used: number | null;
+  account_used: number | null;
+}
+
+export class PostgresLedger extends SharedLedger implements StoreHolds {
+  readonly #db: Kysely<Database>;
+  readonly #url: string;
+  readonly #instanceId: string;
+  readonly #leaseMs: number;
+  readonly #logger: Logger;
+  #listener: pg.Client | undefined;
+  #stopped = false;
+
+  constructor(
+    db: Kysely<Database>,
+    options: { url: string; instanceId: string; waitMs: number; leaseMs: number; logger: Logger },
+  ) {
+    super({ waitMs: options.waitMs });
+    this.#db = db;
+    this.#url = options.url;
+    this.#instanceId = options.instanceId;
+    this.#leaseMs = options.leaseMs;
+    this.#logger = options.logger;
+  }
+
+  /** Listens for closed holds, so waiters here learn of them at once. */
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#url });
+    client.on("notification", (n) => {
+      const [account, key] = (n.payload ?? "").split(" ");
+      this.wake(account, key);
+    });
+    client.on("error", (err) => {
+      // Waiters keep polling meanwhile; listen again on a new connection.
+      this.#logger.warn({ err }, "the ledger's notification connection failed; reconnecting");
+      this.#listener = undefined;
+      void client.end().catch(() => undefined);
+      if (!this.#stopped) setTimeout(() => void this.start().catch(() => undefined), 1_000).unref();
+    });
+    await client.connect();
+    await client.query(`listen ${CHANNEL}`);
+    this.#listener = client;
+  }
+
+  protected async attempt(
+    subject: LedgerSubject,
+    wanted: number,
+    minimum: number,
+    waiterId: number | undefined,
+    waitMs: number,
+  ): Promise<Attempt> {
+    const { rows } =
+      await sql<ReserveRow>`select * from gateway_reserve(${this.#instanceId}, ${subject.accountId},
+      ${subject.keyId}, ${subject.accountQuota}, ${wanted}, ${minimum}, ${waiterId ?? null}, ${waitMs})`.execute(
+        this.#db,
+      );
+    const r = rows[0]!;
+    return {
+      status: r.status,
+      tokens: Number(r.tokens),
+      remaining: Number(r.remaining),
+      reason: r.reason,
+      ...(r.reservation_id !== null ? { reservationId: Number(r.reservation_id) } : {}),
+      ...(r.waiter_id !== null ? { waiterId: Number(r.waiter_id) } : {}),
+      ...(r.key_used !== null ? { keyUsed: Number(r.key_used) } : {}),
+      ...(r.account_used !== null ? { accountUsed: Number(r.account_used) } : {}),
+    };
+  }
+
+  protected async unwait(waiterId: number): Promise<void> {
+    await sql`select gateway_unwait(${waiterId})`.execute(this.#db);
+  }
+
+  protected async close(reservation: Reservation, _charge: number, recorded: boolean): Promise<void> {
+    // A recorded call's hold was closed with its record; anything else is released here.
+    if (recorded) return;
+    await sql`select gateway_ledger_close(${[reservation.id]}::bigint[], '{}', '{}', '{}', '{}')`.execute(
+      this.#db,
+    );
+  }
+
+  async closeWithRecords(
+    trx: Kysely<Database>,
+    reservations: readonly Reservation[],
+    charges: { keys: ReadonlyMap<string, number>; accounts: ReadonlyMap<string, number> },
+  ): Promise<void> {
+    // one call ends the holds and charges, locking keys then accounts in id order
+    const keys = [...charges.keys];
+    const accounts = [...charges.accounts];
+    await sql`select gateway_ledger_close(${reservations.map((r) => r.id)}::bigint[],
+      ${keys.map(([id]) => id)}::text[], ${keys.map(([, t]) => t)}::bigint[],
+      ${accounts.map(([id]) => id)}::text[], ${accounts.map(([, t]) => t)}::bigint[])`.execute(trx);
+  }
+
+  committed(reservations: readonly Reservation[]): void {
+    this.closedInStore(reservations);
+  }
+
+  async inspect(kind: "account" | "key", id: string): Promise<Counter | undefined> {
+    const row = await this.#db
+      .selectFrom(kind === "key" ? "api_keys" : "accounts")
+      .select(["used_tokens", "reserved_tokens"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row && { used: Number(row.used_tokens), reserved: Number(row.reserved_tokens) };
+  }
+
+  async openHolds(): Promise<number> {
+    const row = await this.#db
+      .selectFrom("ledger_reservations")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Releases the holds of instances whose lease ran out. */
+  async sweep(): Promise<number> {
+    const { rows } = await sql<{
+      released: number;
+    }>`select gateway_ledger_sweep(${this.#leaseMs}) as released`.execute(this.#db);
+    return Number(rows[0]!.released);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.stopWaiting();
+    await this.#listener?.end().catch(() => undefined);
+  }
+}

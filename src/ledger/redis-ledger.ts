@@ -1,0 +1,606 @@
+// The ledger shared through Redis, with PostgreSQL as the truth: each hold is one Lua script
+// (check and hold, atomic across instances, about 0.3 ms), journaled in the store
+// (ledger_reservations) before the call goes upstream; the record writer ends the journal row
+// in the transaction that commits the record and its charge, then the hold is closed in Redis.
+//
+// Redis holds, per epoch (see redis-state.ts): per account and key its consumption `u` and
+// holds `r`; per instance its holds, each with the subjects it is counted in; the queues of
+// waiting requests. When an epoch starts empty, each account and key is seeded the first time
+// a call needs it, from one snapshot of the store: its consumption and the journaled holds on
+// it. A hold marks which subjects count it, so a charge is added to exactly the subjects that
+// did not see it in their seed. A hold made while an epoch ended is adopted into the new one
+// once it is journaled (or given back when the new epoch has no room for it).
+import { type Kysely, sql } from "kysely";
+import pg from "pg";
+import type { Logger } from "pino";
+import type { Store } from "../store/db.ts";
+import type { Database } from "../store/schema.ts";
+import { CHECK_EPOCH, type RedisState, type Reply } from "./redis-state.ts";
+import { type Attempt, SharedLedger } from "./shared-ledger.ts";
+import type { StoreHolds } from "./store-holds.ts";
+import type { Counter, LedgerSubject, Reservation } from "./types.ts";
+
+/** integers as Redis reads them (Lua would print 1e15 as "1e+15") */
+const INT = "local function int(x) return string.format('%d', x) end\n";
+const HOLD_PATTERN = "'^(%S+) (%S+) (%S+) (%S+) (%S+)$'";
+const SUBJECT_TTL_MS = 86_400_000;
+
+// KEYS: epoch, account, key, own holds, account queue, key queue, waiter expiries, waiter
+// sequence, instances with holds. ARGV: epoch, quota, limit (-1: none), wanted, minimum,
+// waiter ('' for a first attempt), wait ms, hold id, account id, key id, channel, instance.
+const RESERVE_LUA = `${CHECK_EPOCH}${INT}
+local a = redis.call('HMGET', KEYS[2], 'u', 'r')
+local k = redis.call('HMGET', KEYS[3], 'u', 'r')
+if not a[1] or not k[1] then
+  local need = ''
+  if not a[1] then need = 'a' end
+  if not k[1] then need = need .. 'k' end
+  return {'seed', need}
+end
+local au, ar, ku, kr = tonumber(a[1]), tonumber(a[2]), tonumber(k[1]), tonumber(k[2])
+local quota, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local wanted, minimum = tonumber(ARGV[4]), tonumber(ARGV[5])
+local wid, waitMs = ARGV[6], tonumber(ARGV[7])
+local afree = quota - au
+local free, why = afree, 'quota'
+if limit >= 0 and limit - ku < afree then free, why = limit - ku, 'key_limit' end
+local function leave()
+  if wid == '' then return end
+  redis.call('ZREM', KEYS[5], wid)
+  redis.call('ZREM', KEYS[6], wid)
+  redis.call('HDEL', KEYS[7], wid)
+  if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[6]) > 0 then
+    redis.call('PUBLISH', ARGV[11], ARGV[9] .. ' ' .. ARGV[10])
+  end
+end
+if free < minimum then
+  leave()
+  return {'refused', 0, free, why, au, ku}
+end
+local function before(q)
+  while true do
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    if not head or head == wid then return false end
+    if tonumber(redis.call('HGET', KEYS[7], head) or '0') > now then return true end
+    redis.call('ZREM', q, head)
+    redis.call('HDEL', KEYS[7], head)
+  end
+end
+local room = afree - ar
+if limit >= 0 and limit - ku - kr < room then room = limit - ku - kr end
+if room >= minimum and not before(KEYS[5]) and not before(KEYS[6]) then
+  local got = math.min(wanted, room)
+  redis.call('HINCRBY', KEYS[2], 'r', int(got))
+  redis.call('HINCRBY', KEYS[3], 'r', int(got))
+  redis.call('PERSIST', KEYS[2])
+  redis.call('PERSIST', KEYS[3])
+  redis.call('HSET', KEYS[4], ARGV[8], ARGV[9] .. ' ' .. ARGV[10] .. ' ' .. int(got) .. ' 1 1')
+  redis.call('SADD', KEYS[9], ARGV[12])
+  leave()
+  return {'ok', got, free, why, au, ku}
+end
+if waitMs <= 0 then
+  leave()
+  return {'held', 0, free, why, au, ku}
+end
+if wid == '' then
+  wid = tostring(redis.call('INCR', KEYS[8]))
+  redis.call('ZADD', KEYS[5], tonumber(wid), wid)
+  redis.call('ZADD', KEYS[6], tonumber(wid), wid)
+end
+redis.call('HSET', KEYS[7], wid, int(now + waitMs))
+return {'wait', 0, free, why, au, ku, wid}`;
+
+// KEYS: epoch, the subject, instances with holds, holds hashes. ARGV: epoch, 'a' or 'k', its
+// consumption, n, then per journaled hold: index of its holds hash in KEYS, hold, account,
+// key, tokens, instance. Kept when another instance seeded it first.
+const SEED_LUA = `${CHECK_EPOCH}${INT}
+if redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
+local r = 0
+for i = 0, tonumber(ARGV[4]) - 1 do
+  local b = 5 + i * 6
+  local hk, id = KEYS[tonumber(ARGV[b])], ARGV[b + 1]
+  local fa, fk = '0', '0'
+  local e = redis.call('HGET', hk, id)
+  if e then
+    local _a, _k, _t, ea, ek = string.match(e, ${HOLD_PATTERN})
+    fa, fk = ea, ek
+  end
+  if ARGV[2] == 'a' then fa = '1' else fk = '1' end
+  redis.call('HSET', hk, id, ARGV[b + 2] .. ' ' .. ARGV[b + 3] .. ' ' .. ARGV[b + 4] .. ' ' .. fa .. ' ' .. fk)
+  redis.call('SADD', KEYS[3], ARGV[b + 5])
+  r = r + tonumber(ARGV[b + 4])
+end
+redis.call('HSET', KEYS[2], 'u', ARGV[3], 'r', int(r))
+if r <= 0 then redis.call('PEXPIRE', KEYS[2], ${SUBJECT_TTL_MS}) end
+return {'ok'}`;
+
+// KEYS: epoch, account, key, own holds, own swept holds, account queue, key queue.
+// ARGV: epoch, hold, charge, channel, account id, key id. A hold swept while its instance
+// seemed dead only adds its charge: its tokens were released already.
+const SETTLE_LUA = `${CHECK_EPOCH}${INT}
+local from = KEYS[4]
+local e = redis.call('HGET', from, ARGV[2])
+if not e then
+  from = KEYS[5]
+  e = redis.call('HGET', from, ARGV[2])
+end
+if not e then return {'none'} end
+redis.call('HDEL', from, ARGV[2])
+local _a, _k, tokens, fa, fk = string.match(e, ${HOLD_PATTERN})
+local charge = tonumber(ARGV[3])
+local function close(s, flag)
+  if flag ~= '1' or redis.call('EXISTS', s) == 0 then return end
+  if from == KEYS[4] then redis.call('HINCRBY', s, 'r', int(-tonumber(tokens))) end
+  if charge > 0 then redis.call('HINCRBY', s, 'u', int(charge)) end
+  if tonumber(redis.call('HGET', s, 'r')) <= 0 then redis.call('PEXPIRE', s, ${SUBJECT_TTL_MS}) end
+end
+close(KEYS[2], fa)
+close(KEYS[3], fk)
+if redis.call('ZCARD', KEYS[6]) + redis.call('ZCARD', KEYS[7]) > 0 then
+  redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. ARGV[6])
+end
+return {'ok'}`;
+
+// KEYS: epoch, account, key, own holds, instances with holds. ARGV: epoch, hold, account,
+// key, tokens, quota, limit, instance. Counts the hold in the subjects seeded without it.
+const ADOPT_LUA = `${CHECK_EPOCH}${INT}
+if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then return {'ok'} end
+local tokens, quota, limit = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local a = redis.call('HMGET', KEYS[2], 'u', 'r')
+local k = redis.call('HMGET', KEYS[3], 'u', 'r')
+if a[1] and quota - tonumber(a[1]) - tonumber(a[2]) < tokens then return {'no'} end
+if k[1] and limit >= 0 and limit - tonumber(k[1]) - tonumber(k[2]) < tokens then return {'no'} end
+local fa, fk = '0', '0'
+if a[1] then
+  redis.call('HINCRBY', KEYS[2], 'r', int(tokens))
+  redis.call('PERSIST', KEYS[2])
+  fa = '1'
+end
+if k[1] then
+  redis.call('HINCRBY', KEYS[3], 'r', int(tokens))
+  redis.call('PERSIST', KEYS[3])
+  fk = '1'
+end
+redis.call('HSET', KEYS[4], ARGV[2], ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. fa .. ' ' .. fk)
+redis.call('SADD', KEYS[5], ARGV[8])
+return {'ok'}`;
+
+// KEYS: epoch, account queue, key queue, waiter expiries. ARGV: epoch, waiter, channel, account, key.
+const UNWAIT_LUA = `${CHECK_EPOCH}
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('HDEL', KEYS[4], ARGV[2])
+if redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then
+  redis.call('PUBLISH', ARGV[3], ARGV[4] .. ' ' .. ARGV[5])
+end
+return {'ok'}`;
+
+// KEYS: epoch, the dead instance's holds, its swept holds, instances with holds, then the
+// subjects. ARGV: epoch, instance, channel, n, then per hold: id, index of its account and of
+// its key in KEYS. Releases the holds (moved to the swept ones, where a late settle finds them).
+const SWEEP_LUA = `${CHECK_EPOCH}${INT}
+local released = 0
+for i = 0, tonumber(ARGV[4]) - 1 do
+  local id = ARGV[5 + i * 3]
+  local e = redis.call('HGET', KEYS[2], id)
+  if e then
+    local _a, _k, tokens, fa, fk = string.match(e, ${HOLD_PATTERN})
+    for _, pair in ipairs({{fa, tonumber(ARGV[6 + i * 3])}, {fk, tonumber(ARGV[7 + i * 3])}}) do
+      local s = KEYS[pair[2]]
+      if pair[1] == '1' and redis.call('EXISTS', s) == 1 then
+        redis.call('HINCRBY', s, 'r', int(-tonumber(tokens)))
+        if tonumber(redis.call('HGET', s, 'r')) <= 0 then redis.call('PEXPIRE', s, ${SUBJECT_TTL_MS}) end
+      end
+    end
+    redis.call('HSET', KEYS[3], id, e)
+    redis.call('HDEL', KEYS[2], id)
+    released = released + tonumber(tokens)
+  end
+end
+redis.call('PEXPIRE', KEYS[3], 3600000)
+if redis.call('HLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[4], ARGV[2]) end
+redis.call('PUBLISH', ARGV[3], '')
+return {'ok', released}`;
+
+interface JournalRow {
+  instance_id: string;
+  hold: number;
+  account_id: string;
+  key_id: string;
+  tokens: number;
+  created_at: number;
+}
+
+/**
+ * Journal rows are written on connections with synchronous_commit off, many rows a statement:
+ * they matter only when Redis loses its state, and a PostgreSQL crash at that same moment is
+ * the one case a lost row could matter in.
+ */
+class Journal {
+  readonly #pool: pg.Pool;
+  #queue: { row: JournalRow; done: (err?: unknown) => void }[] = [];
+  #scheduled = false;
+
+  constructor(url: string) {
+    this.#pool = new pg.Pool({ connectionString: url, max: 2, options: "-c synchronous_commit=off" });
+    this.#pool.on("error", () => {}); // a dropped idle connection is replaced by the pool
+  }
+
+  add(row: JournalRow): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ row, done: (err) => (err ? reject(err) : resolve()) });
+      if (this.#scheduled) return;
+      this.#scheduled = true;
+      setImmediate(() => void this.#flush());
+    });
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#queue.length) {
+      const batch = this.#queue.splice(0, 500);
+      const values: unknown[] = [];
+      const rows = batch.map(({ row }, i) => {
+        values.push(row.instance_id, row.hold, row.account_id, row.key_id, row.tokens, row.created_at);
+        const b = i * 6;
+        return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6})`;
+      });
+      try {
+        await this.#pool.query(
+          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, created_at) values ${rows.join(", ")}`,
+          values,
+        );
+        for (const p of batch) p.done();
+      } catch (err) {
+        for (const p of batch) p.done(err);
+      }
+    }
+    this.#scheduled = false;
+  }
+
+  close(): Promise<void> {
+    return this.#pool.end();
+  }
+}
+
+export class RedisLedger extends SharedLedger implements StoreHolds {
+  readonly #redis: RedisState;
+  readonly #db: Kysely<Database>;
+  readonly #journal: Journal;
+  readonly #instanceId: string;
+  readonly #leaseMs: number;
+  readonly #logger: Logger;
+  /** this instance's numbering of its holds; unique with the instance id */
+  #nextHold = 1;
+  readonly #onMessage = (channel: string, message: string) => {
+    if (channel !== this.#redis.channel) return;
+    const [account, key] = message.split(" ");
+    if (account) this.wake(account, key);
+    else this.wake();
+  };
+
+  constructor(
+    redis: RedisState,
+    store: Store,
+    options: { url: string; instanceId: string; waitMs: number; leaseMs: number; logger: Logger },
+  ) {
+    super({ waitMs: options.waitMs });
+    this.#redis = redis;
+    this.#db = store.db;
+    this.#journal = new Journal(options.url);
+    this.#instanceId = options.instanceId;
+    this.#leaseMs = options.leaseMs;
+    this.#logger = options.logger;
+  }
+
+  async start(): Promise<void> {
+    this.#redis.subscriber.on("message", this.#onMessage);
+    // Subscribes when Redis answers (and again after every reconnect): a gateway may start
+    // while Redis is down, refusing calls until it is back.
+    void this.#redis.subscriber.subscribe(this.#redis.channel).catch(() => undefined);
+  }
+
+  #keys(epoch: string, s: { accountId: string; keyId: string }) {
+    const k = (name: string) => this.#redis.key(epoch, name);
+    return {
+      account: k(`s:a:${s.accountId}`),
+      key: k(`s:k:${s.keyId}`),
+      holds: k(`h:${this.#instanceId}`),
+      swept: k(`x:${this.#instanceId}`),
+      accountQueue: k(`q:a:${s.accountId}`),
+      keyQueue: k(`q:k:${s.keyId}`),
+      waiters: k("w"),
+      sequence: k("wseq"),
+      instances: k("inst"),
+    };
+  }
+
+  protected async attempt(
+    subject: LedgerSubject,
+    wanted: number,
+    minimum: number,
+    waiterId: number | undefined,
+    waitMs: number,
+  ): Promise<Attempt> {
+    const limit = subject.keyLimit ?? -1;
+    for (let tries = 0; ; tries++) {
+      const hold = this.#nextHold++;
+      let epoch = "";
+      const reply = await this.#redis.run(RESERVE_LUA, (e) => {
+        epoch = e;
+        const k = this.#keys(e, subject);
+        return {
+          keys: [k.account, k.key, k.holds, k.accountQueue, k.keyQueue, k.waiters, k.sequence, k.instances],
+          args: [
+            subject.accountQuota,
+            limit,
+            wanted,
+            minimum,
+            waiterId ?? "",
+            waitMs,
+            hold,
+            subject.accountId,
+            subject.keyId,
+            this.#redis.channel,
+            this.#instanceId,
+          ],
+        };
+      });
+      if (reply[0] === "seed" && tries < 4) {
+        for (const which of String(reply[1])) await this.#seed(which as "a" | "k", subject);
+        continue;
+      }
+      const [status, tokens, remaining, reason, accountUsed, keyUsed, waiter] = reply as [
+        Attempt["status"],
+        number,
+        number,
+        Attempt["reason"],
+        number,
+        number,
+        string | undefined,
+      ];
+      if (!["ok", "refused", "held", "wait"].includes(status))
+        throw new Error(`unexpected answer from the ledger script: ${String(status)}`);
+      const attempt: Attempt = {
+        status,
+        tokens: Number(tokens),
+        remaining: Number(remaining),
+        reason,
+        accountUsed: Number(accountUsed),
+        keyUsed: Number(keyUsed),
+        ...(waiter !== undefined ? { waiterId: Number(waiter) } : {}),
+      };
+      if (status !== "ok") return attempt;
+      if (await this.#journaled(subject, hold, attempt.tokens, epoch, limit))
+        return { ...attempt, reservationId: hold };
+      if (tries >= 4) return { ...attempt, status: "held", tokens: 0 };
+    }
+  }
+
+  /**
+   * Journals the hold in the store before the call goes on. When Redis's epoch changed
+   * meanwhile, the new epoch may have been seeded without it: it is adopted, or given back
+   * (false) when the new epoch has no room for it.
+   */
+  async #journaled(subject: LedgerSubject, hold: number, tokens: number, epoch: string, limit: number) {
+    const row = {
+      instance_id: this.#instanceId,
+      hold,
+      account_id: subject.accountId,
+      key_id: subject.keyId,
+      tokens,
+      created_at: Date.now(),
+    };
+    try {
+      await this.#journal.add(row);
+    } catch (err) {
+      await this.#closeInRedis({ id: hold, ...this.#pair(subject), tokens }, 0).catch(() => undefined);
+      throw err;
+    }
+    if ((await this.#redis.client.get(this.#redis.epochKey)) === epoch) return true;
+    this.#logger.warn({ hold }, "Redis's ledger state changed while a hold was journaled: adopting it");
+    const adopted = await this.#redis.run(ADOPT_LUA, (e) => {
+      const k = this.#keys(e, subject);
+      return {
+        keys: [k.account, k.key, k.holds, k.instances],
+        args: [hold, subject.accountId, subject.keyId, tokens, subject.accountQuota, limit, this.#instanceId],
+      };
+    });
+    if (adopted[0] === "ok") return true;
+    await this.#forget([hold]);
+    return false;
+  }
+
+  #pair(s: { accountId: string; keyId: string }) {
+    return { accountId: s.accountId, keyId: s.keyId };
+  }
+
+  /** Seeds an account ('a') or key ('k') of the current epoch from one snapshot of the store. */
+  async #seed(which: "a" | "k", subject: LedgerSubject): Promise<void> {
+    const id = which === "a" ? subject.accountId : subject.keyId;
+    const table = sql.table(which === "a" ? "accounts" : "api_keys");
+    const column = sql.ref(which === "a" ? "account_id" : "key_id");
+    const { rows } = await sql<{
+      kind: string;
+      tokens: number;
+      instance_id: string;
+      hold: number;
+      account_id: string;
+      key_id: string;
+    }>`
+      select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id, null as key_id
+        from ${table} where id = ${id}
+      union all
+      select 'h', tokens, instance_id, hold, account_id, key_id
+        from ledger_reservations where ${column} = ${id} and hold is not null`.execute(this.#db);
+    const used = Number(rows.find((r) => r.kind === "u")?.tokens ?? 0);
+    const holds = rows.filter((r) => r.kind === "h");
+    await this.#redis.run(SEED_LUA, (e) => {
+      const subjectKey = this.#redis.key(e, `s:${which}:${id}`);
+      const hashes = [...new Set(holds.map((h) => this.#redis.key(e, `h:${h.instance_id}`)))];
+      const keys = [subjectKey, this.#redis.key(e, "inst"), ...hashes];
+      return {
+        keys,
+        args: [
+          which,
+          used,
+          holds.length,
+          ...holds.flatMap((h) => [
+            // KEYS[1] is the epoch key, which run() puts first
+            keys.indexOf(this.#redis.key(e, `h:${h.instance_id}`)) + 2,
+            Number(h.hold),
+            h.account_id,
+            h.key_id,
+            Number(h.tokens),
+            h.instance_id,
+          ]),
+        ],
+      };
+    });
+  }
+
+  protected async unwait(waiterId: number, subject: LedgerSubject): Promise<void> {
+    await this.#redis.run(UNWAIT_LUA, (e) => {
+      const k = this.#keys(e, subject);
+      return {
+        keys: [k.accountQueue, k.keyQueue, k.waiters],
+        args: [waiterId, this.#redis.channel, subject.accountId, subject.keyId],
+      };
+    });
+  }
+
+  protected async close(reservation: Reservation, charge: number, recorded: boolean): Promise<void> {
+    // The journal row goes first: a seed in between would count the hold again, with nobody left to close it.
+    if (!recorded) await this.#forget([reservation.id]);
+    await this.#closeInRedis(reservation, charge);
+  }
+
+  async #closeInRedis(r: Reservation, charge: number): Promise<void> {
+    await this.#redis.run(SETTLE_LUA, (e) => {
+      const k = this.#keys(e, r);
+      return {
+        keys: [k.account, k.key, k.holds, k.swept, k.accountQueue, k.keyQueue],
+        args: [r.id, charge, this.#redis.channel, r.accountId, r.keyId],
+      };
+    });
+  }
+
+  async #forget(holds: number[]): Promise<void> {
+    await this.#db
+      .deleteFrom("ledger_reservations")
+      .where("instance_id", "=", this.#instanceId)
+      .where("hold", "in", holds)
+      .execute();
+  }
+
+  async closeWithRecords(
+    trx: Kysely<Database>,
+    reservations: readonly Reservation[],
+    _charges: unknown,
+    charge: () => Promise<void>,
+  ): Promise<void> {
+    if (reservations.length)
+      await trx
+        .deleteFrom("ledger_reservations")
+        .where("instance_id", "=", this.#instanceId)
+        .where(
+          "hold",
+          "in",
+          reservations.map((r) => r.id),
+        )
+        .execute();
+    await charge();
+  }
+
+  committed(reservations: readonly Reservation[]): void {
+    this.closedInStore(reservations);
+  }
+
+  /** What Redis holds for the account or key in the current epoch (undefined: not seeded). */
+  async inspect(kind: "account" | "key", id: string): Promise<Counter | undefined> {
+    const epoch = await this.#redis.epoch();
+    const [u, r] = await this.#redis.client.hmget(this.#redis.key(epoch, `s:${kind[0]}:${id}`), "u", "r");
+    return u === null ? undefined : { used: Number(u), reserved: Number(r) };
+  }
+
+  /** Holds open anywhere: journaled in the store, or held in Redis. */
+  async openHolds(): Promise<number> {
+    const epoch = await this.#redis.epoch();
+    const row = await this.#db
+      .selectFrom("ledger_reservations")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    let held = 0;
+    for (const instance of await this.#redis.client.smembers(this.#redis.key(epoch, "inst")))
+      held += await this.#redis.client.hlen(this.#redis.key(epoch, `h:${instance}`));
+    return Math.max(Number(row.n), held);
+  }
+
+  /**
+   * Releases the holds of instances whose lease ran out: in Redis, then their journal rows,
+   * then in Redis again (a seed in between may have counted a journal row once more).
+   */
+  async sweep(): Promise<number> {
+    const live = new Set(
+      (
+        await sql<{ id: string }>`select id from ledger_instances
+          where heartbeat_at >= gateway_ledger_now() - ${this.#leaseMs}`.execute(this.#db)
+      ).rows.map((r) => r.id),
+    );
+    live.add(this.#instanceId);
+    const epoch = await this.#redis.epoch();
+    const inRedis = await this.#redis.client.smembers(this.#redis.key(epoch, "inst"));
+    const journaled = (
+      await this.#db.selectFrom("ledger_reservations").select("instance_id").distinct().execute()
+    ).map((r) => r.instance_id);
+    let released = 0;
+    for (const dead of new Set([...inRedis, ...journaled])) {
+      if (live.has(dead)) continue;
+      released += await this.#sweepRedis(dead);
+      await this.#db.deleteFrom("ledger_reservations").where("instance_id", "=", dead).execute();
+      released += await this.#sweepRedis(dead);
+    }
+    await sql`delete from ledger_instances where heartbeat_at < gateway_ledger_now() - ${this.#leaseMs}`.execute(
+      this.#db,
+    );
+    return released;
+  }
+
+  async #sweepRedis(dead: string): Promise<number> {
+    const epoch = await this.#redis.epoch();
+    const entries = await this.#redis.client.hgetall(this.#redis.key(epoch, `h:${dead}`));
+    const holds = Object.entries(entries).map(([id, e]) => {
+      const [accountId, keyId] = e.split(" ");
+      return { id, accountId: accountId!, keyId: keyId! };
+    });
+    const reply: Reply = await this.#redis.run(SWEEP_LUA, (e) => {
+      const subjects: string[] = [];
+      const index = (name: string) => {
+        let i = subjects.indexOf(name);
+        if (i < 0) i = subjects.push(name) - 1;
+        return i + 5; // after the epoch key, holds, swept holds and instances
+      };
+      const args = holds.flatMap((h) => [
+        h.id,
+        index(this.#redis.key(e, `s:a:${h.accountId}`)),
+        index(this.#redis.key(e, `s:k:${h.keyId}`)),
+      ]);
+      return {
+        keys: [
+          this.#redis.key(e, `h:${dead}`),
+          this.#redis.key(e, `x:${dead}`),
+          this.#redis.key(e, "inst"),
+          ...subjects,
+        ],
+        args: [dead, this.#redis.channel, holds.length, ...args],
+      };
+    });
+    return Number(reply[1] ?? 0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopWaiting();
+    this.#redis.subscriber.off("message", this.#onMessage);
+    await this.#journal.close();
+  }
+}

@@ -1,0 +1,145 @@
+// The Redis connection the shared ledger and rate limits use, and the generation ("epoch") of
+// what Redis holds. Every key lives under the current epoch; the epoch names the Redis server
+// (its run_id) that holds it. When the epoch key is gone (a flush, a restart without
+// persistence) or names another server (a restart from an old snapshot, a failover to a
+// replica that may lag), nothing Redis holds is trusted: a new epoch starts, empty, and each
+// account, key and bucket is rebuilt from the store the first time a call needs it.
+// While Redis is unreachable, commands fail at once (no offline queue) and callers fail closed;
+// the client reconnects by itself.
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import type { Logger } from "pino";
+
+const EPOCH_LUA = `
+local cur = redis.call('GET', KEYS[1])
+if cur and string.match(cur, '^([^:]+):') == ARGV[1] then return cur end
+local t = redis.call('TIME')
+local new = ARGV[1] .. ':' .. ARGV[2] .. ':' .. t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+redis.call('SET', KEYS[1], new)
+return new`;
+
+/** Redis replies as the scripts return them. */
+export type Reply = (string | number | null | Reply[])[];
+
+export class RedisState {
+  readonly client: Redis;
+  /** a connection in subscriber mode, for wake-ups */
+  readonly subscriber: Redis;
+  readonly prefix: string;
+  readonly channel: string;
+  readonly #logger: Logger;
+  #epoch: string | undefined;
+  #runId: string | undefined;
+  #changing: Promise<string> | undefined;
+
+  constructor(url: string, prefix: string, logger: Logger) {
+    const options = {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: 2_000,
+      connectTimeout: 2_000,
+      retryStrategy: (times: number) => Math.min(100 * times, 1_000),
+    };
+    this.client = new Redis(url, options);
+    this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true });
+    this.prefix = prefix;
+    this.channel = `${prefix}wake`;
+    this.#logger = logger;
+    let down = false;
+    for (const c of [this.client, this.subscriber])
+      c.on("error", (err: Error) => {
+        if (down) return;
+        down = true;
+        logger.error({ err }, "Redis is unreachable: calls are refused (503) until it answers again");
+      });
+    this.client.on("ready", () => {
+      if (down) logger.warn("Redis answers again");
+      down = false;
+      // Another server (restarted, failed over) may hold other data than the instances wrote:
+      // learn its run_id, and start a new epoch if the current one is another server's.
+      this.#runId = undefined;
+      void this.changed().catch(() => undefined);
+    });
+  }
+
+  /** The current epoch, as this process last saw it. */
+  async epoch(): Promise<string> {
+    return this.#epoch ?? this.changed();
+  }
+
+  /** When the epoch started, in Redis's clock (ms). */
+  static started(epoch: string): number {
+    return Number(epoch.split(":")[2]);
+  }
+
+  /** A script saw another epoch than this process's: learn it, starting a new one if needed. */
+  changed(): Promise<string> {
+    this.#changing ??= (async () => {
+      try {
+        this.#runId ??= /run_id:(\w+)/.exec(await this.client.info("server"))![1]!;
+        const previous = this.#epoch;
+        const epoch = (await this.client.eval(
+          EPOCH_LUA,
+          1,
+          `${this.prefix}epoch`,
+          this.#runId,
+          randomBytes(6).toString("hex"),
+        )) as string;
+        if (previous !== undefined && previous !== epoch)
+          this.#logger.warn(
+            { epoch },
+            "Redis lost the shared ledger and rate limits (flush, restart or failover): they are rebuilt from the store",
+          );
+        this.#epoch = epoch;
+        return epoch;
+      } finally {
+        this.#changing = undefined;
+      }
+    })();
+    return this.#changing;
+  }
+
+  /** A key of the current epoch. */
+  key(epoch: string, name: string): string {
+    return `${this.prefix}${epoch}:${name}`;
+  }
+
+  get epochKey(): string {
+    return `${this.prefix}epoch`;
+  }
+
+  /** Runs a script, under the current epoch (its first KEYS and ARGV); retried once the epoch changed. */
+  async run(
+    lua: string,
+    build: (epoch: string) => { keys: string[]; args: (string | number)[] },
+  ): Promise<Reply> {
+    for (let attempt = 0; ; attempt++) {
+      const epoch = await this.epoch();
+      const { keys, args } = build(epoch);
+      const reply = (await this.client.eval(
+        lua,
+        keys.length + 1,
+        this.epochKey,
+        ...keys,
+        epoch,
+        ...args,
+      )) as Reply;
+      if (reply[0] !== "epoch" || attempt >= 3) return reply;
+      if (reply[1] === epoch) continue;
+      await this.changed();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.client.disconnect();
+    this.subscriber.disconnect();
+  }
+}
+
+/** Every script starts by checking the epoch: KEYS[1] the epoch key, ARGV[1] the caller's epoch. */
+export const CHECK_EPOCH = `
+local cur = redis.call('GET', KEYS[1])
+if cur ~= ARGV[1] then return {'epoch', cur or ''} end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+`;

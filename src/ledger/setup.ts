@@ -1,0 +1,70 @@
+// Which ledger and rate limits an instance runs: in process on SQLite (one process, the
+// default and the fastest path); on PostgreSQL, shared by every instance on the store, with
+// rate limits per instance; with Redis too, ledger and rate limits in Redis (the store stays
+// the truth and Redis's state is rebuilt from it).
+import type { Logger } from "pino";
+import type { Config } from "../config/schema.ts";
+import type { Store } from "../store/db.ts";
+import { InstanceLease } from "./instances.ts";
+import { MemoryLedger } from "./memory-ledger.ts";
+import { PostgresLedger } from "./postgres-ledger.ts";
+import { RateLimiter, type RateLimits } from "./rate-limiter.ts";
+import { RedisLedger } from "./redis-ledger.ts";
+import { RedisRateLimiter } from "./redis-rate-limiter.ts";
+import { RedisState } from "./redis-state.ts";
+import type { StoreHolds } from "./store-holds.ts";
+import type { Ledger } from "./types.ts";
+
+export interface LedgerSetup {
+  ledger: Ledger;
+  rates: RateLimits;
+  /** the holds the record writer ends with their records (shared ledgers) */
+  holds: StoreHolds | undefined;
+  /** before the first call: listens, takes the lease */
+  start(): Promise<void>;
+  /** after the last call: gives the lease up */
+  stop(): Promise<void>;
+}
+
+export function ledgerSetup(config: Config, store: Store, logger: Logger, instanceId: string): LedgerSetup {
+  const { wait_ms: waitMs, lease_ms: leaseMs } = config.ledger;
+  const url = config.store.database_url;
+  if (store.dialect === "sqlite" || !url)
+    return {
+      ledger: new MemoryLedger({ waitMs }),
+      rates: new RateLimiter(),
+      holds: undefined,
+      start: async () => {},
+      stop: async () => {},
+    };
+  const options = { url, instanceId, waitMs, leaseMs, logger };
+  const redisUrl = config.store.redis_url;
+  const redis = redisUrl ? new RedisState(redisUrl, config.store.redis_prefix, logger) : undefined;
+  const ledger = redis ? new RedisLedger(redis, store, options) : new PostgresLedger(store.db, options);
+  const rates = redis
+    ? new RedisRateLimiter(redis, store.db, (err) =>
+        logger.warn({ err }, "could not give rate-limit tokens back"),
+      )
+    : new RateLimiter();
+  const lease = new InstanceLease(store, {
+    id: instanceId,
+    redis: redis !== undefined,
+    leaseMs,
+    logger,
+    sweep: () => ledger.sweep(),
+  });
+  return {
+    ledger,
+    rates,
+    holds: ledger,
+    async start() {
+      await lease.start();
+      await ledger.start();
+    },
+    async stop() {
+      await ledger.stop();
+      await lease.stop();
+      await redis?.close();
+    },
+  };
+}

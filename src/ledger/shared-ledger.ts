@@ -1,0 +1,294 @@
+// What the ledgers shared by several instances have in common: a hold is an attempt against
+// shared state (PostgreSQL or Redis) that answers ok, refused, held or wait; a request told to
+// wait keeps its place in a queue kept beside that state (first come, first served across all
+// instances) and tries again when a hold on its account or key is closed anywhere (a
+// notification), or at the latest every POLL_MS. Only the first local waiter of each account
+// and key tries: the ones behind it cannot pass it. This process also keeps a view of what it
+// holds, for the live figures and the auth hook's early refusal.
+import { GatewayError } from "../errors/index.ts";
+import type { Counter, Ledger, LedgerSubject, Reservation, ReserveOptions, ReserveResult } from "./types.ts";
+
+/** a waiter also tries this often, for notifications lost with a connection */
+const POLL_MS = 200;
+
+export type AttemptStatus = "ok" | "refused" | "held" | "wait";
+
+export interface Attempt {
+  status: AttemptStatus;
+  /** ok: tokens held */
+  tokens: number;
+  /** what consumption leaves of the tighter limit */
+  remaining: number;
+  reason: "quota" | "key_limit";
+  /** ok: the hold's id */
+  reservationId?: number;
+  /** wait: the place in the queue, to pass to the next attempt */
+  waiterId?: number;
+  /** the consumption the shared state knows, for this process's view */
+  keyUsed?: number;
+  accountUsed?: number;
+}
+
+interface LocalWaiter {
+  subject: LedgerSubject;
+  wanted: number;
+  minimum: number;
+  waiterId: number | undefined;
+  deadline: number;
+  last: Attempt;
+  done(result: ReserveResult): void;
+}
+
+export abstract class SharedLedger implements Ledger {
+  readonly #waitMs: number;
+  readonly #open = new Map<number, Reservation>();
+  /** holds whose close the record writer committed in the store, with the record */
+  readonly #closedInStore = new Set<number>();
+  readonly #used = new Map<string, number>();
+  readonly #reserved = new Map<string, number>();
+  #waiters: LocalWaiter[] = [];
+  #pumping: Promise<void> | undefined;
+  #again = false;
+  #poll: NodeJS.Timeout | undefined;
+
+  constructor(options: { waitMs: number }) {
+    this.#waitMs = options.waitMs;
+  }
+
+  /** One try against the shared state; `waitMs` 0: answer held rather than wait. */
+  protected abstract attempt(
+    subject: LedgerSubject,
+    wanted: number,
+    minimum: number,
+    waiterId: number | undefined,
+    waitMs: number,
+  ): Promise<Attempt>;
+  /** Leaves the queue (gave up waiting). */
+  protected abstract unwait(waiterId: number, subject: LedgerSubject): Promise<void>;
+  /** Closes a hold in the shared state with a charge (its record committed) or none. */
+  protected abstract close(reservation: Reservation, charge: number, recorded: boolean): Promise<void>;
+
+  async reserve(
+    subject: LedgerSubject,
+    wanted: number,
+    minimum: number,
+    options: ReserveOptions = {},
+  ): Promise<ReserveResult> {
+    const first = await this.#try(subject, wanted, minimum, undefined, this.#waitMs);
+    const result = this.#result(subject, first);
+    if (result) return result;
+    const signal = options.signal;
+    return new Promise<ReserveResult>((resolve) => {
+      const giveUp = () => this.#giveUp(waiter);
+      const timer = setTimeout(giveUp, this.#waitMs);
+      const waiter: LocalWaiter = {
+        subject,
+        wanted,
+        minimum,
+        waiterId: first.waiterId,
+        deadline: Date.now() + this.#waitMs,
+        last: first,
+        done: (r) => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", giveUp);
+          resolve(r);
+        },
+      };
+      // In the shared queue's order: the first local waiter of an account or key is the one
+      // that can pass (answers arrive out of order over several connections).
+      const at = this.#waiters.findIndex((w) => (w.waiterId ?? Infinity) > (waiter.waiterId ?? Infinity));
+      this.#waiters.splice(at < 0 ? this.#waiters.length : at, 0, waiter);
+      signal?.addEventListener("abort", giveUp, { once: true });
+      if (signal?.aborted) giveUp();
+      this.#poll ??= setInterval(() => this.wake(), POLL_MS);
+    });
+  }
+
+  async #try(
+    subject: LedgerSubject,
+    wanted: number,
+    minimum: number,
+    waiterId: number | undefined,
+    waitMs: number,
+  ): Promise<Attempt> {
+    let a: Attempt;
+    try {
+      a = await this.attempt(subject, wanted, minimum, waiterId, waitMs);
+    } catch (err) {
+      throw new GatewayError("ledger_unavailable", { cause: err });
+    }
+    if (a.keyUsed !== undefined) this.#used.set(`k:${subject.keyId}`, a.keyUsed);
+    if (a.accountUsed !== undefined) this.#used.set(`a:${subject.accountId}`, a.accountUsed);
+    return a;
+  }
+
+  /** The answer of an attempt, or undefined when it must wait. */
+  #result(subject: LedgerSubject, a: Attempt): ReserveResult | undefined {
+    switch (a.status) {
+      case "ok": {
+        const reservation: Reservation = {
+          id: a.reservationId!,
+          accountId: subject.accountId,
+          keyId: subject.keyId,
+          tokens: a.tokens,
+        };
+        this.#open.set(reservation.id, reservation);
+        this.#addReserved(reservation, 1);
+        return { ok: true, reservation };
+      }
+      case "refused":
+        return { ok: false, reason: a.reason, remaining: Math.max(0, a.remaining), held: false };
+      case "held":
+        return { ok: false, reason: a.reason, remaining: Math.max(0, a.remaining), held: true };
+      case "wait":
+        return undefined;
+    }
+  }
+
+  #giveUp(waiter: LocalWaiter): void {
+    const i = this.#waiters.indexOf(waiter);
+    if (i < 0) return;
+    this.#waiters.splice(i, 1);
+    this.#idle();
+    const { reason, remaining } = waiter.last;
+    waiter.done({ ok: false, reason, remaining: Math.max(0, remaining), held: true });
+    // the next in line may come first now, here or on another instance
+    if (waiter.waiterId !== undefined)
+      void this.unwait(waiter.waiterId, waiter.subject).catch(() => undefined);
+  }
+
+  /** A hold on this account or key was closed somewhere, or it is time to poll: the first waiters try. */
+  wake(accountId?: string, keyId?: string): void {
+    if (!this.#waiters.length) return;
+    if (
+      accountId !== undefined &&
+      !this.#waiters.some((w) => w.subject.accountId === accountId || w.subject.keyId === keyId)
+    )
+      return;
+    if (this.#pumping) {
+      this.#again = true;
+      return;
+    }
+    this.#pumping = this.#pump().finally(() => {
+      this.#pumping = undefined;
+    });
+  }
+
+  async #pump(): Promise<void> {
+    do {
+      this.#again = false;
+      const blocked: LedgerSubject[] = [];
+      for (const w of [...this.#waiters]) {
+        if (!this.#waiters.includes(w)) continue;
+        if (blocked.some((b) => b.accountId === w.subject.accountId || b.keyId === w.subject.keyId)) continue;
+        let a: Attempt;
+        try {
+          a = await this.#try(
+            w.subject,
+            w.wanted,
+            w.minimum,
+            w.waiterId,
+            Math.max(1, w.deadline - Date.now()),
+          );
+        } catch {
+          blocked.push(w.subject); // the shared state is unreachable: its own timeout refuses it
+          continue;
+        }
+        if (!this.#waiters.includes(w)) {
+          // It gave up while this attempt ran: a hold made for nobody goes back.
+          if (a.status === "ok")
+            await this.close(
+              {
+                id: a.reservationId!,
+                accountId: w.subject.accountId,
+                keyId: w.subject.keyId,
+                tokens: a.tokens,
+              },
+              0,
+              false,
+            ).catch(() => undefined);
+          continue;
+        }
+        w.last = a;
+        w.waiterId = a.waiterId ?? w.waiterId;
+        const result = this.#result(w.subject, a);
+        if (!result) {
+          blocked.push(w.subject);
+          continue;
+        }
+        this.#waiters.splice(this.#waiters.indexOf(w), 1);
+        w.done(result);
+      }
+      this.#idle();
+    } while (this.#again);
+  }
+
+  #idle(): void {
+    if (this.#waiters.length || !this.#poll) return;
+    clearInterval(this.#poll);
+    this.#poll = undefined;
+  }
+
+  /** The record writer committed the close of these holds with their records (see StoreHolds). */
+  closedInStore(reservations: readonly Reservation[]): void {
+    for (const r of reservations) if (this.#open.has(r.id)) this.#closedInStore.add(r.id);
+  }
+
+  async settle(reservation: Reservation, tokens: number): Promise<void> {
+    await this.#finish(reservation, Math.max(0, Math.round(tokens)));
+  }
+
+  async release(reservation: Reservation): Promise<void> {
+    await this.#finish(reservation, 0);
+  }
+
+  async #finish(reservation: Reservation, charge: number): Promise<void> {
+    // Exactly once: a second settle or release of the same reservation changes nothing.
+    if (!this.#open.delete(reservation.id)) return;
+    // A charge is only ever made with its record: without one, the hold is released. The
+    // view's consumption is left to the next attempt to learn: adding the charge here could
+    // count it twice (an attempt may have read it already), and a view that runs high would
+    // refuse keys early; one that runs low only lets the attempt decide.
+    const recorded = this.#closedInStore.delete(reservation.id);
+    this.#addReserved(reservation, -1);
+    try {
+      await this.close(reservation, recorded ? charge : 0, recorded);
+    } finally {
+      this.wake(reservation.accountId, reservation.keyId);
+    }
+  }
+
+  #addReserved(r: Reservation, sign: 1 | -1): void {
+    for (const id of [`k:${r.keyId}`, `a:${r.accountId}`]) {
+      const now = (this.#reserved.get(id) ?? 0) + sign * r.tokens;
+      if (now) this.#reserved.set(id, now);
+      else this.#reserved.delete(id);
+    }
+  }
+
+  account(accountId: string): Counter | undefined {
+    return this.#view(`a:${accountId}`);
+  }
+
+  key(keyId: string): Counter | undefined {
+    return this.#view(`k:${keyId}`);
+  }
+
+  /** consumption as last seen in the shared state, and what this process holds */
+  #view(id: string): Counter | undefined {
+    const used = this.#used.get(id);
+    const reserved = this.#reserved.get(id) ?? 0;
+    if (used === undefined && !reserved) return undefined;
+    return { used: used ?? 0, reserved };
+  }
+
+  openReservations(): number {
+    return this.#open.size;
+  }
+
+  /** Refuses whoever still waits (shutdown). */
+  protected stopWaiting(): void {
+    for (const w of [...this.#waiters]) this.#giveUp(w);
+    this.#idle();
+  }
+}
