@@ -16,9 +16,10 @@ import { stringify } from "yaml";
 import type { ConfigInput } from "../src/config/schema.ts";
 import type { AttemptRecord } from "../src/records/draft.ts";
 import { runCli } from "./support/cli.ts";
-import { startTestGateway, type TestGateway } from "./support/gateway.ts";
+import { type StoreKind, startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { freePort } from "./support/listen.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { storeSuite } from "./support/postgres.ts";
 import { parseStream as parseEvents, until } from "./support/stream-assertions.ts";
 
 const UPSTREAM_SECRET = "sk-upstream-secret-123";
@@ -80,8 +81,10 @@ async function routed(
   providers: ProviderInput[],
   models: ModelInput[],
   extra: Partial<ConfigInput> = {},
+  store: StoreKind = "sqlite",
 ): Promise<Routed> {
   const gw = await startTestGateway({
+    store,
     config: {
       log_level: "warn",
       providers,
@@ -705,7 +708,7 @@ describe("routing: visibility", () => {
   });
 });
 
-describe("routing: cooldowns shared through Redis", () => {
+describe("routing: cooldowns shared through Redis", await storeSuite("postgres+redis"), () => {
   const prefix = `gw-test-${randomUUID()}:`;
   after(async () => {
     const redis = new Redis(REDIS_URL);
@@ -719,10 +722,16 @@ describe("routing: cooldowns shared through Redis", () => {
     try {
       p.a.setDirectives("mock:status=500");
       const setup = () =>
-        routed(p.providers, [onAThenB("shared")], {
-          routing: { cooldown: { failures: 2, window_s: 60, seconds: 600 } },
-          store: { redis_url: REDIS_URL, redis_prefix: prefix },
-        });
+        routed(
+          p.providers,
+          [onAThenB("shared")],
+          {
+            routing: { cooldown: { failures: 2, window_s: 60, seconds: 600 } },
+            store: { redis_url: REDIS_URL, redis_prefix: prefix },
+          },
+          // Redis shares state between instances of one PostgreSQL store
+          "postgres",
+        );
       const one = await setup();
       const two = await setup();
       await ask(one, "shared");

@@ -12,6 +12,8 @@ export interface Account {
   plan_id: string;
   quota_tokens: number | null;
   used_tokens: number;
+  /** tokens held by calls in flight, kept in the row only by the shared ledger (PostgreSQL) */
+  reserved_tokens: number;
   disabled: number;
   created_at: number;
   /** content safety: "on" | "off"; null inherits the plan's, then the global, setting */
@@ -102,7 +104,7 @@ export async function createAccount(
     if (isUniqueViolation(err)) throw new LookupError(`an account named "${input.name}" exists already`);
     throw err;
   }
-  return { ...account, used_tokens: 0, disabled: 0, safety: null, safety_streaming: null };
+  return { ...account, used_tokens: 0, reserved_tokens: 0, disabled: 0, safety: null, safety_streaming: null };
 }
 
 export async function listAccounts(db: Db): Promise<Account[]> {
@@ -241,6 +243,7 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "a.plan_id as a_plan",
       "a.quota_tokens as a_quota",
       "a.used_tokens as a_used",
+      "a.reserved_tokens as a_reserved",
       "a.disabled as a_disabled",
       "a.created_at as a_created",
       "a.safety as a_safety",
@@ -270,6 +273,7 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       plan_id: row.a_plan,
       quota_tokens: row.a_quota,
       used_tokens: row.a_used,
+      reserved_tokens: row.a_reserved,
       disabled: row.a_disabled,
       created_at: row.a_created,
       safety: row.a_safety,

@@ -4,11 +4,12 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, describe, test } from "node:test";
 import { Redis } from "ioredis";
+import { needsRedis, TEST_REDIS_URL } from "../../test/support/redis.ts";
 import { until } from "../../test/support/stream-assertions.ts";
 import type { Cooldown } from "./cooldowns.ts";
 import { RedisCooldowns } from "./redis-cooldowns.ts";
 
-const URL = "redis://127.0.0.1:6379";
+const URL = TEST_REDIS_URL;
 const SETTINGS = { failures: 2, windowMs: 60_000, ms: 30_000 };
 const admin = new Redis(URL);
 const prefixes: string[] = [];
@@ -41,7 +42,7 @@ async function stores(count: number, settings = SETTINGS) {
   return { prefix, stores: started, close: () => Promise.all(started.map((s) => s.store.close())) };
 }
 
-describe("RedisCooldowns", () => {
+describe("RedisCooldowns", await needsRedis(), () => {
   test("failures add up across instances; the cooldown reaches every instance", async () => {
     const {
       stores: [one, two],

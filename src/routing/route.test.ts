@@ -300,9 +300,10 @@ describe("backoff and the routing's time", () => {
       throw fail(500);
     };
     await failure(s.run(ordered(["a"], { retries: 3 }), { "a/m": step }));
-    // attempts 2, 3, 4 wait 2, 4, 5 ms (random() = 1: the whole cap)
+    // attempts 2, 3, 4 wait 2, 4, 5 ms (random() = 1: the whole cap); a timer is measured from
+    // libuv's cached loop time, which can be up to a millisecond before `last` was read
     assert.equal(waits.length, 4);
-    assert.ok(waits[1]! >= 2 && waits[2]! >= 4 && waits[3]! >= 5, `waits ${waits.map((w) => w.toFixed(1))}`);
+    assert.ok(waits[1]! >= 1 && waits[2]! >= 3 && waits[3]! >= 4, `waits ${waits.map((w) => w.toFixed(1))}`);
   });
 });
 
