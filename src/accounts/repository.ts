@@ -104,7 +104,14 @@ export async function createAccount(
     if (isUniqueViolation(err)) throw new LookupError(`an account named "${input.name}" exists already`);
     throw err;
   }
-  return { ...account, used_tokens: 0, reserved_tokens: 0, disabled: 0, safety: null, safety_streaming: null };
+  return {
+    ...account,
+    used_tokens: 0,
+    reserved_tokens: 0,
+    disabled: 0,
+    safety: null,
+    safety_streaming: null,
+  };
 }
 
 export async function listAccounts(db: Db): Promise<Account[]> {
