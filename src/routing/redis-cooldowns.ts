@@ -6,6 +6,7 @@
 //
 // Redis unreachable: calls are routed on this instance's own knowledge (failures it counted,
 // cooldowns it started) until it is back; a call never fails because of Redis.
+import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import {
   type Cooldown,
@@ -73,6 +74,8 @@ export class RedisCooldowns implements CooldownStore {
   /** the shared count Redis last answered, and when */
   readonly #shared = new Map<string, { count: number; at: number }>();
   #member = 0;
+  /** members of the failure window must be unique across stores, also two in one process */
+  readonly #instance = randomUUID();
 
   constructor(options: RedisCooldownOptions) {
     const connection = {
@@ -138,7 +141,7 @@ export class RedisCooldowns implements CooldownStore {
         now,
         this.#settings.windowMs,
         this.#settings.failures,
-        `${now}-${process.pid}-${++this.#member}`,
+        `${now}-${this.#instance}-${++this.#member}`,
         JSON.stringify(cooldown),
         this.#settings.ms + PROBE_GRACE_MS,
         this.#channel,

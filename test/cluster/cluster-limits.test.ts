@@ -9,13 +9,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ask, chat } from "./support/chat-call.ts";
-import { runCli } from "./support/cli.ts";
-import { type Cluster, startCluster } from "./support/cluster.ts";
-import { TEST_MODEL } from "./support/gateway.ts";
-import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
-import { needsRedis } from "./support/redis-instance.ts";
-import { until } from "./support/stream-assertions.ts";
+import { ask, chat } from "../support/chat-call.ts";
+import { runCli } from "../support/cli.ts";
+import { type Cluster, startCluster } from "../support/cluster.ts";
+import { TEST_MODEL } from "../support/gateway.ts";
+import { type MockUpstream, startMockUpstream } from "../support/mock-openai-upstream.ts";
+import { needsRedis } from "../support/redis-instance.ts";
+import { until } from "../support/stream-assertions.ts";
 
 const plans = [
   {

@@ -5,7 +5,7 @@
 // counters, no hold left open; with the ledger on PostgreSQL alone and through Redis.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Cluster, startCluster } from "./support/cluster.ts";
+import { type Cluster, startCluster } from "../support/cluster.ts";
 import {
   INVARIANT_SUBJECTS,
   INVARIANT_UPSTREAM,
@@ -14,9 +14,9 @@ import {
   runMixedLoad,
   seedFrom,
   summarize,
-} from "./support/mixed-load.ts";
-import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
-import { needsRedis } from "./support/redis-instance.ts";
+} from "../support/mixed-load.ts";
+import { type MockUpstream, startMockUpstream } from "../support/mock-openai-upstream.ts";
+import { needsRedis } from "../support/redis-instance.ts";
 
 const REQUESTS = 300;
 const SEED = seedFrom(process.env.INVARIANT_SEED);

@@ -7,8 +7,8 @@
 //   answered again when it is back, with the key's rate limit and token limit still exact.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ask, chat } from "./support/chat-call.ts";
-import { type Cluster, startCluster } from "./support/cluster.ts";
+import { ask, chat } from "../support/chat-call.ts";
+import { type Cluster, startCluster } from "../support/cluster.ts";
 import {
   INVARIANT_SUBJECTS,
   INVARIANT_UPSTREAM,
@@ -17,10 +17,10 @@ import {
   runMixedLoad,
   seedFrom,
   summarize,
-} from "./support/mixed-load.ts";
-import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
-import { flushRedisKeys, needsRedis, type RedisServer, startRedisServer } from "./support/redis-instance.ts";
-import { until } from "./support/stream-assertions.ts";
+} from "../support/mixed-load.ts";
+import { type MockUpstream, startMockUpstream } from "../support/mock-openai-upstream.ts";
+import { flushRedisKeys, needsRedis, type RedisServer, startRedisServer } from "../support/redis-instance.ts";
+import { until } from "../support/stream-assertions.ts";
 
 const SEED = seedFrom(process.env.INVARIANT_SEED);
 
