@@ -77,7 +77,6 @@ export class Relay {
       request: req,
       upstreamModel: model.upstreamModel,
       outputBound: cappedOutput(budget, hold.reservation.tokens),
-      outputBoundField: model.config.output_bound_field,
       signal: route.signal,
     };
     try {
