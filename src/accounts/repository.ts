@@ -2,6 +2,7 @@
 // revision row in the same transaction, so every instance drops its caches within a poll.
 import type { Kysely, Transaction } from "kysely";
 import { generateKey, newId } from "../auth/key-format.ts";
+import type { BudgetPeriod } from "../prices/period.ts";
 import type { Database } from "../store/schema.ts";
 
 type Db = Kysely<Database>;
@@ -14,6 +15,12 @@ export interface Account {
   used_tokens: number;
   /** tokens held by calls in flight, kept in the row only by the shared ledger (PostgreSQL) */
   reserved_tokens: number;
+  /** money budget in nanodollars (null: none), its period, and what was spent (src/prices/period.ts) */
+  budget_nanos: number | null;
+  budget_period: string;
+  spent_nanos: number;
+  month_spent_nanos: number;
+  spent_month: string;
   disabled: number;
   created_at: number;
   /** content safety: "on" | "off"; null inherits the plan's, then the global, setting */
@@ -29,6 +36,12 @@ export interface ApiKey {
   prefix: string;
   limit_tokens: number | null;
   used_tokens: number;
+  /** money budget in nanodollars (null: none), its period, and what was spent (src/prices/period.ts) */
+  budget_nanos: number | null;
+  budget_period: string;
+  spent_nanos: number;
+  month_spent_nanos: number;
+  spent_month: string;
   disabled: number;
   created_at: number;
   /** own requests per minute; null: the plan's default */
@@ -44,6 +57,11 @@ const keyColumns = [
   "prefix",
   "limit_tokens",
   "used_tokens",
+  "budget_nanos",
+  "budget_period",
+  "spent_nanos",
+  "month_spent_nanos",
+  "spent_month",
   "disabled",
   "created_at",
   "rpm_limit",
@@ -108,6 +126,11 @@ export async function createAccount(
     ...account,
     used_tokens: 0,
     reserved_tokens: 0,
+    budget_nanos: null,
+    budget_period: "none",
+    spent_nanos: 0,
+    month_spent_nanos: 0,
+    spent_month: "",
     disabled: 0,
     safety: null,
     safety_streaming: null,
@@ -176,7 +199,18 @@ export async function createKey(
       .execute();
     await bumpRevision(trx);
   });
-  return { key: { ...key, used_tokens: 0, disabled: 0, rpm_limit: null, tpm_limit: null }, secret };
+  const fresh = {
+    used_tokens: 0,
+    budget_nanos: null,
+    budget_period: "none",
+    spent_nanos: 0,
+    month_spent_nanos: 0,
+    spent_month: "",
+    disabled: 0,
+    rpm_limit: null,
+    tpm_limit: null,
+  };
+  return { key: { ...key, ...fresh }, secret };
 }
 
 /** The account's keys, deleted ones left out. */
@@ -241,6 +275,11 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "k.prefix as k_prefix",
       "k.limit_tokens as k_limit",
       "k.used_tokens as k_used",
+      "k.budget_nanos as k_budget",
+      "k.budget_period as k_budget_period",
+      "k.spent_nanos as k_spent",
+      "k.month_spent_nanos as k_month_spent",
+      "k.spent_month as k_spent_month",
       "k.disabled as k_disabled",
       "k.created_at as k_created",
       "k.rpm_limit as k_rpm",
@@ -251,6 +290,11 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "a.quota_tokens as a_quota",
       "a.used_tokens as a_used",
       "a.reserved_tokens as a_reserved",
+      "a.budget_nanos as a_budget",
+      "a.budget_period as a_budget_period",
+      "a.spent_nanos as a_spent",
+      "a.month_spent_nanos as a_month_spent",
+      "a.spent_month as a_spent_month",
       "a.disabled as a_disabled",
       "a.created_at as a_created",
       "a.safety as a_safety",
@@ -269,6 +313,11 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       prefix: row.k_prefix,
       limit_tokens: row.k_limit,
       used_tokens: row.k_used,
+      budget_nanos: row.k_budget,
+      budget_period: row.k_budget_period,
+      spent_nanos: row.k_spent,
+      month_spent_nanos: row.k_month_spent,
+      spent_month: row.k_spent_month,
       disabled: row.k_disabled,
       created_at: row.k_created,
       rpm_limit: row.k_rpm,
@@ -281,6 +330,11 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       quota_tokens: row.a_quota,
       used_tokens: row.a_used,
       reserved_tokens: row.a_reserved,
+      budget_nanos: row.a_budget,
+      budget_period: row.a_budget_period,
+      spent_nanos: row.a_spent,
+      month_spent_nanos: row.a_month_spent,
+      spent_month: row.a_spent_month,
       disabled: row.a_disabled,
       created_at: row.a_created,
       safety: row.a_safety,
@@ -304,6 +358,29 @@ export async function deleteKey(db: Db, id: string): Promise<boolean> {
       .where("deleted_at", "is", null)
       .executeTakeFirst();
     if (!Number(r.numUpdatedRows)) return false;
+    await bumpRevision(trx);
+    return true;
+  });
+}
+
+/**
+ * Sets an account's or a key's money budget (nanodollars; null: none) and its period. What
+ * was spent stays: a budget set mid-month counts what the month already spent.
+ */
+export async function setBudget(
+  db: Db,
+  table: "accounts" | "api_keys",
+  id: string,
+  nanos: number | null,
+  period: BudgetPeriod,
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const r = await trx
+      .updateTable(table)
+      .set({ budget_nanos: nanos, budget_period: period })
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!r.numUpdatedRows) return false;
     await bumpRevision(trx);
     return true;
   });

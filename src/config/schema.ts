@@ -40,6 +40,20 @@ export const deploymentSchema = z
 /** How a model's deployments share its calls (src/routing/strategy.ts). */
 export const ROUTING_STRATEGIES = ["weighted", "ordered", "least-busy", "latency"] as const;
 
+/** USD per million tokens, as providers list them; an absent field costs 0. */
+const usdPerMillion = z.number({ error: "must be a number (USD per million tokens)" }).finite().nonnegative();
+const pricingSchema = z
+  .object({
+    input: usdPerMillion.optional(),
+    output: usdPerMillion.optional(),
+    /** cache reads (OpenAI cached_tokens, Anthropic cache_read_input_tokens, Gemini cachedContentTokenCount) */
+    cached_input: usdPerMillion.optional(),
+    /** cache writes (Anthropic cache_creation_input_tokens); reasoning tokens are output tokens */
+    cache_write: usdPerMillion.optional(),
+  })
+  .strict();
+export type PricingConfig = z.output<typeof pricingSchema>;
+
 export const modelSchema = z
   .object({
     /** the public name clients send and see */
@@ -62,6 +76,8 @@ export const modelSchema = z
     output_bound_field: outputBoundField.optional(),
     /** template overheads of the reservation's prompt bound */
     prompt_overhead: promptOverheadSchema,
+    /** USD per million tokens; absent: the price table's, if it knows the upstream model (src/prices/) */
+    pricing: pricingSchema.optional(),
   })
   .strict();
 
@@ -227,6 +243,8 @@ export const planSchema = z
   .object({
     id,
     quota_tokens: z.number().int().nonnegative(),
+    /** what the plan's accounts pay relative to list prices */
+    price_multiplier: z.number().finite().nonnegative().max(1000).default(1),
     models: z.array(id).default([]),
     /** defaults for each key of the plan's accounts (a key may override them) and for the account as a whole */
     rate_limits: z

@@ -75,6 +75,14 @@ export const catalog = {
     "the account's token quota cannot cover the request",
     "never",
   ),
+  budget_exceeded: entry(
+    429,
+    "insufficient_quota",
+    "budget_exceeded",
+    "The budget cannot cover this request.",
+    "the account's or the key's money budget cannot cover the most the request can cost",
+    "never",
+  ),
   limit_held: entry(
     429,
     "tokens",

@@ -10,6 +10,10 @@ const subject = (over: Partial<LedgerSubject> = {}): LedgerSubject => ({
   keyId: "key_1",
   keyLimit: null,
   keyUsed: 0,
+  accountBudget: null,
+  accountSpent: { total: 0, month: 0, monthKey: "" },
+  keyBudget: null,
+  keySpent: { total: 0, month: 0, monthKey: "" },
   ...over,
 });
 
@@ -48,7 +52,7 @@ describe("MemoryLedger", () => {
     assert.ok(r.ok);
     assert.equal(r.reservation.tokens, 10);
     // later calls carry a stale stored value; the ledger's own count wins
-    await ledger.settle(r.reservation, 10);
+    await ledger.settle(r.reservation, 10, 0);
     assert.deepEqual(await ledger.reserve(subject({ accountUsed: 0 }), 100, 1), {
       ok: false,
       reason: "quota",
@@ -61,8 +65,8 @@ describe("MemoryLedger", () => {
     const ledger = new MemoryLedger();
     const r = await ledger.reserve(subject({ keyLimit: 1000 }), 100, 1);
     assert.ok(r.ok);
-    await ledger.settle(r.reservation, 30);
-    await ledger.settle(r.reservation, 30);
+    await ledger.settle(r.reservation, 30, 0);
+    await ledger.settle(r.reservation, 30, 0);
     await ledger.release(r.reservation);
     assert.deepEqual(ledger.account("acc_1"), { used: 30, reserved: 0 });
     assert.deepEqual(ledger.key("key_1"), { used: 30, reserved: 0 });
@@ -101,7 +105,7 @@ describe("MemoryLedger", () => {
       });
       await Promise.resolve();
       assert.equal(settled, false, "it waits while the first call holds the whole limit");
-      await ledger.settle(first.reservation, 30);
+      await ledger.settle(first.reservation, 30, 0);
       const second = await waiting;
       assert.ok(second.ok);
       assert.equal(second.reservation.tokens, 70, "what the first call did not use");
@@ -111,7 +115,7 @@ describe("MemoryLedger", () => {
       const ledger = new MemoryLedger({ waitMs: 60_000 });
       const first = await ledger.reserve(subject({ keyLimit: 100 }), 100, 10);
       assert.ok(first.ok);
-      await ledger.settle(first.reservation, 95);
+      await ledger.settle(first.reservation, 95, 0);
       assert.deepEqual(await ledger.reserve(subject({ keyLimit: 100 }), 100, 10), {
         ok: false,
         reason: "key_limit",
@@ -134,10 +138,10 @@ describe("MemoryLedger", () => {
         order.push("small");
         return r;
       });
-      await ledger.settle(b.reservation, 30); // 10 free: the small one would fit, but the big one came first
+      await ledger.settle(b.reservation, 30, 0); // 10 free: the small one would fit, but the big one came first
       await Promise.resolve();
       assert.deepEqual(order, []);
-      await ledger.settle(a.reservation, 20); // 50 free: the big one fits now, then the small one
+      await ledger.settle(a.reservation, 20, 0); // 50 free: the big one fits now, then the small one
       const [rb, rs] = await Promise.all([big, small]);
       assert.deepEqual(order, ["big", "small"]);
       assert.ok(rb.ok && rs.ok);
@@ -183,7 +187,7 @@ describe("MemoryLedger", () => {
       const a = await ledger.reserve(subject({ keyLimit: 100 }), 100, 50);
       assert.ok(a.ok);
       const r = ledger.reserve(subject({ keyLimit: 100 }), 50, 50);
-      await ledger.settle(a.reservation, 80);
+      await ledger.settle(a.reservation, 80, 0);
       assert.deepEqual(await r, { ok: false, reason: "key_limit", remaining: 20, held: false });
     });
   });

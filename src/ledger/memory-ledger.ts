@@ -2,27 +2,62 @@
 // await in between is atomic; that is all "atomic reserve" needs inside one process.
 // A request that does not fit only because calls in flight hold tokens waits for them, in
 // arrival order per account and key, instead of being refused.
-import type { Counter, Ledger, LedgerSubject, Reservation, ReserveOptions, ReserveResult } from "./types.ts";
+import { monthOf } from "../prices/period.ts";
+import { addSpent, budgetLeft, chargeable, nanosFor, tokensFor } from "./money.ts";
+import type {
+  CostRule,
+  Counter,
+  Ledger,
+  LedgerSubject,
+  RefusalReason,
+  Reservation,
+  ReserveOptions,
+  ReserveResult,
+  Spent,
+} from "./types.ts";
 
 interface Waiter {
   subject: LedgerSubject;
   wanted: number;
   minimum: number;
+  cost: CostRule | undefined;
   done(result: ReserveResult): void;
 }
 
+/** An account's or key's figures in this process: tokens, and money in nanodollars. */
+interface Book {
+  used: number;
+  reserved: number;
+  spent: Spent;
+  reservedNanos: number;
+}
+
+/** What one limit leaves, in tokens, and why. */
+interface Room {
+  tokens: number;
+  reason: RefusalReason;
+  /** what is left in the limit's own unit (tokens, or nanodollars for a budget) */
+  left: number;
+}
+
 export class MemoryLedger implements Ledger {
-  readonly #accounts = new Map<string, Counter>();
-  readonly #keys = new Map<string, Counter>();
+  readonly #accounts = new Map<string, Book>();
+  readonly #keys = new Map<string, Book>();
   readonly #open = new Map<number, Reservation>();
   readonly #waitMs: number;
   /** in arrival order */
   #waiters: Waiter[] = [];
   #nextId = 1;
 
-  /** `waitMs`: how long a request waits for tokens held by calls in flight (0: refuse at once) */
-  constructor(options: { waitMs?: number } = {}) {
+  readonly #now: () => number;
+
+  /**
+   * `waitMs`: how long a request waits for tokens held by calls in flight (0: refuse at once);
+   * `now`: the clock budget periods are read with
+   */
+  constructor(options: { waitMs?: number; now?: () => number } = {}) {
     this.#waitMs = options.waitMs ?? 0;
+    this.#now = options.now ?? Date.now;
   }
 
   reserve(
@@ -31,15 +66,16 @@ export class MemoryLedger implements Ledger {
     minimum: number,
     options: ReserveOptions = {},
   ): Promise<ReserveResult> {
-    const refused = this.#refusal(subject, minimum, false);
+    const cost = options.cost;
+    const refused = this.#refusal(subject, minimum, cost, false);
     if (refused) return Promise.resolve(refused);
     // First come, first served: nobody passes a request already waiting on its account or key.
     if (!this.#waiters.some((w) => sharesLimit(w.subject, subject))) {
-      const reservation = this.#hold(subject, wanted, minimum);
+      const reservation = this.#hold(subject, wanted, minimum, cost);
       if (reservation) return Promise.resolve({ ok: true, reservation });
     }
     if (this.#waitMs <= 0 || options.signal?.aborted)
-      return Promise.resolve(this.#refusal(subject, minimum, true)!);
+      return Promise.resolve(this.#refusal(subject, minimum, cost, true)!);
     return new Promise<ReserveResult>((resolve) => {
       const signal = options.signal;
       const stop = () => this.#giveUp(waiter);
@@ -48,6 +84,7 @@ export class MemoryLedger implements Ledger {
         subject,
         wanted,
         minimum,
+        cost,
         done: (result) => {
           clearTimeout(timer);
           signal?.removeEventListener("abort", stop);
@@ -60,35 +97,82 @@ export class MemoryLedger implements Ledger {
   }
 
   /**
+   * What each limit leaves for this request, in tokens: by consumption alone, or (`held`)
+   * with what calls in flight hold too. A budget's room is the tokens its money pays for.
+   */
+  #rooms(subject: LedgerSubject, cost: CostRule | undefined, held: boolean): Room[] {
+    const account = this.#book(this.#accounts, subject.accountId, subject.accountUsed, subject.accountSpent);
+    const key = this.#book(this.#keys, subject.keyId, subject.keyUsed, subject.keySpent);
+    const now = this.#now();
+    const rooms: Room[] = [];
+    const tokens = (reason: RefusalReason, limit: number, book: Book) => {
+      const left = limit - book.used;
+      rooms.push({ tokens: left - (held ? book.reserved : 0), reason, left });
+    };
+    tokens("quota", subject.accountQuota, account);
+    if (subject.keyLimit !== null) tokens("key_limit", subject.keyLimit, key);
+    if (cost) {
+      const money = (reason: RefusalReason, budget: LedgerSubject["keyBudget"], book: Book) => {
+        if (!budget) return;
+        const left = budgetLeft(budget, book.spent, now);
+        rooms.push({ tokens: tokensFor(cost, left - (held ? book.reservedNanos : 0)), reason, left });
+      };
+      money("account_budget", subject.accountBudget, account);
+      money("key_budget", subject.keyBudget, key);
+    }
+    return rooms;
+  }
+
+  /**
    * The refusal when the request cannot be held now: by consumption alone, or (`held`) by
    * what calls in flight hold too. Undefined when consumption leaves room and `held` is false.
    */
-  #refusal(subject: LedgerSubject, minimum: number, held: boolean): ReserveResult | undefined {
-    const account = counter(this.#accounts, subject.accountId, subject.accountUsed);
-    const key = counter(this.#keys, subject.keyId, subject.keyUsed);
-    const accountFree = subject.accountQuota - account.used;
-    const keyFree = subject.keyLimit === null ? Infinity : subject.keyLimit - key.used;
-    const free = Math.min(accountFree, keyFree);
-    if (free >= minimum && !held) return undefined;
-    const reason = keyFree < accountFree ? "key_limit" : "quota";
-    return { ok: false, reason, remaining: Math.max(0, free), held: free >= minimum };
+  #refusal(
+    subject: LedgerSubject,
+    minimum: number,
+    cost: CostRule | undefined,
+    held: boolean,
+  ): ReserveResult | undefined {
+    const rooms = this.#rooms(subject, cost, false);
+    const tightest = rooms.reduce((a, b) => (b.tokens < a.tokens ? b : a));
+    if (tightest.tokens >= minimum && !held) return undefined;
+    return {
+      ok: false,
+      reason: tightest.reason,
+      remaining: Math.max(0, tightest.left),
+      held: tightest.tokens >= minimum,
+    };
   }
 
-  #hold(subject: LedgerSubject, wanted: number, minimum: number): Reservation | undefined {
-    const account = counter(this.#accounts, subject.accountId, subject.accountUsed);
-    const key = counter(this.#keys, subject.keyId, subject.keyUsed);
-    const accountRoom = subject.accountQuota - account.used - account.reserved;
-    const keyRoom = subject.keyLimit === null ? Infinity : subject.keyLimit - key.used - key.reserved;
-    const room = Math.min(accountRoom, keyRoom);
+  #hold(
+    subject: LedgerSubject,
+    wanted: number,
+    minimum: number,
+    cost: CostRule | undefined,
+  ): Reservation | undefined {
+    const rooms = this.#rooms(subject, cost, true);
+    const room = Math.min(...rooms.map((r) => r.tokens));
     if (room < minimum) return undefined;
     const tokens = Math.min(wanted, room);
+    const budgeted = cost && (subject.accountBudget || subject.keyBudget);
+    const nanos = budgeted ? nanosFor(cost, tokens) : null;
+    const account = this.#accounts.get(subject.accountId)!;
+    const key = this.#keys.get(subject.keyId)!;
     account.reserved += tokens;
     key.reserved += tokens;
+    if (nanos !== null) {
+      if (subject.accountBudget) account.reservedNanos += nanos;
+      if (subject.keyBudget) key.reservedNanos += nanos;
+    }
     const reservation: Reservation = {
       id: this.#nextId++,
       accountId: subject.accountId,
       keyId: subject.keyId,
       tokens,
+      nanos,
+      ...(nanos !== null
+        ? { holdsNanos: { account: !!subject.accountBudget, key: !!subject.keyBudget } }
+        : {}),
     };
     this.#open.set(reservation.id, reservation);
     return reservation;
@@ -98,7 +182,7 @@ export class MemoryLedger implements Ledger {
     const i = this.#waiters.indexOf(waiter);
     if (i < 0) return;
     this.#waiters.splice(i, 1);
-    waiter.done(this.#refusal(waiter.subject, waiter.minimum, true)!);
+    waiter.done(this.#refusal(waiter.subject, waiter.minimum, waiter.cost, true)!);
     // the head leaving may let the next ones in
     this.#wake();
   }
@@ -113,12 +197,12 @@ export class MemoryLedger implements Ledger {
         still.push(w);
         continue;
       }
-      const refused = this.#refusal(w.subject, w.minimum, false);
+      const refused = this.#refusal(w.subject, w.minimum, w.cost, false);
       if (refused) {
         w.done(refused); // what was charged meanwhile leaves no room: no point waiting
         continue;
       }
-      const reservation = this.#hold(w.subject, w.wanted, w.minimum);
+      const reservation = this.#hold(w.subject, w.wanted, w.minimum, w.cost);
       if (reservation) w.done({ ok: true, reservation });
       else {
         blocked.push(w.subject);
@@ -128,35 +212,56 @@ export class MemoryLedger implements Ledger {
     this.#waiters = still;
   }
 
-  settle(reservation: Reservation, tokens: number): Promise<void> {
-    this.#close(reservation, Math.max(0, Math.round(tokens)));
+  settle(reservation: Reservation, tokens: number, nanos: number): Promise<void> {
+    this.#close(reservation, Math.max(0, Math.round(tokens)), chargeable(reservation, nanos));
     return Promise.resolve();
   }
 
   release(reservation: Reservation): Promise<void> {
-    this.#close(reservation, 0);
+    this.#close(reservation, 0, 0);
     return Promise.resolve();
   }
 
-  #close(reservation: Reservation, charge: number): void {
+  #close(reservation: Reservation, charge: number, nanos: number): void {
     // Exactly once: a second settle or release of the same reservation changes nothing.
     if (!this.#open.delete(reservation.id)) return;
-    for (const c of [this.#accounts.get(reservation.accountId), this.#keys.get(reservation.keyId)]) {
-      if (!c) continue;
-      c.reserved -= reservation.tokens;
-      c.used += charge;
+    const month = monthOf(this.#now());
+    const books: [Book | undefined, boolean][] = [
+      [this.#accounts.get(reservation.accountId), reservation.holdsNanos?.account ?? false],
+      [this.#keys.get(reservation.keyId), reservation.holdsNanos?.key ?? false],
+    ];
+    for (const [book, heldNanos] of books) {
+      if (!book) continue;
+      book.reserved -= reservation.tokens;
+      book.used += charge;
+      if (heldNanos) book.reservedNanos -= reservation.nanos!;
+      addSpent(book.spent, nanos, month);
     }
     this.#wake();
   }
 
   account(accountId: string): Counter | undefined {
-    const c = this.#accounts.get(accountId);
-    return c && { ...c };
+    const b = this.#accounts.get(accountId);
+    return b && { used: b.used, reserved: b.reserved };
   }
 
   key(keyId: string): Counter | undefined {
-    const c = this.#keys.get(keyId);
-    return c && { ...c };
+    const b = this.#keys.get(keyId);
+    return b && { used: b.used, reserved: b.reserved };
+  }
+
+  money(kind: "account" | "key", id: string): Counter | undefined {
+    const b = (kind === "key" ? this.#keys : this.#accounts).get(id);
+    return b && { used: b.spent.total, reserved: b.reservedNanos };
+  }
+
+  #book(map: Map<string, Book>, id: string, storedUsed: number, storedSpent: Spent): Book {
+    let b = map.get(id);
+    if (!b) {
+      b = { used: storedUsed, reserved: 0, spent: { ...storedSpent }, reservedNanos: 0 };
+      map.set(id, b);
+    }
+    return b;
   }
 
   openReservations(): number {
@@ -167,13 +272,4 @@ export class MemoryLedger implements Ledger {
 /** Whether two requests draw on the same account quota or key limit. */
 function sharesLimit(a: LedgerSubject, b: LedgerSubject): boolean {
   return a.accountId === b.accountId || a.keyId === b.keyId;
-}
-
-function counter(map: Map<string, Counter>, id: string, storedUsed: number): Counter {
-  let c = map.get(id);
-  if (!c) {
-    c = { used: storedUsed, reserved: 0 };
-    map.set(id, c);
-  }
-  return c;
 }

@@ -394,7 +394,9 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     try {
       await this.#journal.add(row);
     } catch (err) {
-      await this.#closeInRedis({ id: hold, ...this.#pair(subject), tokens }, 0).catch(() => undefined);
+      await this.#closeInRedis({ id: hold, ...this.#pair(subject), tokens, nanos: null }, 0).catch(
+        () => undefined,
+      );
       throw err;
     }
     if ((await this.#redis.client.get(this.#redis.epochKey)) === epoch) return true;

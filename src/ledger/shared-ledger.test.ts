@@ -19,6 +19,7 @@ import { createLogger } from "../observability/logger.ts";
 import { RecordWriter } from "../records/writer.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
 import { InstanceLease } from "./instances.ts";
+import { NO_MONEY } from "./money.ts";
 import { PostgresLedger } from "./postgres-ledger.ts";
 import { RedisLedger } from "./redis-ledger.ts";
 import { RedisState } from "./redis-state.ts";
@@ -44,7 +45,7 @@ function record(subject: LedgerSubject, tokens: number) {
 /** The finisher's order: the record (ending the hold in the store), then the settle. */
 async function finish(i: Instance, subject: LedgerSubject, r: Reservation, tokens: number): Promise<void> {
   await i.writer.write(record(subject, tokens), r);
-  await i.ledger.settle(r, tokens);
+  await i.ledger.settle(r, tokens, 0);
 }
 
 for (const kind of ["postgres", "redis"] as const) {
@@ -116,6 +117,7 @@ for (const kind of ["postgres", "redis"] as const) {
           keyId: key.id,
           keyLimit: limit,
           keyUsed: 0,
+          ...NO_MONEY,
         };
       }
 
@@ -196,7 +198,7 @@ for (const kind of ["postgres", "redis"] as const) {
           assert.ok(first.ok);
           await a!.writer.write(record(s, 30), first.reservation); // committed: used 30 in the store
           await flush();
-          await a!.ledger.settle(first.reservation, 30); // finds nothing to close in the new epoch
+          await a!.ledger.settle(first.reservation, 30, 0); // finds nothing to close in the new epoch
           const next = await b!.ledger.reserve(s, 100, 10);
           assert.ok(next.ok);
           assert.equal(next.reservation.tokens, 70, "the store's consumption, counted once");

@@ -131,6 +131,7 @@ export abstract class SharedLedger implements Ledger {
           accountId: subject.accountId,
           keyId: subject.keyId,
           tokens: a.tokens,
+          nanos: null,
         };
         this.#open.set(reservation.id, reservation);
         this.#addReserved(reservation, 1);
@@ -203,6 +204,7 @@ export abstract class SharedLedger implements Ledger {
                 accountId: w.subject.accountId,
                 keyId: w.subject.keyId,
                 tokens: a.tokens,
+                nanos: null,
               },
               0,
               false,
@@ -234,7 +236,7 @@ export abstract class SharedLedger implements Ledger {
     for (const r of reservations) if (this.#open.has(r.id)) this.#closedInStore.add(r.id);
   }
 
-  async settle(reservation: Reservation, tokens: number): Promise<void> {
+  async settle(reservation: Reservation, tokens: number, _nanos: number): Promise<void> {
     await this.#finish(reservation, Math.max(0, Math.round(tokens)));
   }
 
@@ -280,6 +282,10 @@ export abstract class SharedLedger implements Ledger {
     const reserved = this.#reserved.get(id) ?? 0;
     if (used === undefined && !reserved) return undefined;
     return { used: used ?? 0, reserved };
+  }
+
+  money(_kind: "account" | "key", _id: string): Counter | undefined {
+    return undefined;
   }
 
   openReservations(): number {

@@ -1,7 +1,25 @@
-// The quota ledger's contract. Implementations: in-process (memory-ledger.ts), the default
+// The quota ledger's contract. It holds two things for each call, atomically together: tokens
+// against the account's quota and the key's limit, and money (integer nanodollars) against
+// the account's and the key's budgets, where they have one (src/prices/). Implementations: in-process (memory-ledger.ts), the default
 // of one process on SQLite; on PostgreSQL (postgres-ledger.ts), shared by every instance.
 
 /** Who a reservation charges, with the limits in force for this request. */
+import type { BudgetPeriod } from "../prices/period.ts";
+
+/** What a budget's stored counters say was spent: in total, and in the month `monthKey`. */
+export interface Spent {
+  total: number;
+  month: number;
+  /** "YYYY-MM" (UTC) that `month` is for; "" before any charge */
+  monthKey: string;
+}
+
+/** A money budget in force, in nanodollars. */
+export interface MoneyBudget {
+  limit: number;
+  period: BudgetPeriod;
+}
+
 export interface LedgerSubject {
   accountId: string;
   /** the account's quota (the plan's unless overridden) */
@@ -12,6 +30,21 @@ export interface LedgerSubject {
   /** null: the key has no limit of its own */
   keyLimit: number | null;
   keyUsed: number;
+  /** the account's budget (null: none), and its spending as stored, used when the ledger first meets it */
+  accountBudget: MoneyBudget | null;
+  accountSpent: Spent;
+  keyBudget: MoneyBudget | null;
+  keySpent: Spent;
+}
+
+/**
+ * What holding tokens costs at most, in nanodollars: `fixed` covers the prompt bound
+ * (`promptTokens`), each token held beyond it costs `perToken` (output at the output price).
+ */
+export interface CostRule {
+  fixed: number;
+  perToken: number;
+  promptTokens: number;
 }
 
 export interface Reservation {
@@ -20,14 +53,26 @@ export interface Reservation {
   readonly keyId: string;
   /** tokens held */
   readonly tokens: number;
+  /**
+   * nanodollars held against the budgets that apply, which the charge never passes; null:
+   * no budget applies, and the call's cost is charged as it is
+   */
+  readonly nanos: number | null;
+  /** which budgets hold `nanos` (present when `nanos` is not null) */
+  readonly holdsNanos?: { readonly account: boolean; readonly key: boolean };
 }
+
+export type RefusalReason = "quota" | "key_limit" | "account_budget" | "key_budget";
 
 export type ReserveResult =
   | { ok: true; reservation: Reservation }
   | {
       ok: false;
-      reason: "quota" | "key_limit";
-      /** what consumption leaves of the tighter limit, whatever calls in flight hold */
+      reason: RefusalReason;
+      /**
+       * what consumption leaves of the tighter limit, whatever calls in flight hold: tokens
+       * for a quota or key limit, nanodollars for a budget
+       */
       remaining: number;
       /**
        * true: consumption leaves room, but calls in flight held it for longer than the wait
@@ -44,13 +89,16 @@ export interface Counter {
 export interface ReserveOptions {
   /** stops waiting (the client left); the result is then a refusal with `held: true` */
   signal?: AbortSignal | undefined;
+  /** what the tokens held cost at most; absent: the call costs nothing */
+  cost?: CostRule | undefined;
 }
 
 export interface Ledger {
   /**
    * Atomically holds between `minimum` and `wanted` tokens against both the account and
-   * the key: as many as both can cover, never more than `wanted`. Refuses at once when
-   * consumption alone leaves less than `minimum`, naming the tighter of the two limits. When
+   * the key, and their cost under `options.cost` against the budgets that apply: as many
+   * tokens as all of them can cover, never more than `wanted`. Refuses at once when
+   * consumption alone leaves less than `minimum`, naming the tightest limit. When
    * only tokens held by calls in flight are in the way, waits for them (first come, first
    * served, up to the ledger's wait) instead of refusing.
    */
@@ -60,13 +108,18 @@ export interface Ledger {
     minimum: number,
     options?: ReserveOptions,
   ): Promise<ReserveResult>;
-  /** Turns the reservation into a charge of `tokens`; the rest is released. Exactly once. */
-  settle(reservation: Reservation, tokens: number): Promise<void>;
+  /**
+   * Turns the reservation into a charge of `tokens` and `nanos` (never more than the
+   * reservation's `nanos`, when it has them); the rest is released. Exactly once.
+   */
+  settle(reservation: Reservation, tokens: number, nanos: number): Promise<void>;
   /** Gives the whole reservation back (nothing was charged). Exactly once. */
   release(reservation: Reservation): Promise<void>;
   /** this process's view of an account (undefined: not met yet) */
   account(accountId: string): Counter | undefined;
   key(keyId: string): Counter | undefined;
+  /** this process's view of an account's or key's money: nanodollars spent in total and held */
+  money(kind: "account" | "key", id: string): Counter | undefined;
   /** reservations of this process not yet settled or released */
   openReservations(): number;
   /**

@@ -42,6 +42,18 @@ export class Metrics {
     labelNames: ["model", "kind"] as const,
     registers: [this.registry],
   });
+  readonly costByModel = new Counter({
+    name: "gateway_cost_usd_total",
+    help: "Cost charged in US dollars, by public model (the records hold exact nanodollars)",
+    labelNames: ["model"] as const,
+    registers: [this.registry],
+  });
+  readonly costByAccount = new Counter({
+    name: "gateway_account_cost_usd_total",
+    help: "Cost charged in US dollars, by account",
+    labelNames: ["account"] as const,
+    registers: [this.registry],
+  });
   readonly overrunTokens = new Counter({
     name: "gateway_overrun_tokens_total",
     help: "Tokens upstreams reported beyond what was reserved for the call, by public model",

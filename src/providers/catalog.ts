@@ -6,7 +6,7 @@ import { azureOpenAI } from "./azure-openai/index.ts";
 import { demo } from "./demo/index.ts";
 import { gemini } from "./gemini/index.ts";
 import { openaiCompatible } from "./openai-compatible/index.ts";
-import type { Provider } from "./types.ts";
+import type { Provider, ProviderModule } from "./types.ts";
 
 export const PROVIDER_MODULES = [openaiCompatible, anthropic, gemini, azureOpenAI, demo] as const;
 
@@ -23,4 +23,10 @@ export function createProvider(config: ProviderConfig, env: Record<string, strin
   const module = PROVIDER_MODULES.find((m) => m.type === config.type)!;
   // The schema chose this module by the same `type`, so the config is the module's own.
   return module.create(config as never, env);
+}
+
+/** The price table's name for a provider type's upstream models (undefined: none). */
+export function priceTableOf(type: ProviderConfig["type"]): string | undefined {
+  const module: ProviderModule = PROVIDER_MODULES.find((m) => m.type === type)!;
+  return module.priceTable;
 }

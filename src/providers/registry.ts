@@ -2,7 +2,9 @@
 // this plan use it". The model list per plan is built once, not per request.
 import { modelDeployments } from "../config/deployments.ts";
 import type { Config, ModelConfig, PlanConfig } from "../config/schema.ts";
-import { createProvider } from "./catalog.ts";
+import { configuredPricing, type Pricing, UNPRICED } from "../prices/pricing.ts";
+import { tablePricing } from "../prices/table.ts";
+import { createProvider, priceTableOf } from "./catalog.ts";
 import type { PromptOverheads } from "./prompt-bound.ts";
 import type { Provider } from "./types.ts";
 
@@ -18,6 +20,8 @@ export interface Deployment {
   model: ModelConfig;
   /** the provider's total timeout, where it has one: the routing of a call stays within it */
   totalMs: number | undefined;
+  /** what its tokens cost: the model's configured prices, else the table's, else nothing ("unpriced") */
+  pricing: Pricing;
 }
 
 export interface ResolvedModel {
@@ -54,18 +58,28 @@ export class Registry {
 
   /** `created`: when each model record was first registered (see store models_seen). */
   constructor(config: Config, created: ReadonlyMap<string, number>, env: Record<string, string | undefined>) {
-    const providers = new Map<string, { provider: Provider; totalMs: number | undefined }>();
+    const providers = new Map<
+      string,
+      { provider: Provider; totalMs: number | undefined; priceTable: string | undefined }
+    >();
     for (const p of config.providers) {
       const provider = createProvider(p, env);
-      providers.set(p.id, { provider, totalMs: "timeouts" in p ? p.timeouts.total_ms : undefined });
+      providers.set(p.id, {
+        provider,
+        totalMs: "timeouts" in p ? p.timeouts.total_ms : undefined,
+        priceTable: priceTableOf(p.type),
+      });
       this.#providers.push(provider);
     }
     // Two models listing the same provider and upstream model name one upstream: same id,
     // one health; each keeps its own settings.
     for (const m of config.models) {
       const deployments = modelDeployments(m).map((d): Deployment => {
-        const { provider, totalMs } = providers.get(d.providerId)!;
-        return { ...d, provider, model: m, totalMs };
+        const { provider, totalMs, priceTable } = providers.get(d.providerId)!;
+        const pricing = m.pricing
+          ? configuredPricing(m.pricing)
+          : ((priceTable ? tablePricing(priceTable, d.upstreamModel) : undefined) ?? UNPRICED);
+        return { ...d, provider, model: m, totalMs, pricing };
       });
       const first = deployments[0]!;
       this.#models.set(m.id, {

@@ -108,5 +108,10 @@ export interface Provider {
 export interface ProviderModule<Config extends { id: string; type: string } = { id: string; type: string }> {
   readonly type: Config["type"];
   readonly config: z.ZodType<Config>;
+  /**
+   * The price table's name for this provider (src/prices/table.ts), for models configured
+   * without prices of their own; absent: only configured prices apply.
+   */
+  readonly priceTable?: string;
   create(config: Config, env: Record<string, string | undefined>): Provider;
 }

@@ -1,5 +1,6 @@
 // The call record of one request, filled in as the request goes (auth, model, usage) and
 // finished by whoever ends the request: the relay on success, the error handler otherwise.
+import { costOf, type Pricing } from "../prices/pricing.ts";
 import type { CallOutcome } from "./outcomes.ts";
 import type { CallRecord } from "./writer.ts";
 
@@ -63,6 +64,14 @@ export class CallDraft {
   safetyVerdict: SafetyVerdict | null = null;
   safetyCategories: string[] = [];
   safetyMs: number | null = null;
+  /** the prices of the deployment that answered (or was first in line); null: no model resolved */
+  pricing: Pricing | null = null;
+  /** the plan's price multiplier */
+  priceMultiplier = 1;
+  /** nanodollars charged, and cost not charged: see noteCost() */
+  costNanos = 0;
+  unchargedCostNanos = 0;
+  #waived = false;
   /** the upstream attempts, in order (the routing's own list) */
   attempts: readonly AttemptRecord[] = [];
   /** set once the record is queued, so no path writes it twice */
@@ -104,6 +113,8 @@ export class CallDraft {
    * what the upstream counted stays in the record as the operator's cost.
    */
   waiveCharge(): void {
+    this.#waived = true;
+    this.unchargedCostNanos += this.#cost();
     this.unchargedTokens += this.totalTokens;
     this.promptTokens = 0;
     this.completionTokens = 0;
@@ -122,6 +133,30 @@ export class CallDraft {
       this.promptTokens = Math.min(this.promptTokens, reserved);
       this.completionTokens = reserved - this.promptTokens;
     } else this.overrunTokens = this.totalTokens - reserved;
+  }
+
+  /** The token kinds at the call's prices; nothing once the charge is waived. */
+  #cost(): number {
+    if (!this.pricing || this.#waived) return 0;
+    const usage = {
+      prompt: this.promptTokens,
+      completion: this.completionTokens,
+      cachedInput: this.cachedTokens,
+      cacheWrite: this.cacheWriteTokens,
+      reasoning: this.reasoningTokens,
+    };
+    return costOf(usage, this.pricing, this.priceMultiplier).total;
+  }
+
+  /**
+   * The call's cost, after noteReservation(): charged as computed, but never beyond the
+   * nanodollars a budget held for it (`heldNanos`, null when no budget held any); what a
+   * budget could not cover is kept as uncharged cost.
+   */
+  noteCost(heldNanos: number | null): void {
+    const cost = this.#cost();
+    this.costNanos = heldNanos === null ? cost : Math.min(cost, heldNanos);
+    this.unchargedCostNanos += cost - this.costNanos;
   }
 
   get totalTokens(): number {
@@ -160,6 +195,9 @@ export class CallDraft {
       safety_categories: this.safetyCategories.length ? JSON.stringify(this.safetyCategories) : null,
       safety_ms: this.safetyMs,
       attempts: this.attempts.length ? JSON.stringify(this.attempts) : null,
+      cost_nanos: this.costNanos,
+      uncharged_cost_nanos: this.unchargedCostNanos,
+      cost_source: this.pricing?.source ?? null,
     };
   }
 }

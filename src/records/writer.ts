@@ -3,9 +3,12 @@
 // committed. The same transaction adds each record's tokens to its key's and account's
 // consumption counters, so the records of a key always add up to its counter, and to the
 // daily aggregates (daily_usage) the console's charts read, which outlive pruned records.
-import { CompiledQuery, type Kysely } from "kysely";
+// Each record's cost is added the same way to its key's and account's spending, in total and
+// for the month of the commit, so the records' costs add up to the spent figures exactly.
+import { CompiledQuery, type Kysely, sql } from "kysely";
 import type { StoreHolds } from "../ledger/store-holds.ts";
 import type { Reservation } from "../ledger/types.ts";
+import { monthOf } from "../prices/period.ts";
 import type { CallRecordsTable, Database } from "../store/schema.ts";
 import { utcDay } from "./days.ts";
 
@@ -34,6 +37,7 @@ interface DailyDelta {
   completion_tokens: number;
   total_tokens: number;
   calls: number;
+  cost_nanos: number;
 }
 
 const DAILY_COLUMNS = [
@@ -45,6 +49,7 @@ const DAILY_COLUMNS = [
   "completion_tokens",
   "total_tokens",
   "calls",
+  "cost_nanos",
 ] as const satisfies readonly (keyof DailyDelta)[];
 
 /**
@@ -74,6 +79,7 @@ function dailyDeltas(records: Iterable<CallRecord>): DailyDelta[] {
         completion_tokens: 0,
         total_tokens: 0,
         calls: 0,
+        cost_nanos: 0,
       };
       groups.set(id, g);
     }
@@ -81,6 +87,7 @@ function dailyDeltas(records: Iterable<CallRecord>): DailyDelta[] {
     g.completion_tokens += r.completion_tokens;
     g.total_tokens += r.total_tokens;
     g.calls++;
+    g.cost_nanos += r.cost_nanos;
   }
   return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => g);
 }
@@ -116,6 +123,9 @@ const COLUMNS = [
   "safety_categories",
   "safety_ms",
   "attempts",
+  "cost_nanos",
+  "uncharged_cost_nanos",
+  "cost_source",
 ] as const satisfies readonly (keyof CallRecord)[];
 
 /**
@@ -134,6 +144,22 @@ function compileStatements(db: Kysely<Database>) {
       .compile().sql;
   const addToKey = counter("api_keys");
   const addToAccount = counter("accounts");
+  // The month figure restarts with the first charge of a new month (of the writer's clock).
+  // Parameters: nanos, month, nanos, nanos, month, id.
+  const spend = (table: "api_keys" | "accounts") =>
+    db
+      .updateTable(table)
+      .set((eb) => ({
+        spent_nanos: eb("spent_nanos", "+", 0),
+        month_spent_nanos: sql<number>`case when spent_month = ${""} then month_spent_nanos + ${0} else ${0} end`,
+        spent_month: "",
+      }))
+      .where("id", "=", "")
+      .compile().sql;
+  const spendSql = {
+    api_keys: spend("api_keys"),
+    accounts: spend("accounts"),
+  };
   // One multi-row upsert per UPSERT_ROWS groups; its SQL depends only on the row count, so
   // each count is compiled once, on first use.
   const sampleDelta = Object.fromEntries(DAILY_COLUMNS.map((c) => [c, null])) as unknown as DailyDelta;
@@ -150,6 +176,7 @@ function compileStatements(db: Kysely<Database>) {
             completion_tokens: eb("daily_usage.completion_tokens", "+", eb.ref("excluded.completion_tokens")),
             total_tokens: eb("daily_usage.total_tokens", "+", eb.ref("excluded.total_tokens")),
             calls: eb("daily_usage.calls", "+", eb.ref("excluded.calls")),
+            cost_nanos: eb("daily_usage.cost_nanos", "+", eb.ref("excluded.cost_nanos")),
           })),
         )
         .compile().sql;
@@ -165,6 +192,8 @@ function compileStatements(db: Kysely<Database>) {
       ),
     addToKey: (id: string, tokens: number) => CompiledQuery.raw(addToKey, [tokens, id]),
     addToAccount: (id: string, tokens: number) => CompiledQuery.raw(addToAccount, [tokens, id]),
+    spend: (table: "api_keys" | "accounts", id: string, nanos: number, month: string) =>
+      CompiledQuery.raw(spendSql[table], [nanos, month, nanos, nanos, month, id]),
     addToDaily: (rows: DailyDelta[]) =>
       CompiledQuery.raw(
         upsertText(rows.length),
@@ -178,6 +207,7 @@ export class RecordWriter {
   readonly #sql: ReturnType<typeof compileStatements>;
   readonly #onError: (err: unknown, attempt: number) => void;
   readonly #holds: StoreHolds | undefined;
+  readonly #now: () => number;
   #queue: Pending[] = [];
   #flushing: Promise<void> | undefined;
   #scheduled = false;
@@ -185,9 +215,15 @@ export class RecordWriter {
   /** `holds`: a shared ledger whose holds end in the store with their records */
   constructor(
     db: Kysely<Database>,
-    options: { onError: (err: unknown, attempt: number) => void; holds?: StoreHolds | undefined },
+    options: {
+      onError: (err: unknown, attempt: number) => void;
+      holds?: StoreHolds | undefined;
+      /** the clock the month of a charge is read from */
+      now?: () => number;
+    },
   ) {
     this.#db = db;
+    this.#now = options.now ?? Date.now;
     this.#sql = compileStatements(db);
     this.#onError = options.onError;
     this.#holds = options.holds;
@@ -257,6 +293,7 @@ export class RecordWriter {
             const holds = batch.flatMap((p) => (p.reservation ? [p.reservation] : []));
             await this.#holds.closeWithRecords(trx, holds, { keys, accounts }, charge);
           } else await charge();
+          await this.#spend(trx, batch);
           const daily = dailyDeltas(batch.map((p) => p.record));
           for (let i = 0; i < daily.length; i += UPSERT_ROWS)
             await trx.executeQuery(this.#sql.addToDaily(daily.slice(i, i + UPSERT_ROWS)));
@@ -273,6 +310,24 @@ export class RecordWriter {
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
     }
+  }
+
+  /** Adds the batch's costs to its keys' and accounts' spending, keys then accounts, each in id order. */
+  async #spend(trx: Kysely<Database>, batch: Pending[]): Promise<void> {
+    const keys = new Map<string, number>();
+    const accounts = new Map<string, number>();
+    for (const { record } of batch) {
+      if (!record.cost_nanos) continue;
+      if (record.key_id) keys.set(record.key_id, (keys.get(record.key_id) ?? 0) + record.cost_nanos);
+      if (record.account_id)
+        accounts.set(record.account_id, (accounts.get(record.account_id) ?? 0) + record.cost_nanos);
+    }
+    if (!keys.size && !accounts.size) return;
+    const month = monthOf(this.#now());
+    for (const id of [...keys.keys()].sort())
+      await trx.executeQuery(this.#sql.spend("api_keys", id, keys.get(id)!, month));
+    for (const id of [...accounts.keys()].sort())
+      await trx.executeQuery(this.#sql.spend("accounts", id, accounts.get(id)!, month));
   }
 
   /** Writes everything queued; for shutdown. */

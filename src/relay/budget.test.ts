@@ -35,6 +35,7 @@ describe("reservationBudget", () => {
       choices: 1,
       wanted: PROMPT_BOUND + 4096,
       minimum: PROMPT_BOUND + MIN_OUTPUT_TOKENS,
+      cost: undefined,
     });
     assert.deepEqual(
       seen,

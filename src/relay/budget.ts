@@ -3,8 +3,10 @@
 // choice. The ledger may hold less than wanted (down to the minimum); the output bound sent
 // upstream is then cut to what was held, so no upstream can produce more than was reserved.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { CostRule } from "../ledger/types.ts";
+import { costRule } from "../prices/pricing.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
-import { candidatePromptBound, largestOutputBound } from "../routing/candidates.ts";
+import { candidatePromptBound, candidates, largestOutputBound } from "../routing/candidates.ts";
 
 /** the smallest answer worth sending upstream; below it the request is refused */
 export const MIN_OUTPUT_TOKENS = 16;
@@ -20,9 +22,11 @@ export interface Budget {
   wanted: number;
   /** the least worth holding: the prompt and a minimal answer per choice */
   minimum: number;
+  /** what the tokens held cost at most: the dearest of the candidates' prices (undefined: all free) */
+  cost: CostRule | undefined;
 }
 
-export function reservationBudget(model: ResolvedModel, req: ChatRequest): Budget {
+export function reservationBudget(model: ResolvedModel, req: ChatRequest, priceMultiplier = 1): Budget {
   // Sized for the largest bounds among the call's candidates: any of them may answer.
   const promptBound = candidatePromptBound(model, req);
   const choices = req.n ?? 1;
@@ -34,7 +38,20 @@ export function reservationBudget(model: ResolvedModel, req: ChatRequest): Budge
     choices,
     wanted: promptBound + outputBound * choices,
     minimum: promptBound + Math.min(MIN_OUTPUT_TOKENS, outputBound) * choices,
+    cost: candidateCost(model, promptBound, priceMultiplier),
   };
+}
+
+/** The dearest prompt and output prices among the call's candidates, as one rule. */
+function candidateCost(model: ResolvedModel, promptBound: number, multiplier: number): CostRule | undefined {
+  let fixed = 0;
+  let perToken = 0;
+  for (const d of candidates(model)) {
+    const rule = costRule(promptBound, d.pricing, multiplier);
+    fixed = Math.max(fixed, rule.fixed);
+    perToken = Math.max(perToken, rule.perToken);
+  }
+  return fixed || perToken ? { fixed, perToken, promptTokens: promptBound } : undefined;
 }
 
 /** The output bound per choice that fits in what the ledger actually held. */

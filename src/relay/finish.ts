@@ -5,6 +5,7 @@
 import type { Logger } from "pino";
 import { type GatewayError, GatewayError as GatewayErrorClass } from "../errors/index.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import { usd } from "../prices/pricing.ts";
 import type { Registry } from "../providers/registry.ts";
 import type { CallDraft } from "../records/draft.ts";
 import type { CallOutcome } from "../records/outcomes.ts";
@@ -48,13 +49,19 @@ export class CallFinisher {
   async finish(draft: CallDraft, outcome: CallOutcome, hold?: Hold): Promise<void> {
     if (draft.written) return;
     if (hold) draft.noteReservation(hold.reservation.tokens);
+    draft.noteCost(hold?.reservation.nanos ?? null);
     try {
       await this.#records.write(draft.finish(outcome), hold?.reservation);
     } catch (err) {
       await hold?.close(0);
       throw new GatewayErrorClass("store_unavailable", { cause: err });
     }
-    await hold?.close(draft.totalTokens);
+    await hold?.close(draft.totalTokens, draft.costNanos);
+    if (draft.costNanos && draft.publicModel) {
+      this.#metrics.costByModel.inc({ model: draft.publicModel }, usd(draft.costNanos));
+      if (draft.accountId)
+        this.#metrics.costByAccount.inc({ account: draft.accountId }, usd(draft.costNanos));
+    }
     if (draft.totalTokens && draft.publicModel) {
       this.#metrics.tokens.inc({ model: draft.publicModel, kind: "prompt" }, draft.promptTokens);
       this.#metrics.tokens.inc({ model: draft.publicModel, kind: "completion" }, draft.completionTokens);

@@ -1,5 +1,7 @@
 // Admission: the rate limits and the ledger, taken together into one hold that is closed
 // exactly once, whichever path ends the call.
+
+import type { ApiKey } from "../accounts/repository.ts";
 import type { AuthContext } from "../auth/key-cache.ts";
 import type { PlanConfig } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
@@ -10,7 +12,9 @@ import {
   rateHeaders,
   rateSubjects,
 } from "../ledger/rate-limiter.ts";
-import type { Ledger, Reservation, ReserveResult } from "../ledger/types.ts";
+import type { Ledger, MoneyBudget, Reservation, ReserveResult, Spent } from "../ledger/types.ts";
+import { resetsAt } from "../prices/period.ts";
+import { formatUsd } from "../prices/pricing.ts";
 import type { Budget } from "./budget.ts";
 
 export interface HoldDeps {
@@ -34,12 +38,15 @@ export class Hold {
     this.budget = budget;
   }
 
-  /** Charges `tokens` (releasing the rest), or releases everything when 0. No-op after the first. */
-  async close(tokens: number): Promise<void> {
+  /**
+   * Charges `tokens` and `nanos` (releasing the rest), or releases everything when both are
+   * 0. No-op after the first.
+   */
+  async close(tokens: number, nanos = 0): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#deps.rates.settle(this.#ticket, tokens);
-    if (tokens > 0) await this.#deps.ledger.settle(this.reservation, tokens);
+    if (tokens > 0 || nanos > 0) await this.#deps.ledger.settle(this.reservation, tokens, nanos);
     else await this.#deps.ledger.release(this.reservation);
   }
 }
@@ -93,20 +100,54 @@ export async function admit(
       keyId: auth.key.id,
       keyLimit: auth.key.limit_tokens,
       keyUsed: auth.key.used_tokens,
+      accountBudget: moneyBudget(auth.account),
+      accountSpent: spentOf(auth.account),
+      keyBudget: moneyBudget(auth.key),
+      keySpent: spentOf(auth.key),
     },
     budget.wanted,
     budget.minimum,
-    { signal },
+    { signal, cost: budget.cost },
   );
   if (!reserved.ok) {
     deps.rates.settle(admitted.ticket, 0); // the request counts; its tokens were never used
-    throw ledgerRefusal(reserved);
+    throw ledgerRefusal(reserved, auth, Date.now());
   }
   return new Hold(deps, reserved.reservation, admitted.ticket, budget);
 }
 
-/** The 429 of a ledger refusal, saying how many tokens consumption leaves. */
-function ledgerRefusal(refusal: Extract<ReserveResult, { ok: false }>): GatewayError {
+type BudgetRow = Pick<
+  ApiKey,
+  "budget_nanos" | "budget_period" | "spent_nanos" | "month_spent_nanos" | "spent_month"
+>;
+
+function moneyBudget(row: BudgetRow): MoneyBudget | null {
+  if (row.budget_nanos === null) return null;
+  return { limit: row.budget_nanos, period: row.budget_period === "month" ? "month" : "none" };
+}
+
+function spentOf(row: BudgetRow): Spent {
+  return { total: row.spent_nanos, month: row.month_spent_nanos, monthKey: row.spent_month };
+}
+
+/** The 429 of a ledger refusal, saying how many tokens consumption leaves, or how much money. */
+function ledgerRefusal(
+  refusal: Extract<ReserveResult, { ok: false }>,
+  auth: AuthContext,
+  now: number,
+): GatewayError {
+  if (refusal.reason === "account_budget" || refusal.reason === "key_budget") {
+    const row = refusal.reason === "key_budget" ? auth.key : auth.account;
+    const which = refusal.reason === "key_budget" ? "This API key's budget" : "The account's budget";
+    const resets = resetsAt(moneyBudget(row)?.period ?? "none", now);
+    const left = formatUsd(refusal.remaining);
+    const when = resets ? `it resets at ${resets.toISOString()}` : "it does not reset";
+    return new GatewayError(refusal.held ? "limit_held" : "budget_exceeded", {
+      message: refusal.held
+        ? `${which} has $${left} left, held by calls still in flight. Retry after the time in the retry-after header.`
+        : `${which} cannot cover this request ($${left} left; ${when}).`,
+    });
+  }
   const limit = refusal.reason === "key_limit" ? "This API key's token limit" : "The account's token quota";
   if (refusal.held)
     return new GatewayError("limit_held", {

@@ -54,6 +54,7 @@ export async function openAnswer(
     if (route.deployment) {
       draft.provider = route.deployment.providerId;
       draft.upstreamModel = route.deployment.upstreamModel;
+      draft.pricing = route.deployment.pricing;
     }
     ctx.setHeaders(route.headers());
   }

@@ -57,12 +57,13 @@ export class Relay {
     draft.params = recordedParams(req);
     const model = this.#resolve(ctx, req);
     const plan = deps.registry.plan(auth.account.plan_id);
+    draft.priceMultiplier = plan?.price_multiplier ?? 1;
     const safety = deps.safety.settings(auth.account, plan);
     const answer = answerFor(draft.stream, safety);
     draft.safetyMode = answer.safetyMode;
     if (answer.headers) ctx.setHeaders(answer.headers);
 
-    const budget = reservationBudget(model, req);
+    const budget = reservationBudget(model, req, draft.priceMultiplier);
     let hold: Hold;
     try {
       hold = await admit(deps, auth, plan, ctx.rateTicket, budget, ctx.setHeaders, ctx.clientSignal);
@@ -111,6 +112,7 @@ export class Relay {
     // Until an attempt is made: the first deployment (routing records the one that answers).
     ctx.draft.upstreamModel = model.upstreamModel;
     ctx.draft.provider = model.deployments[0]!.providerId;
+    ctx.draft.pricing = model.deployments[0]!.pricing;
     return model;
   }
 

@@ -1,7 +1,7 @@
 // What a call may need of any of its candidates (the model's deployments and its fallbacks'),
 // so its one reservation covers whichever answers.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
-import type { ResolvedModel } from "../providers/registry.ts";
+import type { Deployment, ResolvedModel } from "../providers/registry.ts";
 import type { Provider } from "../providers/types.ts";
 
 /** The largest prompt bound the candidates' providers state for the request, each with its model's overheads. */
@@ -21,4 +21,9 @@ export function largestOutputBound(model: ResolvedModel): number {
   let bound = model.config.max_output_tokens;
   for (const f of model.fallbacks) bound = Math.max(bound, f.config.max_output_tokens);
   return bound;
+}
+
+/** Every deployment that may answer a call: the model's, then its fallbacks'. */
+export function* candidates(model: ResolvedModel): Iterable<Deployment> {
+  for (const m of [model, ...model.fallbacks]) yield* m.deployments;
 }

@@ -13,6 +13,16 @@ export interface AccountsTable {
   used_tokens: Generated<number>;
   /** tokens held by calls in flight on any instance (the shared ledger on PostgreSQL; 0 on SQLite) */
   reserved_tokens: Generated<number>;
+  /** money budget in nanodollars (1e-9 USD); null: none */
+  budget_nanos: number | null;
+  /** "none" | "month" (calendar month, UTC) */
+  budget_period: Generated<string>;
+  /** nanodollars charged in total, and in the month spent_month ("YYYY-MM", UTC) */
+  spent_nanos: Generated<number>;
+  month_spent_nanos: Generated<number>;
+  spent_month: Generated<string>;
+  /** nanodollars held by calls in flight on any instance (shared ledgers) */
+  reserved_nanos: Generated<number>;
   disabled: Generated<number>;
   created_at: number;
   /** content safety for this account: "on" | "off"; null inherits the plan's, then the global, setting */
@@ -34,6 +44,16 @@ export interface ApiKeysTable {
   used_tokens: Generated<number>;
   /** tokens held by calls in flight on any instance (the shared ledger on PostgreSQL; 0 on SQLite) */
   reserved_tokens: Generated<number>;
+  /** money budget in nanodollars (1e-9 USD); null: none */
+  budget_nanos: number | null;
+  /** "none" | "month" (calendar month, UTC) */
+  budget_period: Generated<string>;
+  /** nanodollars charged in total, and in the month spent_month ("YYYY-MM", UTC) */
+  spent_nanos: Generated<number>;
+  month_spent_nanos: Generated<number>;
+  spent_month: Generated<string>;
+  /** nanodollars held by calls in flight on any instance (shared ledgers) */
+  reserved_nanos: Generated<number>;
   disabled: Generated<number>;
   created_at: number;
   /** own requests per minute; null: the plan's default */
@@ -101,6 +121,12 @@ export interface CallRecordsTable {
    * are the deployment that answered (or, when none did, the last one tried).
    */
   attempts: string | null;
+  /** nanodollars charged: the token kinds above at the model's prices, times the plan's multiplier */
+  cost_nanos: number;
+  /** nanodollars the call cost but was not charged: the gateway's own faults, or beyond what a budget held */
+  uncharged_cost_nanos: number;
+  /** where the prices came from: config | table | unpriced; null when no model was resolved */
+  cost_source: string | null;
 }
 
 export interface DeploymentHealthTable {
@@ -179,6 +205,8 @@ export interface DailyUsageTable {
   completion_tokens: number;
   total_tokens: number;
   calls: number;
+  /** nanodollars charged */
+  cost_nanos: Generated<number>;
 }
 
 export interface ModelsSeenTable {

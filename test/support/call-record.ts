@@ -36,6 +36,9 @@ export function callRecord(overrides: Partial<CallRecord> = {}): CallRecord {
     safety_verdict: null,
     safety_categories: null,
     safety_ms: null,
+    cost_nanos: 0,
+    uncharged_cost_nanos: 0,
+    cost_source: null,
     ...overrides,
   };
 }

@@ -3,6 +3,7 @@
 // configuration's defaults.
 
 import { type ConfigInput, modelSchema } from "../../src/config/schema.ts";
+import { configuredPricing, UNPRICED } from "../../src/prices/pricing.ts";
 import { DEFAULT_PROMPT_OVERHEADS } from "../../src/providers/prompt-bound.ts";
 import type { Deployment, ResolvedModel } from "../../src/providers/registry.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../../src/providers/types.ts";
@@ -62,6 +63,7 @@ export function testModel(
       weight: d.weight ?? 1,
       model: config,
       totalMs: d.totalMs,
+      pricing: config.pricing ? configuredPricing(config.pricing) : UNPRICED,
     };
   });
   return {

@@ -4,6 +4,7 @@ import { type AnthropicConfig, anthropicConfig } from "./config.ts";
 
 export const anthropic = {
   type: "anthropic",
+  priceTable: "anthropic",
   config: anthropicConfig,
   create: (config: AnthropicConfig, env: Record<string, string | undefined>) =>
     new AnthropicProvider(config, env),

@@ -4,6 +4,7 @@ import { type AzureOpenAIConfig, azureOpenAIConfig } from "./config.ts";
 
 export const azureOpenAI = {
   type: "azure-openai",
+  priceTable: "azure",
   config: azureOpenAIConfig,
   create: (config: AzureOpenAIConfig, env: Record<string, string | undefined>) =>
     new AzureOpenAIProvider(config, env),

@@ -4,6 +4,7 @@ import { type GeminiConfig, geminiConfig } from "./config.ts";
 
 export const gemini = {
   type: "gemini",
+  priceTable: "google",
   config: geminiConfig,
   create: (config: GeminiConfig, env: Record<string, string | undefined>) => new GeminiProvider(config, env),
 } as const satisfies ProviderModule<GeminiConfig>;

@@ -4,6 +4,7 @@ import { type OpenAICompatibleConfig, openaiCompatibleConfig } from "./config.ts
 
 export const openaiCompatible = {
   type: "openai-compatible",
+  priceTable: "openai",
   config: openaiCompatibleConfig,
   create: (config: OpenAICompatibleConfig, env: Record<string, string | undefined>) =>
     new OpenAICompatibleProvider(config, env),
