@@ -52,6 +52,8 @@ export interface StartOptions {
   logger?: Logger;
   /** skip creating the default account on an empty store (tests make their own) */
   bootstrap?: boolean;
+  /** the clock budget periods and charges are read with (tests move it across a month) */
+  now?: () => number;
 }
 
 /** Open connections and which of them have a request in flight. */
@@ -118,7 +120,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const metrics = new Metrics();
   const registry = new Registry(config, created, env);
   const instanceId = randomUUID();
-  const shared = ledgerSetup(config, store, logger, instanceId);
+  const now = options.now ?? Date.now;
+  const shared = ledgerSetup(config, store, logger, instanceId, now);
   const { ledger, rates } = shared;
   const keys = new KeyCache(store.db);
   const records = new RecordWriter(store.db, {
@@ -127,6 +130,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       logger.error({ err, attempt }, "could not commit call records");
     },
     holds: shared.holds,
+    now,
   });
   const safety = new SafetyPolicy(
     config.safety,
@@ -145,6 +149,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     safety,
     logger,
     keepAliveMs: config.server.sse_keepalive_ms,
+    now,
   });
   let closing = false;
   const deps: GatewayDeps = {

@@ -97,6 +97,10 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
         const byAccounts = accounts.reduce((sum, a) => sum + a.stored, 0);
         assert.equal(byKeys, byAccounts, "the keys' counters add up to the accounts' counters");
         assert.ok(byKeys > 0, "the load charged something");
+        // The models are priced: the money books (checked record by record in the violations
+        // above) are not trivially empty.
+        const cost = result.report.records.reduce((sum, r) => sum + r.cost_nanos, 0);
+        assert.ok(cost > 0 && Number.isInteger(cost), "the load cost something, in whole nanodollars");
         // Refusals happen only where a cap is small: a key limit for key_limit_exceeded, a
         // small account or plan quota for insufficient_quota.
         const limited = new Set(result.subjects.keys.filter((k) => k.limit !== null).map((k) => k.id));

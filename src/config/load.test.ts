@@ -305,6 +305,36 @@ plans:
     assertLine(failure({}, path), path, "models[0].provider", /unknown provider "openai"/);
   });
 
+  test("prices: a negative price, a price as a string, an unknown field under pricing", () => {
+    const priced = (pricing: string) =>
+      file(minimal().replace("    provider: demo\n", `    provider: demo\n    pricing: ${pricing}\n`));
+    let path = priced("{ input: -1, output: 15 }");
+    assertLine(failure({}, path), path, "models[0].pricing.input", /must not be negative/);
+    path = priced('{ input: "3.00", output: 15 }');
+    assertLine(
+      failure({}, path),
+      path,
+      "models[0].pricing.input",
+      /must be a number \(USD per million tokens\)/,
+    );
+    path = priced("{ input: 3, outptu: 15 }");
+    assertLine(failure({}, path), path, "models[0].pricing", /outptu/);
+    path = file(minimal().replace("quota_tokens: 10", "quota_tokens: 10\n    price_multiplier: -0.5"));
+    assertLine(failure({}, path), path, "plans[0].price_multiplier", /greater than or equal to 0|>=0/);
+  });
+
+  test("prices: every field is optional; a model without pricing loads", () => {
+    const path = file(
+      minimal().replace(
+        "    provider: demo\n",
+        "    provider: demo\n    pricing: { input: 0.15, cache_write: 0 }\n",
+      ),
+    );
+    const config = loadConfig({}, path);
+    assert.deepEqual(config.models[0]!.pricing, { input: 0.15, cache_write: 0 });
+    assert.equal(config.plans[0]!.price_multiplier, 1);
+  });
+
   test("a plan naming an unknown model", () => {
     const path = file(minimal().replace("models: [demo]", "models: [demo, gpt-5]"));
     assertLine(failure({}, path), path, "plans[0].models[1]", /unknown model "gpt-5"/);

@@ -41,7 +41,13 @@ export const deploymentSchema = z
 export const ROUTING_STRATEGIES = ["weighted", "ordered", "least-busy", "latency"] as const;
 
 /** USD per million tokens, as providers list them; an absent field costs 0. */
-const usdPerMillion = z.number({ error: "must be a number (USD per million tokens)" }).finite().nonnegative();
+const usdPerMillion = z
+  .number({
+    error: (issue) =>
+      issue.code === "invalid_type" ? "must be a number (USD per million tokens)" : undefined,
+  })
+  .finite()
+  .nonnegative({ error: "must not be negative (USD per million tokens)" });
 const pricingSchema = z
   .object({
     input: usdPerMillion.optional(),

@@ -17,6 +17,7 @@ const EXPOSED = [
   "retry-after-ms",
   "x-content-safety",
   "x-content-safety-stream",
+  "x-gateway-cost-usd",
 ].join(", ");
 
 /** How long a browser may reuse a preflight's answer (seconds). */

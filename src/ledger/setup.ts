@@ -26,12 +26,19 @@ export interface LedgerSetup {
   stop(): Promise<void>;
 }
 
-export function ledgerSetup(config: Config, store: Store, logger: Logger, instanceId: string): LedgerSetup {
+/** `now`: the clock budget periods are read with */
+export function ledgerSetup(
+  config: Config,
+  store: Store,
+  logger: Logger,
+  instanceId: string,
+  now: () => number = Date.now,
+): LedgerSetup {
   const { wait_ms: waitMs, lease_ms: leaseMs } = config.ledger;
   const url = config.store.database_url;
   if (store.dialect === "sqlite" || !url)
     return {
-      ledger: new MemoryLedger({ waitMs }),
+      ledger: new MemoryLedger({ waitMs, now }),
       rates: new RateLimiter(),
       holds: undefined,
       start: async () => {},

@@ -48,4 +48,6 @@ export interface RelayDeps {
   logger: Logger;
   /** SSE keep-alive comments while a stream sends nothing else (server.sse_keepalive_ms) */
   keepAliveMs: number;
+  /** the clock budget periods are read with */
+  now: () => number;
 }

@@ -20,6 +20,8 @@ import type { Budget } from "./budget.ts";
 export interface HoldDeps {
   ledger: Ledger;
   rates: RateLimits;
+  /** the clock budget periods are read with */
+  now: () => number;
 }
 
 /** The reservation of one request and its rate-limit ticket, closed exactly once. */
@@ -111,7 +113,7 @@ export async function admit(
   );
   if (!reserved.ok) {
     deps.rates.settle(admitted.ticket, 0); // the request counts; its tokens were never used
-    throw ledgerRefusal(reserved, auth, Date.now());
+    throw ledgerRefusal(reserved, auth, deps.now());
   }
   return new Hold(deps, reserved.reservation, admitted.ticket, budget);
 }

@@ -3,6 +3,7 @@
 // it (JSON or a stream) -> finish (settle and record). Every hold is closed exactly once and every call recorded once, on every path.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import { fromUpstream, GatewayError } from "../errors/index.ts";
+import { formatUsd } from "../prices/pricing.ts";
 import { localPromptTokens } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import type { UpstreamCall } from "../providers/types.ts";
@@ -89,7 +90,10 @@ export class Relay {
       }
       const opened = await this.#open(ctx, req, hold, route, call);
       if (!opened) return undefined;
-      return await deliverJson(deps, ctx, req, opened.completion, safety.enabled, hold);
+      const body = await deliverJson(deps, ctx, req, opened.completion, safety.enabled, hold);
+      // The call is recorded by now: its cost is final (streams have no header left to carry it).
+      if (body !== undefined) ctx.setHeaders({ "x-gateway-cost-usd": formatUsd(draft.costNanos) });
+      return body;
     } catch (err) {
       // Nothing reached the client yet: the call ends here with the error it is answered with.
       const failure = fromUpstream(err);

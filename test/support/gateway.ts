@@ -26,6 +26,8 @@ export interface TestGatewayOptions {
   env?: Record<string, string | undefined>;
   /** postgres+redis: another Redis than the test server (one the test stops and restarts) */
   redisUrl?: string;
+  /** the gateway's clock for budget periods (a test moves it across a month) */
+  now?: () => number;
 }
 
 export interface TestGateway {
@@ -152,6 +154,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     env: { MOCK_UPSTREAM_KEY: "sk-upstream-secret-123", ...options.env },
     logger: createLogger(config.log_level, sink),
     bootstrap: false,
+    ...(options.now ? { now: options.now } : {}),
   });
   const db = gateway.deps.store.db;
   async function consoleLogin(email: string, password: string): Promise<string> {

@@ -135,6 +135,12 @@ export interface LoadConfigOptions {
 export const FAST_TIMEOUTS = { connect_ms: 1_000, first_byte_ms: 400, idle_ms: 400, total_ms: 5_000 };
 
 /** Overrides for startTestGateway: short upstream timeouts and a plan with a small quota. */
+/** USD per million tokens of the load's models. */
+export const LOAD_PRICES = {
+  [TEST_MODEL]: { input: 2.5, output: 10, cached_input: 1.25, cache_write: 3.125 },
+  [FAILOVER_MODEL]: { input: 0.15, output: 0.6, cached_input: 0.075 },
+} as const;
+
 export function loadConfig(upstream: MockUpstream, options: LoadConfigOptions): Partial<ConfigInput> {
   const base = testConfig(upstream);
   const timeouts = options.timeouts ?? FAST_TIMEOUTS;
@@ -148,9 +154,12 @@ export function loadConfig(upstream: MockUpstream, options: LoadConfigOptions): 
       { ...mock, id: "mock-failing", headers: { "x-mock-directives": "mock:status=503" } },
     ],
     models: [
-      ...base.models,
+      // Priced, so the books in money are checked beside the tokens: the two models at
+      // different prices, cache reads and writes priced apart from fresh input.
+      ...base.models.map((m) => (m.id === TEST_MODEL ? { ...m, pricing: LOAD_PRICES[TEST_MODEL] } : m)),
       {
         id: FAILOVER_MODEL,
+        pricing: LOAD_PRICES[FAILOVER_MODEL],
         routing: "ordered",
         max_output_tokens: 256,
         deployments: [
@@ -688,6 +697,7 @@ export type RecordRow = Pick<
   | "attempts"
   | "reserved_tokens"
   | "overrun_tokens"
+  | "cost_nanos"
 >;
 
 export interface InvariantReport {
@@ -791,6 +801,7 @@ export async function checkInvariants(
         "attempts",
         "reserved_tokens",
         "overrun_tokens",
+        "cost_nanos",
       ])
       .where((eb) => eb.or([eb("key_id", "in", keyIds), eb("account_id", "in", accountIds)]))
       .execute()
@@ -804,13 +815,14 @@ export async function checkInvariants(
       total_tokens: Number(r.total_tokens),
       reserved_tokens: Number(r.reserved_tokens),
       overrun_tokens: Number(r.overrun_tokens),
+      cost_nanos: Number(r.cost_nanos),
     }),
   );
   const storedKeys = new Map(
     (
       await db
         .selectFrom("api_keys")
-        .select(["id", "account_id", "used_tokens", "limit_tokens"])
+        .select(["id", "account_id", "used_tokens", "limit_tokens", "spent_nanos", "budget_nanos"])
         .where("id", "in", keyIds)
         .execute()
     ).map((r) => [r.id, r]),
@@ -819,7 +831,7 @@ export async function checkInvariants(
     (
       await db
         .selectFrom("accounts")
-        .select(["id", "name", "plan_id", "used_tokens", "quota_tokens"])
+        .select(["id", "name", "plan_id", "used_tokens", "quota_tokens", "spent_nanos", "budget_nanos"])
         .where("id", "in", accountIds)
         .execute()
     ).map((r) => [r.id, r]),
@@ -831,12 +843,23 @@ export async function checkInvariants(
   const tally = (column: "key_id" | "account_id", id: string) => {
     let count = 0;
     let tokens = 0;
+    let nanos = 0;
     for (const r of records)
       if (r[column] === id) {
         count++;
         tokens += r.total_tokens;
+        nanos += r.cost_nanos;
       }
-    return { count, tokens };
+    return { count, tokens, nanos };
+  };
+  // Money: the records' costs add up to the stored spending exactly (integers), within any budget.
+  const money = (kind: string, id: string, row: { spent_nanos: number; budget_nanos: number | null }) => {
+    const { nanos } = tally(kind === "key" ? "key_id" : "account_id", id);
+    const spent = Number(row.spent_nanos);
+    if (nanos !== spent)
+      violations.push(`${kind} ${id}: records cost ${nanos} nanodollars but spent_nanos is ${spent}`);
+    if (row.budget_nanos !== null && spent > Number(row.budget_nanos))
+      violations.push(`${kind} ${id}: spent ${spent} nanodollars exceeds its budget ${row.budget_nanos}`);
   };
   const counters = new Map<string, Counter | undefined>();
   for (const k of subjects.keys) counters.set(`key:${k.id}`, await books.counter("key", k.id));
@@ -884,6 +907,7 @@ export async function checkInvariants(
     const limit = row.limit_tokens === null ? null : Number(row.limit_tokens);
     if (limit !== k.limit) violations.push(`key ${k.id}: limit ${limit} in the store, ${k.limit} created`);
     keys.push(figures("key", k.id, k.accountId, Number(row.used_tokens), limit));
+    money("key", k.id, row);
   }
   const accounts: SubjectFigures[] = [];
   for (const a of subjects.accounts) {
@@ -896,6 +920,7 @@ export async function checkInvariants(
     if (quota === undefined) violations.push(`account ${a.id}: its plan ${row.plan_id} is unknown`);
     const f = figures("account", a.id, a.name, Number(row.used_tokens), quota ?? null);
     accounts.push(f);
+    money("account", a.id, row);
     const ofKeys = keys.filter((k) => k.label === a.id).reduce((sum, k) => sum + k.stored, 0);
     if (ofKeys !== f.stored)
       violations.push(
