@@ -1,9 +1,18 @@
 // Known prices: the maintained table of @pydantic/genai-prices (MIT), for models whose
 // configuration has no `pricing` of its own. The table ships inside the package, so prices
 // change only when the package is updated (README: "Prices"), never behind the operator's
-// back; the package's remote refresh is not used.
-import { calcPrice, type ModelPrice, type TieredPrices } from "@pydantic/genai-prices";
+// back; the package's remote refresh is not used. The table (about 20 MB of heap) is loaded on
+// the first model that needs it: a configuration that prices every model never pays for it.
+import { createRequire } from "node:module";
+import type { ModelPrice, TieredPrices } from "@pydantic/genai-prices";
 import { flatRate, type Pricing, type Rate } from "./pricing.ts";
+
+type Table = typeof import("@pydantic/genai-prices");
+let table: Table | undefined;
+function loadTable(): Table {
+  table ??= createRequire(import.meta.url)("@pydantic/genai-prices") as Table;
+  return table;
+}
 
 /** A rate as the table states it: a number (USD per million tokens) or a base with tiers. */
 function rate(value: number | TieredPrices | undefined): Rate {
@@ -17,9 +26,9 @@ function rate(value: number | TieredPrices | undefined): Rate {
  * know the model there.
  */
 export function tablePricing(provider: string, upstreamModel: string, at = new Date()): Pricing | undefined {
-  let found: ReturnType<typeof calcPrice>;
+  let found: ReturnType<Table["calcPrice"]>;
   try {
-    found = calcPrice({ input_tokens: 0, output_tokens: 0 }, upstreamModel, {
+    found = loadTable().calcPrice({ input_tokens: 0, output_tokens: 0 }, upstreamModel, {
       providerId: provider,
       timestamp: at,
     });

@@ -1,0 +1,30 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { rateAt } from "./pricing.ts";
+import { tablePricing } from "./table.ts";
+
+test("the table prices a known model with its cache and long-context tiers", () => {
+  const sonnet = tablePricing("anthropic", "claude-sonnet-4-5");
+  assert.ok(sonnet);
+  assert.equal(sonnet.source, "table");
+  assert.equal(rateAt(sonnet.input, 1_000), 3);
+  assert.equal(rateAt(sonnet.output, 1_000), 15);
+  assert.equal(rateAt(sonnet.cachedInput, 1_000), 0.3);
+  assert.equal(rateAt(sonnet.cacheWrite, 1_000), 3.75);
+  // past 200k prompt tokens the whole call is billed at the higher rates, as Anthropic lists them
+  assert.equal(rateAt(sonnet.input, 200_001), 6);
+  assert.equal(rateAt(sonnet.output, 200_001), 22.5);
+});
+
+test("a flat-priced model has no tiers; cache writes it does not list cost 0", () => {
+  const mini = tablePricing("openai", "gpt-4o-mini");
+  assert.ok(mini);
+  assert.deepEqual(mini.input, { base: 0.15, tiers: [] });
+  assert.deepEqual(mini.cachedInput, { base: 0.075, tiers: [] });
+  assert.deepEqual(mini.cacheWrite, { base: 0, tiers: [] });
+});
+
+test("names the table does not know, at a provider or anywhere, are not priced", () => {
+  assert.equal(tablePricing("openai", "our-own-finetune-7b"), undefined);
+  assert.equal(tablePricing("no-such-provider", "gpt-4o"), undefined);
+});
