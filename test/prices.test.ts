@@ -10,7 +10,11 @@ import { MOCK_CACHE_READ, MOCK_CACHE_WRITE, startMockAnthropic } from "./support
 import { MOCK_CACHED, startMockGemini } from "./support/mock-gemini-upstream.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 
-const KEYS = { ANTHROPIC_KEY: "sk-ant-test-0123456789", GEMINI_KEY: "gemini-test-0123456789" };
+const KEYS = {
+  ANTHROPIC_KEY: "sk-ant-test-0123456789",
+  GEMINI_KEY: "gemini-test-0123456789",
+  AZURE_KEY: "azure-test-0123456789",
+};
 /** nanodollars of `tokens` at `usdPerMillion` */
 const nano = (tokens: number, usdPerMillion: number) => Math.round(tokens * usdPerMillion * 1_000);
 /** the header's decimal dollars back to nanodollars */
@@ -20,6 +24,7 @@ describe("what each call costs", () => {
   let openai: MockUpstream;
   let anthropic: MockUpstream;
   let gemini: MockUpstream;
+  let azure: MockUpstream;
   let gw: TestGateway;
   let client: OpenAI;
   let teamClient: OpenAI;
@@ -28,6 +33,7 @@ describe("what each call costs", () => {
     openai = await startMockUpstream();
     anthropic = await startMockAnthropic({ apiKey: KEYS.ANTHROPIC_KEY });
     gemini = await startMockGemini({ apiKey: KEYS.GEMINI_KEY });
+    azure = await startMockUpstream({ apiKey: KEYS.AZURE_KEY, azure: true });
     const base = testConfig(openai);
     gw = await startTestGateway({
       upstream: openai,
@@ -37,6 +43,13 @@ describe("what each call costs", () => {
           ...base.providers,
           { id: "claude", type: "anthropic", base_url: anthropic.url, api_key_env: "ANTHROPIC_KEY" },
           { id: "gem", type: "gemini", base_url: gemini.url, api_key_env: "GEMINI_KEY" },
+          {
+            id: "az",
+            type: "azure-openai",
+            base_url: azure.url.replace(/\/v1$/, ""),
+            api_key_env: "AZURE_KEY",
+            api_version: "2024-10-21",
+          },
         ],
         models: [
           {
@@ -57,6 +70,13 @@ describe("what each call costs", () => {
             upstream_model: "gemini-2.5-flash",
             pricing: { input: 0.3, output: 2.5, cached_input: 0.03 },
           },
+          // an Azure deployment's name is the operator's own: priced in the configuration
+          {
+            id: "azure-priced",
+            provider: "az",
+            upstream_model: "my-gpt4o-deployment",
+            pricing: { input: 2.5, output: 10, cached_input: 1.25 },
+          },
           // a name no price table knows
           { id: "unpriced", provider: "mock", upstream_model: "our-own-finetune" },
         ],
@@ -64,7 +84,14 @@ describe("what each call costs", () => {
           {
             id: "default",
             quota_tokens: 1_000_000_000,
-            models: [TEST_MODEL, "claude-priced", "claude-table", "gemini-priced", "unpriced"],
+            models: [
+              TEST_MODEL,
+              "claude-priced",
+              "claude-table",
+              "gemini-priced",
+              "azure-priced",
+              "unpriced",
+            ],
           },
           { id: "team", quota_tokens: 1_000_000_000, price_multiplier: 0.8, models: ["claude-priced"] },
         ],
@@ -78,7 +105,7 @@ describe("what each call costs", () => {
 
   after(async () => {
     await gw?.close();
-    await Promise.all([openai?.close(), anthropic?.close(), gemini?.close()]);
+    await Promise.all([openai?.close(), anthropic?.close(), gemini?.close(), azure?.close()]);
   });
 
   async function priced(c: OpenAI, model: string, text: string) {
@@ -137,6 +164,20 @@ describe("what each call costs", () => {
     const expected =
       nano(u.prompt_tokens - MOCK_CACHED, 0.3) + nano(MOCK_CACHED, 0.03) + nano(u.completion_tokens, 2.5);
     assert.equal(record.cost_nanos, expected);
+  });
+
+  test("Azure OpenAI: cached tokens from OpenAI's usage details at the cache price", async () => {
+    const { data, record } = await priced(
+      client,
+      "azure-priced",
+      "one two three four mock:tokens=4 mock:cache",
+    );
+    assert.equal(record.cached_tokens, 3);
+    const u = data.usage!;
+    assert.equal(
+      record.cost_nanos,
+      nano(u.prompt_tokens - 3, 2.5) + nano(3, 1.25) + nano(u.completion_tokens, 10),
+    );
   });
 
   test("a model without pricing takes the table's prices when its upstream name is known", async () => {
