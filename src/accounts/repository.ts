@@ -15,6 +15,8 @@ export interface Account {
   used_tokens: number;
   /** tokens held by calls in flight, kept in the row only by the shared ledger (PostgreSQL) */
   reserved_tokens: number;
+  /** nanodollars held by calls in flight, kept in the row only by the shared ledgers */
+  reserved_nanos: number;
   /** money budget in nanodollars (null: none), its period, and what was spent (src/prices/period.ts) */
   budget_nanos: number | null;
   budget_period: string;
@@ -126,6 +128,7 @@ export async function createAccount(
     ...account,
     used_tokens: 0,
     reserved_tokens: 0,
+    reserved_nanos: 0,
     budget_nanos: null,
     budget_period: "none",
     spent_nanos: 0,
@@ -290,6 +293,7 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "a.quota_tokens as a_quota",
       "a.used_tokens as a_used",
       "a.reserved_tokens as a_reserved",
+      "a.reserved_nanos as a_reserved_nanos",
       "a.budget_nanos as a_budget",
       "a.budget_period as a_budget_period",
       "a.spent_nanos as a_spent",
@@ -330,6 +334,7 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       quota_tokens: row.a_quota,
       used_tokens: row.a_used,
       reserved_tokens: row.a_reserved,
+      reserved_nanos: row.a_reserved_nanos,
       budget_nanos: row.a_budget,
       budget_period: row.a_budget_period,
       spent_nanos: row.a_spent,
