@@ -482,7 +482,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         for (const which of String(reply[1])) await this.#seed(which as "a" | "k", subject);
         continue;
       }
-      const [status, tokens, remaining, reason, accountUsed, keyUsed, waiter, nanos, an, kn, as, ks] =
+      const [status, tokens, remaining, reason, accountUsed, keyUsed, waiter, nanos, an, kn, aSpent, kSpent] =
         reply as [
           Attempt["status"],
           number,
@@ -509,8 +509,8 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         keyNanos: Number(kn),
         accountUsed: Number(accountUsed),
         keyUsed: Number(keyUsed),
-        accountSpent: Number(as),
-        keySpent: Number(ks),
+        accountSpent: Number(aSpent),
+        keySpent: Number(kSpent),
         ...(waiter ? { waiterId: Number(waiter) } : {}),
       };
       if (status !== "ok") return attempt;
