@@ -3,12 +3,15 @@
 // concurrent requests on a key limited to 400 tokens: a request that does not fit only
 // because calls in flight hold tokens waits for them, so every request that fits once earlier
 // calls settle is answered (at least floor(400 / tokens per call) - 1), and used stays within
-// 400. The same for 60 requests on an account with a quota of 300. A request that does not
-// fit what consumption leaves is refused at once, saying how many tokens remain.
+// 400. The same for 60 requests on an account with a quota of 300, and (#18) for 100 requests
+// on a key with a money budget that pays for about ten. A request that does not fit what
+// consumption leaves is refused at once, saying how many tokens remain.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { setBudget } from "../src/accounts/repository.ts";
+import { ASK_MINIMUM_NANOS, checkBudgetHeld } from "./support/budget-books.ts";
 import { type Answer, ask } from "./support/chat-call.ts";
-import { startTestGateway, type TestGateway } from "./support/gateway.ts";
+import { pricedModels, startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { needsRedis } from "./support/redis-instance.ts";
 
@@ -18,7 +21,7 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
     let gw: TestGateway;
     before(async () => {
       upstream = await startMockUpstream({ promptCount: "template", latencyMs: 100 });
-      gw = await startTestGateway({ upstream, store });
+      gw = await startTestGateway({ upstream, store, config: { models: pricedModels(upstream) } });
     });
     after(async () => {
       await gw?.close();
@@ -81,6 +84,18 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
       const b = await books("account_id", account);
       const ok = check(answers, 300, b);
       t.diagnostic(`answered ${ok} of 60, ${b.perCall} tokens a call, used ${b.used} of 300`);
+    });
+
+    it("100 concurrent requests on a key with a budget of $0.005", async (t) => {
+      const account = await gw.account(`budget-${store}`);
+      const key = await gw.key(account);
+      await setBudget(gw.gateway.deps.store.db, "api_keys", key.id, 5_000_000, "none");
+      const answers = await Promise.all(Array.from({ length: 100 }, () => ask(gw.baseURL, key.secret)));
+      const { answered, spent } = await checkBudgetHeld(gw.gateway.deps.store.db, key.id, 5_000_000, answers);
+      t.diagnostic(
+        `answered ${answered} of 100, spent ${spent} of 5000000 nanodollars (minimum ${ASK_MINIMUM_NANOS})`,
+      );
+      assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
     });
 
     it("a request that does not fit what consumption leaves is refused at once, saying what remains", async () => {

@@ -1,11 +1,21 @@
 // Issue: the quota ledger is atomic. 50 concurrent requests at a key whose limit fits 10:
 // at most 10 reach the upstream and consumption never exceeds the limit; the same for an
-// account's quota shared by two keys. Run on SQLite and on PostgreSQL.
+// account's quota shared by two keys, and for a key's money budget (#18). Run on SQLite, on
+// PostgreSQL and with Redis.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { setBudget } from "../src/accounts/repository.ts";
 import { parseChatRequest } from "../src/apis/chat-completions/request.ts";
+import { nanosFor } from "../src/ledger/money.ts";
+import { configuredPricing, costRule } from "../src/prices/pricing.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";
-import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
+import {
+  pricedModels,
+  startTestGateway,
+  TEST_MODEL,
+  TEST_PRICING,
+  type TestGateway,
+} from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { storeSuite } from "./support/postgres.ts";
 import { needsRedis } from "./support/redis-instance.ts";
@@ -19,6 +29,11 @@ const PROMPT_HOLD = promptUpperBound(
 );
 /** what the gateway holds for one of these requests */
 const HOLD = PROMPT_HOLD + MAX_TOKENS;
+/** the most one of these requests can cost, in nanodollars: what a budget holds for it */
+const HOLD_NANOS = nanosFor(
+  { ...costRule(PROMPT_HOLD, configuredPricing(TEST_PRICING)), promptTokens: PROMPT_HOLD },
+  HOLD,
+);
 
 async function fire(gw: TestGateway, secret: string): Promise<number> {
   const res = await fetch(`${gw.baseURL}/chat/completions`, {
@@ -43,7 +58,11 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
         upstream = await startMockUpstream({ latencyMs: 1500 });
         // Refused at once rather than waiting for the calls in flight (test/no-false-refusals
         // covers the wait): what is tested here is that the hold is atomic.
-        gw = await startTestGateway({ upstream, store, config: { ledger: { wait_ms: 0 } } });
+        gw = await startTestGateway({
+          upstream,
+          store,
+          config: { ledger: { wait_ms: 0 }, models: pricedModels(upstream) },
+        });
       });
       after(async () => {
         await gw.close();
@@ -101,6 +120,38 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
         const perKey =
           (await gw.recorded("key_id", k1.id)).tokens + (await gw.recorded("key_id", k2.id)).tokens;
         assert.equal(perKey, row.used_tokens, "the keys' records add up to the account's counter");
+        assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
+      });
+
+      it("a key whose budget pays for 10 requests lets at most 10 of 50 through", async () => {
+        upstream.reset();
+        const account = await gw.account(`key-budget-${store}`);
+        const key = await gw.key(account);
+        const db = gw.gateway.deps.store.db;
+        await setBudget(db, "api_keys", key.id, HOLD_NANOS * 10, "none");
+        const statuses = await Promise.all(Array.from({ length: 50 }, () => fire(gw, key.secret)));
+        const ok = statuses.filter((s) => s === 200).length;
+        assert.equal(
+          upstream.requests.length,
+          ok,
+          "every 200 is one upstream call and nothing else got through",
+        );
+        assert.equal(ok, 10);
+        assert.equal(statuses.filter((s) => s === 429).length, 40);
+        const row = await db
+          .selectFrom("api_keys")
+          .select(["spent_nanos", "reserved_nanos"])
+          .where("id", "=", key.id)
+          .executeTakeFirstOrThrow();
+        const records = await db
+          .selectFrom("call_records")
+          .select((eb) => eb.fn.sum<number>("cost_nanos").as("n"))
+          .where("key_id", "=", key.id)
+          .executeTakeFirstOrThrow();
+        assert.ok(row.spent_nanos > 0);
+        assert.ok(row.spent_nanos <= HOLD_NANOS * 10, `spent ${row.spent_nanos} ≤ ${HOLD_NANOS * 10}`);
+        assert.equal(Number(records.n), row.spent_nanos, "records add up to the key's spending");
+        assert.equal(row.reserved_nanos, 0);
         assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
       });
 

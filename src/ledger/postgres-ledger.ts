@@ -1,15 +1,15 @@
 // The ledger on PostgreSQL alone, shared by every instance on the store: each hold is one call
-// of gateway_reserve (migration 008), atomic under the key's and the account's row locks; the
-// record writer closes holds in the transaction that commits their records and charges
-// (StoreHolds), so the books cannot disagree. Waiters are woken by NOTIFY on a connection of
-// their own.
+// of gateway_reserve (migrations 010 and 015), atomic under the key's and the account's row
+// locks, tokens and money together; the record writer closes holds in the transaction that
+// commits their records and charges (StoreHolds), so the books cannot disagree. Waiters are
+// woken by NOTIFY on a connection of their own.
 import { type Kysely, sql } from "kysely";
 import pg from "pg";
 import type { Logger } from "pino";
 import type { Database } from "../store/schema.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
 import type { StoreHolds } from "./store-holds.ts";
-import type { Counter, LedgerSubject, Reservation } from "./types.ts";
+import type { CostRule, Counter, LedgerSubject, MoneyCounter, Reservation } from "./types.ts";
 
 const CHANNEL = "gateway_ledger";
 
@@ -22,6 +22,11 @@ interface ReserveRow {
   waiter_id: number | null;
   key_used: number | null;
   account_used: number | null;
+  nanos: number | null;
+  account_nanos: number;
+  key_nanos: number;
+  key_spent: number | null;
+  account_spent: number | null;
 }
 
 export class PostgresLedger extends SharedLedger implements StoreHolds {
@@ -35,9 +40,16 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
 
   constructor(
     db: Kysely<Database>,
-    options: { url: string; instanceId: string; waitMs: number; leaseMs: number; logger: Logger },
+    options: {
+      url: string;
+      instanceId: string;
+      waitMs: number;
+      leaseMs: number;
+      logger: Logger;
+      now?: (() => number) | undefined;
+    },
   ) {
-    super({ waitMs: options.waitMs });
+    super({ waitMs: options.waitMs, now: options.now });
     this.#db = db;
     this.#url = options.url;
     this.#instanceId = options.instanceId;
@@ -68,12 +80,14 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
     subject: LedgerSubject,
     wanted: number,
     minimum: number,
+    cost: CostRule | undefined,
     waiterId: number | undefined,
     waitMs: number,
   ): Promise<Attempt> {
     const { rows } =
       await sql<ReserveRow>`select * from gateway_reserve(${this.#instanceId}, ${subject.accountId},
-      ${subject.keyId}, ${subject.accountQuota}, ${wanted}, ${minimum}, ${waiterId ?? null}, ${waitMs})`.execute(
+      ${subject.keyId}, ${subject.accountQuota}, ${wanted}, ${minimum}, ${waiterId ?? null}, ${waitMs},
+      ${cost?.fixed ?? null}, ${cost?.perToken ?? null}::float8, ${cost?.promptTokens ?? null}, ${this.month()})`.execute(
         this.#db,
       );
     const r = rows[0]!;
@@ -83,9 +97,14 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
       remaining: Number(r.remaining),
       reason: r.reason,
       ...(r.reservation_id !== null ? { reservationId: Number(r.reservation_id) } : {}),
+      nanos: r.nanos === null ? null : Number(r.nanos),
+      accountNanos: Number(r.account_nanos),
+      keyNanos: Number(r.key_nanos),
       ...(r.waiter_id !== null ? { waiterId: Number(r.waiter_id) } : {}),
       ...(r.key_used !== null ? { keyUsed: Number(r.key_used) } : {}),
       ...(r.account_used !== null ? { accountUsed: Number(r.account_used) } : {}),
+      ...(r.key_spent !== null ? { keySpent: Number(r.key_spent) } : {}),
+      ...(r.account_spent !== null ? { accountSpent: Number(r.account_spent) } : {}),
     };
   }
 
@@ -93,7 +112,12 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
     await sql`select gateway_unwait(${waiterId})`.execute(this.#db);
   }
 
-  protected async close(reservation: Reservation, _charge: number, recorded: boolean): Promise<void> {
+  protected async close(
+    reservation: Reservation,
+    _charge: number,
+    _nanos: number,
+    recorded: boolean,
+  ): Promise<void> {
     // A recorded call's hold was closed with its record; anything else is released here.
     if (recorded) return;
     await sql`select gateway_ledger_close(${[reservation.id]}::bigint[], '{}', '{}', '{}', '{}')`.execute(
@@ -125,6 +149,24 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
       .where("id", "=", id)
       .executeTakeFirst();
     return row && { used: Number(row.used_tokens), reserved: Number(row.reserved_tokens) };
+  }
+
+  async inspectMoney(kind: "account" | "key", id: string): Promise<MoneyCounter | undefined> {
+    const row = await this.#db
+      .selectFrom(kind === "key" ? "api_keys" : "accounts")
+      .select(["spent_nanos", "month_spent_nanos", "spent_month", "reserved_nanos"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return (
+      row && {
+        spent: {
+          total: Number(row.spent_nanos),
+          month: Number(row.month_spent_nanos),
+          monthKey: row.spent_month,
+        },
+        reserved: Number(row.reserved_nanos),
+      }
+    );
   }
 
   async openHolds(): Promise<number> {

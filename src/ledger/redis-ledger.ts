@@ -4,12 +4,16 @@
 // in the transaction that commits the record and its charge, then the hold is closed in Redis.
 //
 // Redis holds, per epoch (see redis-state.ts): per account and key its consumption `u` and
-// holds `r`; per instance its holds, each with the subjects it is counted in; the queues of
-// waiting requests. When an epoch starts empty, each account and key is seeded the first time
-// a call needs it, from one snapshot of the store: its consumption and the journaled holds on
-// it. A hold marks which subjects count it, so a charge is added to exactly the subjects that
-// did not see it in their seed. A hold made while an epoch ended is adopted into the new one
-// once it is journaled (or given back when the new epoch has no room for it).
+// holds `r`, its spending in nanodollars (`st` in total, `sm` in the month `mk`) and the money
+// its holds hold `rn`; per instance its holds, each with the subjects it is counted in and
+// the money it holds against each; the queues of waiting requests. When an epoch starts
+// empty, each account and key is seeded the first time a call needs it, from one snapshot of
+// the store: its consumption and spending and the journaled holds on it (with their money). A
+// hold marks which subjects count it, so a charge (tokens and money) is added to exactly the
+// subjects that did not see it in their seed. A hold made while an epoch ended is adopted into
+// the new one once it is journaled (or given back when the new epoch has no room for it).
+// Budgets come with each call (as the quota and key limit do), the month from this process's
+// clock.
 import { type Kysely, sql } from "kysely";
 import pg from "pg";
 import type { Logger } from "pino";
@@ -18,19 +22,49 @@ import type { Database } from "../store/schema.ts";
 import { CHECK_EPOCH, type RedisState, type Reply } from "./redis-state.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
 import type { StoreHolds } from "./store-holds.ts";
-import type { Counter, LedgerSubject, Reservation } from "./types.ts";
+import type { CostRule, Counter, LedgerSubject, MoneyBudget, MoneyCounter, Reservation } from "./types.ts";
 
 /** integers as Redis reads them (Lua would print 1e15 as "1e+15") */
 const INT = "local function int(x) return string.format('%d', x) end\n";
-const HOLD_PATTERN = "'^(%S+) (%S+) (%S+) (%S+) (%S+)$'";
+// A hold: account, key, tokens, counted in the account, in the key ('1' or '0'), nanodollars
+// held against the account's budget, against the key's.
+const HOLD_PATTERN = "'^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$'";
 const SUBJECT_TTL_MS = 86_400_000;
+/** a subject's fields, in the order the scripts read them (HMGET) */
+const SUBJECT_FIELDS = "'u', 'r', 'st', 'sm', 'mk', 'rn'";
+
+// src/ledger/money.ts in Lua, on the same doubles as JavaScript: every ledger sizes a hold to
+// the same token and nanodollar. h: a subject's fields (SUBJECT_FIELDS).
+const MONEY = `
+local function nanosFor(fixed, per, prompt, t) return fixed + math.ceil(math.max(0, t - prompt) * per) end
+local function tokensFor(fixed, per, prompt, n)
+  if n < fixed then return -1 end
+  if per <= 0 then return math.huge end
+  local t = prompt + math.floor((n - fixed) / per)
+  while t > prompt and nanosFor(fixed, per, prompt, t) > n do t = t - 1 end
+  return t
+end
+local function budgetLeft(h, budget, period, month)
+  if budget < 0 then return nil end
+  if period == 'month' then
+    if h[5] == month then return budget - tonumber(h[4]) end
+    return budget
+  end
+  return budget - tonumber(h[3])
+end
+`;
 
 // KEYS: epoch, account, key, own holds, account queue, key queue, waiter expiries, waiter
 // sequence, instances with holds. ARGV: epoch, quota, limit (-1: none), wanted, minimum,
-// waiter ('' for a first attempt), wait ms, hold id, account id, key id, channel, instance.
-const RESERVE_LUA = `${CHECK_EPOCH}${INT}
-local a = redis.call('HMGET', KEYS[2], 'u', 'r')
-local k = redis.call('HMGET', KEYS[3], 'u', 'r')
+// waiter ('' for a first attempt), wait ms, hold id, account id, key id, channel, instance,
+// the cost rule's fixed ('' : the call costs nothing), per token and prompt tokens, month,
+// the account's budget (-1: none) and period, the key's.
+// Answers: status, tokens, remaining, reason, consumption of account and key, waiter, nanos
+// held (-1: no budget applies), held against the account's and the key's budget, spending of
+// account and key.
+const RESERVE_LUA = `${CHECK_EPOCH}${INT}${MONEY}
+local a = redis.call('HMGET', KEYS[2], ${SUBJECT_FIELDS})
+local k = redis.call('HMGET', KEYS[3], ${SUBJECT_FIELDS})
 if not a[1] or not k[1] then
   local need = ''
   if not a[1] then need = 'a' end
@@ -38,12 +72,35 @@ if not a[1] or not k[1] then
   return {'seed', need}
 end
 local au, ar, ku, kr = tonumber(a[1]), tonumber(a[2]), tonumber(k[1]), tonumber(k[2])
+local ast, kst = tonumber(a[3]), tonumber(k[3])
 local quota, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
 local wanted, minimum = tonumber(ARGV[4]), tonumber(ARGV[5])
 local wid, waitMs = ARGV[6], tonumber(ARGV[7])
-local afree = quota - au
-local free, why = afree, 'quota'
-if limit >= 0 and limit - ku < afree then free, why = limit - ku, 'key_limit' end
+local priced = ARGV[13] ~= ''
+local fixed, per, prompt, month = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15]), ARGV[16]
+-- What each limit leaves, in tokens (a budget: what its money pays for): by consumption alone
+-- (free; the tightest names a refusal and what it leaves in its own unit, the first of quota,
+-- key limit, account budget, key budget on a tie), and with what calls in flight hold (room).
+local free, left, why = quota - au, quota - au, 'quota'
+local room = free - ar
+local function limitBy(t, held, l, reason)
+  if t < free then free, left, why = t, l, reason end
+  if held < room then room = held end
+end
+if limit >= 0 then limitBy(limit - ku, limit - ku - kr, limit - ku, 'key_limit') end
+local aleft, kleft
+if priced then
+  aleft = budgetLeft(a, tonumber(ARGV[17]), ARGV[18], month)
+  kleft = budgetLeft(k, tonumber(ARGV[19]), ARGV[20], month)
+  if aleft then
+    limitBy(tokensFor(fixed, per, prompt, aleft), tokensFor(fixed, per, prompt, aleft - tonumber(a[6])), aleft,
+      'account_budget')
+  end
+  if kleft then
+    limitBy(tokensFor(fixed, per, prompt, kleft), tokensFor(fixed, per, prompt, kleft - tonumber(k[6])), kleft,
+      'key_budget')
+  end
+end
 local function leave()
   if wid == '' then return end
   redis.call('ZREM', KEYS[5], wid)
@@ -55,7 +112,7 @@ local function leave()
 end
 if free < minimum then
   leave()
-  return {'refused', 0, free, why, au, ku}
+  return {'refused', 0, left, why, au, ku, '', -1, 0, 0, ast, kst}
 end
 local function before(q)
   while true do
@@ -66,22 +123,29 @@ local function before(q)
     redis.call('HDEL', KEYS[7], head)
   end
 end
-local room = afree - ar
-if limit >= 0 and limit - ku - kr < room then room = limit - ku - kr end
 if room >= minimum and not before(KEYS[5]) and not before(KEYS[6]) then
   local got = math.min(wanted, room)
+  local nanos, an, kn = -1, 0, 0
+  if priced and (aleft or kleft) then
+    nanos = nanosFor(fixed, per, prompt, got)
+    if aleft then an = nanos end
+    if kleft then kn = nanos end
+  end
   redis.call('HINCRBY', KEYS[2], 'r', int(got))
   redis.call('HINCRBY', KEYS[3], 'r', int(got))
+  if an > 0 then redis.call('HINCRBY', KEYS[2], 'rn', int(an)) end
+  if kn > 0 then redis.call('HINCRBY', KEYS[3], 'rn', int(kn)) end
   redis.call('PERSIST', KEYS[2])
   redis.call('PERSIST', KEYS[3])
-  redis.call('HSET', KEYS[4], ARGV[8], ARGV[9] .. ' ' .. ARGV[10] .. ' ' .. int(got) .. ' 1 1')
+  redis.call('HSET', KEYS[4], ARGV[8],
+    ARGV[9] .. ' ' .. ARGV[10] .. ' ' .. int(got) .. ' 1 1 ' .. int(an) .. ' ' .. int(kn))
   redis.call('SADD', KEYS[9], ARGV[12])
   leave()
-  return {'ok', got, free, why, au, ku}
+  return {'ok', got, left, why, au, ku, '', nanos, an, kn, ast, kst}
 end
 if waitMs <= 0 then
   leave()
-  return {'held', 0, free, why, au, ku}
+  return {'held', 0, left, why, au, ku, '', -1, 0, 0, ast, kst}
 end
 if wid == '' then
   wid = tostring(redis.call('INCR', KEYS[8]))
@@ -89,16 +153,17 @@ if wid == '' then
   redis.call('ZADD', KEYS[6], tonumber(wid), wid)
 end
 redis.call('HSET', KEYS[7], wid, int(now + waitMs))
-return {'wait', 0, free, why, au, ku, wid}`;
+return {'wait', 0, left, why, au, ku, wid, -1, 0, 0, ast, kst}`;
 
 // KEYS: epoch, the subject, instances with holds, holds hashes. ARGV: epoch, 'a' or 'k', its
-// consumption, n, then per journaled hold: index of its holds hash in KEYS, hold, account,
-// key, tokens, instance. Kept when another instance seeded it first.
+// consumption, its spending in total, in the month, the month, n, then per journaled hold:
+// index of its holds hash in KEYS, hold, account, key, tokens, instance, nanodollars held
+// against the account's budget, against the key's. Kept when another instance seeded it first.
 const SEED_LUA = `${CHECK_EPOCH}${INT}
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
-local r = 0
-for i = 0, tonumber(ARGV[4]) - 1 do
-  local b = 5 + i * 6
+local r, rn = 0, 0
+for i = 0, tonumber(ARGV[7]) - 1 do
+  local b = 8 + i * 8
   local hk, id = KEYS[tonumber(ARGV[b])], ARGV[b + 1]
   local fa, fk = '0', '0'
   local e = redis.call('HGET', hk, id)
@@ -106,18 +171,25 @@ for i = 0, tonumber(ARGV[4]) - 1 do
     local _a, _k, _t, ea, ek = string.match(e, ${HOLD_PATTERN})
     fa, fk = ea, ek
   end
-  if ARGV[2] == 'a' then fa = '1' else fk = '1' end
-  redis.call('HSET', hk, id, ARGV[b + 2] .. ' ' .. ARGV[b + 3] .. ' ' .. ARGV[b + 4] .. ' ' .. fa .. ' ' .. fk)
+  if ARGV[2] == 'a' then
+    fa = '1'
+    rn = rn + tonumber(ARGV[b + 6])
+  else
+    fk = '1'
+    rn = rn + tonumber(ARGV[b + 7])
+  end
+  redis.call('HSET', hk, id, ARGV[b + 2] .. ' ' .. ARGV[b + 3] .. ' ' .. ARGV[b + 4] .. ' ' .. fa .. ' ' .. fk
+    .. ' ' .. ARGV[b + 6] .. ' ' .. ARGV[b + 7])
   redis.call('SADD', KEYS[3], ARGV[b + 5])
   r = r + tonumber(ARGV[b + 4])
 end
-redis.call('HSET', KEYS[2], 'u', ARGV[3], 'r', int(r))
+redis.call('HSET', KEYS[2], 'u', ARGV[3], 'r', int(r), 'st', ARGV[4], 'sm', ARGV[5], 'mk', ARGV[6], 'rn', int(rn))
 if r <= 0 then redis.call('PEXPIRE', KEYS[2], ${SUBJECT_TTL_MS}) end
 return {'ok'}`;
 
 // KEYS: epoch, account, key, own holds, own swept holds, account queue, key queue.
-// ARGV: epoch, hold, charge, channel, account id, key id. A hold swept while its instance
-// seemed dead only adds its charge: its tokens were released already.
+// ARGV: epoch, hold, charge, channel, account id, key id, nanodollars charged, month. A hold
+// swept while its instance seemed dead only adds its charge: what it held was released already.
 const SETTLE_LUA = `${CHECK_EPOCH}${INT}
 local from = KEYS[4]
 local e = redis.call('HGET', from, ARGV[2])
@@ -127,42 +199,68 @@ if not e then
 end
 if not e then return {'none'} end
 redis.call('HDEL', from, ARGV[2])
-local _a, _k, tokens, fa, fk = string.match(e, ${HOLD_PATTERN})
-local charge = tonumber(ARGV[3])
-local function close(s, flag)
+local _a, _k, tokens, fa, fk, an, kn = string.match(e, ${HOLD_PATTERN})
+local charge, nanos, month = tonumber(ARGV[3]), tonumber(ARGV[7]), ARGV[8]
+local function close(s, flag, held)
   if flag ~= '1' or redis.call('EXISTS', s) == 0 then return end
-  if from == KEYS[4] then redis.call('HINCRBY', s, 'r', int(-tonumber(tokens))) end
+  if from == KEYS[4] then
+    redis.call('HINCRBY', s, 'r', int(-tonumber(tokens)))
+    if tonumber(held) > 0 then redis.call('HINCRBY', s, 'rn', int(-tonumber(held))) end
+  end
   if charge > 0 then redis.call('HINCRBY', s, 'u', int(charge)) end
+  if nanos > 0 then
+    redis.call('HINCRBY', s, 'st', int(nanos))
+    -- as the record writer counts it in the store: a new month's first charge restarts the month
+    if redis.call('HGET', s, 'mk') == month then
+      redis.call('HINCRBY', s, 'sm', int(nanos))
+    else
+      redis.call('HSET', s, 'sm', int(nanos), 'mk', month)
+    end
+  end
   if tonumber(redis.call('HGET', s, 'r')) <= 0 then redis.call('PEXPIRE', s, ${SUBJECT_TTL_MS}) end
 end
-close(KEYS[2], fa)
-close(KEYS[3], fk)
+close(KEYS[2], fa, an)
+close(KEYS[3], fk, kn)
 if redis.call('ZCARD', KEYS[6]) + redis.call('ZCARD', KEYS[7]) > 0 then
   redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. ARGV[6])
 end
 return {'ok'}`;
 
 // KEYS: epoch, account, key, own holds, instances with holds. ARGV: epoch, hold, account,
-// key, tokens, quota, limit, instance. Counts the hold in the subjects seeded without it.
-const ADOPT_LUA = `${CHECK_EPOCH}${INT}
+// key, tokens, quota, limit, instance, nanodollars held against the account's budget and the
+// key's, the account's budget (-1: none) and period, the key's, month. Counts the hold in the
+// subjects seeded without it.
+const ADOPT_LUA = `${CHECK_EPOCH}${INT}${MONEY}
 if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then return {'ok'} end
 local tokens, quota, limit = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local a = redis.call('HMGET', KEYS[2], 'u', 'r')
-local k = redis.call('HMGET', KEYS[3], 'u', 'r')
+local an, kn, month = tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[15]
+local a = redis.call('HMGET', KEYS[2], ${SUBJECT_FIELDS})
+local k = redis.call('HMGET', KEYS[3], ${SUBJECT_FIELDS})
 if a[1] and quota - tonumber(a[1]) - tonumber(a[2]) < tokens then return {'no'} end
 if k[1] and limit >= 0 and limit - tonumber(k[1]) - tonumber(k[2]) < tokens then return {'no'} end
+if a[1] and an > 0 then
+  local l = budgetLeft(a, tonumber(ARGV[11]), ARGV[12], month)
+  if l and l - tonumber(a[6]) < an then return {'no'} end
+end
+if k[1] and kn > 0 then
+  local l = budgetLeft(k, tonumber(ARGV[13]), ARGV[14], month)
+  if l and l - tonumber(k[6]) < kn then return {'no'} end
+end
 local fa, fk = '0', '0'
 if a[1] then
   redis.call('HINCRBY', KEYS[2], 'r', int(tokens))
+  if an > 0 then redis.call('HINCRBY', KEYS[2], 'rn', int(an)) end
   redis.call('PERSIST', KEYS[2])
   fa = '1'
 end
 if k[1] then
   redis.call('HINCRBY', KEYS[3], 'r', int(tokens))
+  if kn > 0 then redis.call('HINCRBY', KEYS[3], 'rn', int(kn)) end
   redis.call('PERSIST', KEYS[3])
   fk = '1'
 end
-redis.call('HSET', KEYS[4], ARGV[2], ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. fa .. ' ' .. fk)
+redis.call('HSET', KEYS[4], ARGV[2],
+  ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. fa .. ' ' .. fk .. ' ' .. int(an) .. ' ' .. int(kn))
 redis.call('SADD', KEYS[5], ARGV[8])
 return {'ok'}`;
 
@@ -178,18 +276,20 @@ return {'ok'}`;
 
 // KEYS: epoch, the dead instance's holds, its swept holds, instances with holds, then the
 // subjects. ARGV: epoch, instance, channel, n, then per hold: id, index of its account and of
-// its key in KEYS. Releases the holds (moved to the swept ones, where a late settle finds them).
+// its key in KEYS. Releases the holds, tokens and money (moved to the swept ones, where a late
+// settle finds them).
 const SWEEP_LUA = `${CHECK_EPOCH}${INT}
 local released = 0
 for i = 0, tonumber(ARGV[4]) - 1 do
   local id = ARGV[5 + i * 3]
   local e = redis.call('HGET', KEYS[2], id)
   if e then
-    local _a, _k, tokens, fa, fk = string.match(e, ${HOLD_PATTERN})
-    for _, pair in ipairs({{fa, tonumber(ARGV[6 + i * 3])}, {fk, tonumber(ARGV[7 + i * 3])}}) do
-      local s = KEYS[pair[2]]
-      if pair[1] == '1' and redis.call('EXISTS', s) == 1 then
+    local _a, _k, tokens, fa, fk, an, kn = string.match(e, ${HOLD_PATTERN})
+    for _, t in ipairs({{fa, tonumber(ARGV[6 + i * 3]), an}, {fk, tonumber(ARGV[7 + i * 3]), kn}}) do
+      local s = KEYS[t[2]]
+      if t[1] == '1' and redis.call('EXISTS', s) == 1 then
         redis.call('HINCRBY', s, 'r', int(-tonumber(tokens)))
+        if tonumber(t[3]) > 0 then redis.call('HINCRBY', s, 'rn', int(-tonumber(t[3]))) end
         if tonumber(redis.call('HGET', s, 'r')) <= 0 then redis.call('PEXPIRE', s, ${SUBJECT_TTL_MS}) end
       end
     end
@@ -203,12 +303,19 @@ if redis.call('HLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[4], ARGV[2]) en
 redis.call('PUBLISH', ARGV[3], '')
 return {'ok', released}`;
 
+/** A budget as the scripts take it: limit (-1: none) and period. */
+function budgetArgs(budget: MoneyBudget | null): [number, string] {
+  return budget ? [budget.limit, budget.period] : [-1, "none"];
+}
+
 interface JournalRow {
   instance_id: string;
   hold: number;
   account_id: string;
   key_id: string;
   tokens: number;
+  account_nanos: number;
+  key_nanos: number;
   created_at: number;
 }
 
@@ -241,13 +348,23 @@ class Journal {
       const batch = this.#queue.splice(0, 500);
       const values: unknown[] = [];
       const rows = batch.map(({ row }, i) => {
-        values.push(row.instance_id, row.hold, row.account_id, row.key_id, row.tokens, row.created_at);
-        const b = i * 6;
-        return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6})`;
+        const columns = [
+          row.instance_id,
+          row.hold,
+          row.account_id,
+          row.key_id,
+          row.tokens,
+          row.account_nanos,
+          row.key_nanos,
+          row.created_at,
+        ];
+        const b = i * columns.length;
+        values.push(...columns);
+        return `(${columns.map((_, c) => `$${b + c + 1}`).join(", ")})`;
       });
       try {
         await this.#pool.query(
-          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, created_at) values ${rows.join(", ")}`,
+          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos, key_nanos, created_at) values ${rows.join(", ")}`,
           values,
         );
         for (const p of batch) p.done();
@@ -282,9 +399,16 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   constructor(
     redis: RedisState,
     store: Store,
-    options: { url: string; instanceId: string; waitMs: number; leaseMs: number; logger: Logger },
+    options: {
+      url: string;
+      instanceId: string;
+      waitMs: number;
+      leaseMs: number;
+      logger: Logger;
+      now?: (() => number) | undefined;
+    },
   ) {
-    super({ waitMs: options.waitMs });
+    super({ waitMs: options.waitMs, now: options.now });
     this.#redis = redis;
     this.#db = store.db;
     this.#journal = new Journal(options.url);
@@ -319,10 +443,12 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     subject: LedgerSubject,
     wanted: number,
     minimum: number,
+    cost: CostRule | undefined,
     waiterId: number | undefined,
     waitMs: number,
   ): Promise<Attempt> {
     const limit = subject.keyLimit ?? -1;
+    const month = this.month();
     for (let tries = 0; ; tries++) {
       const hold = this.#nextHold++;
       let epoch = "";
@@ -343,6 +469,12 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
             subject.keyId,
             this.#redis.channel,
             this.#instanceId,
+            cost?.fixed ?? "",
+            cost?.perToken ?? 0,
+            cost?.promptTokens ?? 0,
+            month,
+            ...budgetArgs(subject.accountBudget),
+            ...budgetArgs(subject.keyBudget),
           ],
         };
       });
@@ -350,15 +482,21 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         for (const which of String(reply[1])) await this.#seed(which as "a" | "k", subject);
         continue;
       }
-      const [status, tokens, remaining, reason, accountUsed, keyUsed, waiter] = reply as [
-        Attempt["status"],
-        number,
-        number,
-        Attempt["reason"],
-        number,
-        number,
-        string | undefined,
-      ];
+      const [status, tokens, remaining, reason, accountUsed, keyUsed, waiter, nanos, an, kn, aSpent, kSpent] =
+        reply as [
+          Attempt["status"],
+          number,
+          number,
+          Attempt["reason"],
+          number,
+          number,
+          string,
+          number,
+          number,
+          number,
+          number,
+          number,
+        ];
       if (!["ok", "refused", "held", "wait"].includes(status))
         throw new Error(`unexpected answer from the ledger script: ${String(status)}`);
       const attempt: Attempt = {
@@ -366,12 +504,17 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         tokens: Number(tokens),
         remaining: Number(remaining),
         reason,
+        nanos: Number(nanos) < 0 ? null : Number(nanos),
+        accountNanos: Number(an),
+        keyNanos: Number(kn),
         accountUsed: Number(accountUsed),
         keyUsed: Number(keyUsed),
-        ...(waiter !== undefined ? { waiterId: Number(waiter) } : {}),
+        accountSpent: Number(aSpent),
+        keySpent: Number(kSpent),
+        ...(waiter ? { waiterId: Number(waiter) } : {}),
       };
       if (status !== "ok") return attempt;
-      if (await this.#journaled(subject, hold, attempt.tokens, epoch, limit))
+      if (await this.#journaled(subject, hold, attempt, epoch, month))
         return { ...attempt, reservationId: hold };
       if (tries >= 4) return { ...attempt, status: "held", tokens: 0 };
     }
@@ -382,19 +525,24 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
    * meanwhile, the new epoch may have been seeded without it: it is adopted, or given back
    * (false) when the new epoch has no room for it.
    */
-  async #journaled(subject: LedgerSubject, hold: number, tokens: number, epoch: string, limit: number) {
+  async #journaled(subject: LedgerSubject, hold: number, a: Attempt, epoch: string, month: string) {
+    const { tokens } = a;
+    const accountNanos = a.accountNanos ?? 0;
+    const keyNanos = a.keyNanos ?? 0;
     const row = {
       instance_id: this.#instanceId,
       hold,
       account_id: subject.accountId,
       key_id: subject.keyId,
       tokens,
+      account_nanos: accountNanos,
+      key_nanos: keyNanos,
       created_at: Date.now(),
     };
     try {
       await this.#journal.add(row);
     } catch (err) {
-      await this.#closeInRedis({ id: hold, ...this.#pair(subject), tokens, nanos: null }, 0).catch(
+      await this.#closeInRedis({ id: hold, ...this.#pair(subject), tokens, nanos: null }, 0, 0).catch(
         () => undefined,
       );
       throw err;
@@ -405,7 +553,20 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       const k = this.#keys(e, subject);
       return {
         keys: [k.account, k.key, k.holds, k.instances],
-        args: [hold, subject.accountId, subject.keyId, tokens, subject.accountQuota, limit, this.#instanceId],
+        args: [
+          hold,
+          subject.accountId,
+          subject.keyId,
+          tokens,
+          subject.accountQuota,
+          subject.keyLimit ?? -1,
+          this.#instanceId,
+          accountNanos,
+          keyNanos,
+          ...budgetArgs(subject.accountBudget),
+          ...budgetArgs(subject.keyBudget),
+          month,
+        ],
       };
     });
     if (adopted[0] === "ok") return true;
@@ -417,7 +578,10 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     return { accountId: s.accountId, keyId: s.keyId };
   }
 
-  /** Seeds an account ('a') or key ('k') of the current epoch from one snapshot of the store. */
+  /**
+   * Seeds an account ('a') or key ('k') of the current epoch from one snapshot of the store:
+   * its consumption and spending, and the holds journaled on it.
+   */
   async #seed(which: "a" | "k", subject: LedgerSubject): Promise<void> {
     const id = which === "a" ? subject.accountId : subject.keyId;
     const table = sql.table(which === "a" ? "accounts" : "api_keys");
@@ -429,13 +593,19 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       hold: number;
       account_id: string;
       key_id: string;
+      /** u: spent in total and in the month spent_month; h: held against the account's and the key's budget */
+      n1: number;
+      n2: number;
+      spent_month: string | null;
     }>`
-      select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id, null as key_id
+      select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id,
+             null as key_id, spent_nanos as n1, month_spent_nanos as n2, spent_month
         from ${table} where id = ${id}
       union all
-      select 'h', tokens, instance_id, hold, account_id, key_id
+      select 'h', tokens, instance_id, hold, account_id, key_id, account_nanos, key_nanos, null
         from ledger_reservations where ${column} = ${id} and hold is not null`.execute(this.#db);
-    const used = Number(rows.find((r) => r.kind === "u")?.tokens ?? 0);
+    const own = rows.find((r) => r.kind === "u");
+    const used = Number(own?.tokens ?? 0);
     const holds = rows.filter((r) => r.kind === "h");
     await this.#redis.run(SEED_LUA, (e) => {
       const subjectKey = this.#redis.key(e, `s:${which}:${id}`);
@@ -446,6 +616,9 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         args: [
           which,
           used,
+          Number(own?.n1 ?? 0),
+          Number(own?.n2 ?? 0),
+          own?.spent_month ?? "",
           holds.length,
           ...holds.flatMap((h) => [
             // KEYS[1] is the epoch key, which run() puts first
@@ -455,6 +628,8 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
             h.key_id,
             Number(h.tokens),
             h.instance_id,
+            Number(h.n1),
+            Number(h.n2),
           ]),
         ],
       };
@@ -471,18 +646,24 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     });
   }
 
-  protected async close(reservation: Reservation, charge: number, recorded: boolean): Promise<void> {
+  protected async close(
+    reservation: Reservation,
+    charge: number,
+    nanos: number,
+    recorded: boolean,
+  ): Promise<void> {
     // The journal row goes first: a seed in between would count the hold again, with nobody left to close it.
     if (!recorded) await this.#forget([reservation.id]);
-    await this.#closeInRedis(reservation, charge);
+    await this.#closeInRedis(reservation, charge, nanos);
   }
 
-  async #closeInRedis(r: Reservation, charge: number): Promise<void> {
+  async #closeInRedis(r: Reservation, charge: number, nanos: number): Promise<void> {
+    const month = this.month();
     await this.#redis.run(SETTLE_LUA, (e) => {
       const k = this.#keys(e, r);
       return {
         keys: [k.account, k.key, k.holds, k.swept, k.accountQueue, k.keyQueue],
-        args: [r.id, charge, this.#redis.channel, r.accountId, r.keyId],
+        args: [r.id, charge, this.#redis.channel, r.accountId, r.keyId, nanos, month],
       };
     });
   }
@@ -523,6 +704,20 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     const epoch = await this.#redis.epoch();
     const [u, r] = await this.#redis.client.hmget(this.#redis.key(epoch, `s:${kind[0]}:${id}`), "u", "r");
     return u === null ? undefined : { used: Number(u), reserved: Number(r) };
+  }
+
+  /** The same for money: spending and what holds hold, in nanodollars. */
+  async inspectMoney(kind: "account" | "key", id: string): Promise<MoneyCounter | undefined> {
+    const epoch = await this.#redis.epoch();
+    const [st, sm, mk, rn] = await this.#redis.client.hmget(
+      this.#redis.key(epoch, `s:${kind[0]}:${id}`),
+      "st",
+      "sm",
+      "mk",
+      "rn",
+    );
+    if (st === null) return undefined;
+    return { spent: { total: Number(st), month: Number(sm), monthKey: mk ?? "" }, reserved: Number(rn) };
   }
 
   /** Holds open anywhere: journaled in the store, or held in Redis. */

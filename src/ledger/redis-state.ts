@@ -3,18 +3,28 @@
 // (its run_id) that holds it. When the epoch key is gone (a flush, a restart without
 // persistence) or names another server (a restart from an old snapshot, a failover to a
 // replica that may lag), nothing Redis holds is trusted: a new epoch starts, empty, and each
-// account, key and bucket is rebuilt from the store the first time a call needs it.
+// account, key and bucket is rebuilt from the store the first time a call needs it. The epoch
+// also names the format of what it holds (FORMAT): an epoch of another format (an upgrade
+// while Redis kept its data) is not trusted either, so no script reads what an older one
+// wrote without the fields it now needs.
 // While Redis is unreachable, commands fail at once (no offline queue) and callers fail closed;
 // the client reconnects by itself.
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 
+/** f2: accounts and keys carry their spending and held money (issue #18) */
+const FORMAT = "f2";
+
+// run_id:random:start ms:format
 const EPOCH_LUA = `
 local cur = redis.call('GET', KEYS[1])
-if cur and string.match(cur, '^([^:]+):') == ARGV[1] then return cur end
+if cur and string.match(cur, '^([^:]+):') == ARGV[1] and string.match(cur, ':([^:]+)$') == ARGV[3] then
+  return cur
+end
 local t = redis.call('TIME')
 local new = ARGV[1] .. ':' .. ARGV[2] .. ':' .. t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+  .. ':' .. ARGV[3]
 redis.call('SET', KEYS[1], new)
 return new`;
 
@@ -84,6 +94,7 @@ export class RedisState {
           `${this.prefix}epoch`,
           this.#runId,
           randomBytes(6).toString("hex"),
+          FORMAT,
         )) as string;
         if (previous !== undefined && previous !== epoch)
           this.#logger.warn(

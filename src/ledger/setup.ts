@@ -44,7 +44,7 @@ export function ledgerSetup(
       start: async () => {},
       stop: async () => {},
     };
-  const options = { url, instanceId, waitMs, leaseMs, logger };
+  const options = { url, instanceId, waitMs, leaseMs, logger, now };
   const redisUrl = config.store.redis_url;
   const redis = redisUrl ? new RedisState(redisUrl, config.store.redis_prefix, logger) : undefined;
   const ledger = redis ? new RedisLedger(redis, store, options) : new PostgresLedger(store.db, options);

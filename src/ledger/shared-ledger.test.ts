@@ -1,7 +1,10 @@
 // The shared ledgers, as two instances in one process on one PostgreSQL store (and Redis):
 // holds are atomic across instances, a waiter on one is let in when a hold on the other
 // closes, a dead instance's holds are swept, and (Redis) a flush while holds are in flight is
-// rebuilt from the store without counting a charge twice or losing a hold.
+// rebuilt from the store without counting a charge twice or losing a hold. The same for money:
+// a hold is sized by what the budgets pay for, refused below the minimum with the budget's
+// reason and what it leaves, charged at most what it held, given back on release and sweep,
+// and a monthly budget starts again with the month of the ledger's clock.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -14,22 +17,38 @@ import {
   redisPrefix,
   TEST_REDIS_URL,
 } from "../../test/support/redis-instance.ts";
-import { createAccount, createKey } from "../accounts/repository.ts";
+import { createAccount, createKey, setBudget } from "../accounts/repository.ts";
 import { createLogger } from "../observability/logger.ts";
+import { monthOf } from "../prices/period.ts";
 import { RecordWriter } from "../records/writer.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
 import { InstanceLease } from "./instances.ts";
-import { NO_MONEY } from "./money.ts";
+import { chargeable, NO_MONEY, nanosFor, tokensFor } from "./money.ts";
 import { PostgresLedger } from "./postgres-ledger.ts";
 import { RedisLedger } from "./redis-ledger.ts";
 import { RedisState } from "./redis-state.ts";
-import type { Ledger, LedgerSubject, Reservation } from "./types.ts";
+import type { CostRule, Ledger, LedgerSubject, MoneyBudget, MoneyCounter, Reservation } from "./types.ts";
 
 const logger = createLogger("silent");
+
+/** The clock of every ledger and writer here: a test moves it to the next month. */
+let shift = 0;
+const now = () => Date.now() + shift;
+
+/**
+ * A call's cost rule: a prompt bound of 60 tokens at $3 per million (and the 3 nanodollars of
+ * rounding margin the pricing adds), output at $15 per million. Wanted: the prompt and 100
+ * output tokens; minimum: the prompt and 16.
+ */
+const RULE: CostRule = { fixed: 180_003, perToken: 15_000, promptTokens: 60 };
+const WANTED = 160;
+const MINIMUM = 76;
+const cost = { cost: RULE };
 
 interface Instance {
   ledger: Ledger & {
     inspect(kind: "account" | "key", id: string): Promise<{ used: number; reserved: number } | undefined>;
+    inspectMoney(kind: "account" | "key", id: string): Promise<MoneyCounter | undefined>;
     openHolds(): Promise<number>;
     sweep(): Promise<number>;
   };
@@ -38,14 +57,28 @@ interface Instance {
   stop(): Promise<void>;
 }
 
-function record(subject: LedgerSubject, tokens: number) {
-  return callRecord({ account_id: subject.accountId, key_id: subject.keyId, prompt_tokens: tokens });
+function record(subject: LedgerSubject, tokens: number, nanos = 0) {
+  return callRecord({
+    account_id: subject.accountId,
+    key_id: subject.keyId,
+    prompt_tokens: tokens,
+    cost_nanos: nanos,
+  });
 }
 
-/** The finisher's order: the record (ending the hold in the store), then the settle. */
-async function finish(i: Instance, subject: LedgerSubject, r: Reservation, tokens: number): Promise<void> {
-  await i.writer.write(record(subject, tokens), r);
-  await i.ledger.settle(r, tokens, 0);
+/**
+ * The finisher's order: the record (ending the hold in the store) with the cost as charged,
+ * never beyond what the hold held, then the settle with the cost as computed.
+ */
+async function finish(
+  i: Instance,
+  subject: LedgerSubject,
+  r: Reservation,
+  tokens: number,
+  nanos = 0,
+): Promise<void> {
+  await i.writer.write(record(subject, tokens, chargeable(r, nanos)), r);
+  await i.ledger.settle(r, tokens, nanos);
 }
 
 for (const kind of ["postgres", "redis"] as const) {
@@ -60,7 +93,7 @@ for (const kind of ["postgres", "redis"] as const) {
       let subject: LedgerSubject;
 
       async function instance(id = randomUUID(), leaseMs = 15_000): Promise<Instance> {
-        const options = { url: database.url, instanceId: id, waitMs: 5_000, leaseMs, logger };
+        const options = { url: database.url, instanceId: id, waitMs: 5_000, leaseMs, logger, now };
         const redis = kind === "redis" ? new RedisState(TEST_REDIS_URL, prefix, logger) : undefined;
         const ledger = redis ? new RedisLedger(redis, store, options) : new PostgresLedger(store.db, options);
         const lease = new InstanceLease(store, {
@@ -72,7 +105,7 @@ for (const kind of ["postgres", "redis"] as const) {
         });
         await lease.start();
         await ledger.start();
-        const writer = new RecordWriter(store.db, { onError: () => {}, holds: ledger });
+        const writer = new RecordWriter(store.db, { onError: () => {}, holds: ledger, now });
         const made: Instance = {
           ledger,
           lease,
@@ -99,7 +132,11 @@ for (const kind of ["postgres", "redis"] as const) {
         if (kind === "redis") await dropRedisKeys(TEST_REDIS_URL, prefix);
       });
 
-      async function newSubject(limit: number): Promise<LedgerSubject> {
+      /** A key limited to `limit` tokens on an account of a million, with the budgets given (nanodollars). */
+      async function newSubject(
+        limit: number,
+        budgets: { key?: MoneyBudget; account?: MoneyBudget } = {},
+      ): Promise<LedgerSubject> {
         const account = await createAccount(store.db, {
           name: `acct-${randomUUID()}`,
           plan_id: "p",
@@ -110,6 +147,9 @@ for (const kind of ["postgres", "redis"] as const) {
           name: null,
           limit_tokens: limit,
         });
+        if (budgets.key) await setBudget(store.db, "api_keys", key.id, budgets.key.limit, budgets.key.period);
+        if (budgets.account)
+          await setBudget(store.db, "accounts", account.id, budgets.account.limit, budgets.account.period);
         return {
           accountId: account.id,
           accountQuota: 1_000_000,
@@ -118,7 +158,40 @@ for (const kind of ["postgres", "redis"] as const) {
           keyLimit: limit,
           keyUsed: 0,
           ...NO_MONEY,
+          accountBudget: budgets.account ?? null,
+          keyBudget: budgets.key ?? null,
         };
+      }
+
+      /** What the store says was spent, and what the records charged, for a key or account. */
+      async function books(kind: "account" | "key", id: string) {
+        const row = await store.db
+          .selectFrom(kind === "key" ? "api_keys" : "accounts")
+          .select(["spent_nanos", "month_spent_nanos", "spent_month"])
+          .where("id", "=", id)
+          .executeTakeFirstOrThrow();
+        const records = await store.db
+          .selectFrom("call_records")
+          .select((eb) => eb.fn.sum<number>("cost_nanos").as("n"))
+          .where(kind === "key" ? "key_id" : "account_id", "=", id)
+          .executeTakeFirstOrThrow();
+        return {
+          spent: {
+            total: Number(row.spent_nanos),
+            month: Number(row.month_spent_nanos),
+            monthKey: row.spent_month,
+          },
+          recorded: Number(records.n ?? 0),
+        };
+      }
+
+      /** The shared state's money of a key or account agrees with the store and the records. */
+      async function agreed(i: Instance, kind: "account" | "key", id: string): Promise<MoneyCounter> {
+        const money = (await i.ledger.inspectMoney(kind, id))!;
+        const b = await books(kind, id);
+        assert.deepEqual(money.spent, b.spent, "the shared state's spending is the store's");
+        assert.equal(b.spent.total, b.recorded, "the records add up to what was spent");
+        return money;
       }
 
       test("holds are atomic across instances: 40 concurrent asks of 30 on a 300-token key hold 10", async () => {
@@ -170,8 +243,274 @@ for (const kind of ["postgres", "redis"] as const) {
         await finish(other, s, granted.reservation, 1);
       });
 
+      test("a hold is sized by the budget: fewer tokens when it pays for less output", async () => {
+        const [a, b] = instances;
+        const budget = nanosFor(RULE, 110); // the prompt and 50 output tokens
+        const s = await newSubject(100_000, { key: { limit: budget, period: "none" } });
+        const first = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(first.ok);
+        assert.equal(first.reservation.tokens, 110);
+        assert.equal(first.reservation.nanos, budget);
+        assert.deepEqual(first.reservation.holdsNanos, { account: false, key: true });
+        assert.deepEqual(a!.ledger.money("key", s.keyId), { used: 0, reserved: budget });
+        assert.equal((await a!.ledger.inspectMoney("key", s.keyId))!.reserved, budget);
+        // the other instance: the budget is all held by a call in flight
+        assert.deepEqual(
+          await b!.ledger.reserve(s, WANTED, MINIMUM, { ...cost, signal: AbortSignal.abort() }),
+          {
+            ok: false,
+            reason: "key_budget",
+            remaining: budget,
+            held: true,
+          },
+        );
+        const spent = budget - nanosFor(RULE, MINIMUM);
+        await finish(a!, s, first.reservation, 80, spent);
+        assert.deepEqual(await agreed(b!, "key", s.keyId), {
+          spent: { total: spent, month: spent, monthKey: monthOf(now()) },
+          reserved: 0,
+        });
+        // what is left pays for exactly the minimum
+        const second = await b!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(second.ok);
+        assert.equal(second.reservation.tokens, MINIMUM);
+        assert.equal(second.reservation.nanos, nanosFor(RULE, MINIMUM));
+        await finish(b!, s, second.reservation, 70, nanosFor(RULE, MINIMUM));
+        assert.equal(
+          (await agreed(a!, "key", s.keyId)).spent.total,
+          budget,
+          "spent the whole budget, not more",
+        );
+      });
+
+      test("held and charged to the nanodollar as the in-process ledger computes, fractional prices too", async () => {
+        const [a] = instances;
+        const rule: CostRule = { fixed: 1_001, perToken: 37.5, promptTokens: 10 };
+        for (const budget of [4_788, 4_787, 1_001, 1_000_003]) {
+          const s = await newSubject(100_000, { account: { limit: budget, period: "none" } });
+          const r = await a!.ledger.reserve(s, 5_000, 10, { cost: rule });
+          assert.ok(r.ok, `a budget of ${budget}`);
+          const tokens = Math.min(5_000, tokensFor(rule, budget));
+          assert.equal(r.reservation.tokens, tokens, `a budget of ${budget}`);
+          assert.equal(r.reservation.nanos, nanosFor(rule, tokens), `a budget of ${budget}`);
+          assert.deepEqual(r.reservation.holdsNanos, { account: true, key: false });
+          await a!.ledger.release(r.reservation);
+        }
+      });
+
+      test("refused below the minimum, naming the budget and what it leaves", async () => {
+        const [a, b] = instances;
+        const s = await newSubject(100_000, {
+          account: { limit: 1_000_000, period: "none" },
+          key: { limit: 5_000_000, period: "none" },
+        });
+        const first = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(first.ok);
+        assert.equal(
+          first.reservation.tokens,
+          tokensFor(RULE, 1_000_000),
+          "the account's budget is the tighter",
+        );
+        assert.deepEqual(first.reservation.holdsNanos, { account: true, key: true });
+        await finish(a!, s, first.reservation, 60, 600_000);
+        assert.deepEqual(await b!.ledger.reserve(s, WANTED, MINIMUM, cost), {
+          ok: false,
+          reason: "account_budget",
+          remaining: 400_000,
+          held: false,
+        });
+        assert.deepEqual(await agreed(b!, "account", s.accountId), {
+          spent: { total: 600_000, month: 600_000, monthKey: monthOf(now()) },
+          reserved: 0,
+        });
+        assert.equal((await agreed(b!, "key", s.keyId)).spent.total, 600_000);
+        // a call that costs nothing is not limited by budgets
+        const free = await b!.ledger.reserve(s, WANTED, MINIMUM);
+        assert.ok(free.ok);
+        assert.equal(free.reservation.nanos, null);
+        await finish(b!, s, free.reservation, 10);
+      });
+
+      test("a charge is never more than the hold held; a release gives the money back", async () => {
+        const [a, b] = instances;
+        const budget = 4_000_000;
+        const s = await newSubject(100_000, { key: { limit: budget, period: "none" } });
+        const released = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(released.ok);
+        const held = nanosFor(RULE, WANTED);
+        assert.equal(released.reservation.nanos, held);
+        await a!.ledger.release(released.reservation);
+        assert.deepEqual(await agreed(b!, "key", s.keyId), {
+          spent: { total: 0, month: 0, monthKey: "" },
+          reserved: 0,
+        });
+        const r = await b!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(r.ok);
+        assert.equal(r.reservation.nanos, held, "the whole hold again");
+        await finish(b!, s, r.reservation, WANTED, held * 10); // the upstream reported ten times more
+        assert.equal((await agreed(a!, "key", s.keyId)).spent.total, held);
+        const next = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(next.ok);
+        assert.equal(next.reservation.nanos, held, `${budget - held} left`);
+        await finish(a!, s, next.reservation, 1, 1);
+        assert.deepEqual(await agreed(a!, "key", s.keyId), {
+          spent: { total: held + 1, month: held + 1, monthKey: monthOf(now()) },
+          reserved: 0,
+        });
+      });
+
+      test("money holds are atomic across instances: 40 concurrent asks, a budget that pays for 10", async () => {
+        const [a, b] = instances;
+        const each = nanosFor(RULE, MINIMUM);
+        const s = await newSubject(1_000_000, { key: { limit: each * 10 + each - 1, period: "none" } });
+        const results = await Promise.all(
+          Array.from({ length: 40 }, (_, n) =>
+            (n % 2 ? a : b)!.ledger.reserve(s, MINIMUM, MINIMUM, { ...cost, signal: AbortSignal.abort() }),
+          ),
+        );
+        assert.equal(results.filter((r) => r.ok).length, 10);
+        for (const r of results) if (!r.ok) assert.equal(r.reason, "key_budget");
+        assert.equal((await a!.ledger.inspectMoney("key", s.keyId))!.reserved, each * 10);
+        for (const [n, r] of results.entries())
+          if (r.ok) await finish((n % 2 ? a : b)!, s, r.reservation, MINIMUM, each);
+        assert.deepEqual(await agreed(b!, "key", s.keyId), {
+          spent: { total: each * 10, month: each * 10, monthKey: monthOf(now()) },
+          reserved: 0,
+        });
+        assert.deepEqual(await a!.ledger.reserve(s, MINIMUM, MINIMUM, cost), {
+          ok: false,
+          reason: "key_budget",
+          remaining: each - 1,
+          held: false,
+        });
+      });
+
+      test("a waiter for held money is let in when the hold closes on the other instance", async () => {
+        const [a, b] = instances;
+        const s = await newSubject(100_000, { key: { limit: nanosFor(RULE, WANTED), period: "none" } });
+        const first = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(first.ok);
+        const waiting = b!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        await new Promise((r) => setTimeout(r, 50));
+        await finish(a!, s, first.reservation, 70, nanosFor(RULE, 80));
+        const second = await waiting;
+        assert.ok(second.ok, "let in, not refused");
+        assert.equal(
+          second.reservation.tokens,
+          tokensFor(RULE, nanosFor(RULE, WANTED) - nanosFor(RULE, 80)),
+          "what the first call did not spend",
+        );
+        await finish(b!, s, second.reservation, 10, 0);
+      });
+
+      test("a monthly budget starts again with the month of the ledger's clock", async () => {
+        const [a, b] = instances;
+        const budget = 1_000_000;
+        const s = await newSubject(100_000, { key: { limit: budget, period: "month" } });
+        const thisMonth = monthOf(now());
+        const first = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(first.ok);
+        await finish(a!, s, first.reservation, 60, 700_000);
+        assert.deepEqual(await b!.ledger.reserve(s, WANTED, MINIMUM, cost), {
+          ok: false,
+          reason: "key_budget",
+          remaining: 300_000,
+          held: false,
+        });
+        const d = new Date(now());
+        shift += Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1, 0, 1) - now();
+        try {
+          const nextMonth = monthOf(now());
+          assert.notEqual(nextMonth, thisMonth);
+          const r = await b!.ledger.reserve(s, WANTED, MINIMUM, cost);
+          assert.ok(r.ok, "the new month's budget is whole");
+          assert.equal(r.reservation.tokens, Math.min(WANTED, tokensFor(RULE, budget)));
+          await finish(b!, s, r.reservation, 60, 200_000);
+          assert.deepEqual(await agreed(a!, "key", s.keyId), {
+            spent: { total: 900_000, month: 200_000, monthKey: nextMonth },
+            reserved: 0,
+          });
+        } finally {
+          shift = 0;
+        }
+      });
+
+      test("the money held by an instance whose lease ran out is released by another's sweep", async () => {
+        const budget = nanosFor(RULE, WANTED);
+        const s = await newSubject(100_000, {
+          account: { limit: budget, period: "month" },
+          key: { limit: budget, period: "none" },
+        });
+        const dying = await instance(randomUUID(), 400);
+        const r = await dying.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(r.ok);
+        await dying.lease.stop().catch(() => undefined);
+        const other = instances[0]!;
+        assert.equal((await other.ledger.inspectMoney("account", s.accountId))!.reserved, budget);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        assert.ok((await other.ledger.sweep()) >= WANTED);
+        assert.equal((await agreed(other, "account", s.accountId)).reserved, 0);
+        assert.equal((await agreed(other, "key", s.keyId)).reserved, 0);
+        const granted = await other.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(granted.ok);
+        assert.equal(granted.reservation.nanos, budget);
+        await finish(other, s, granted.reservation, 1, 1);
+      });
+
       if (kind === "redis") {
         const flush = () => flushRedisKeys(TEST_REDIS_URL, prefix);
+
+        test("flushed with money held: the new epoch seeds spending and held money from the store, charged once", async () => {
+          const [a, b] = instances;
+          const budget = 2_000_000;
+          const s = await newSubject(100_000, { key: { limit: budget, period: "month" } });
+          const spent = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+          assert.ok(spent.ok);
+          await finish(a!, s, spent.reservation, 60, 300_000);
+          const first = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+          assert.ok(first.ok);
+          const held = first.reservation.nanos!;
+          assert.equal(held, nanosFor(RULE, WANTED));
+          await flush();
+          // b seeds the key from the store: spent 300,000 and the journaled hold's money
+          const denied = await b!.ledger.reserve(s, WANTED, MINIMUM, {
+            ...cost,
+            signal: AbortSignal.abort(),
+          });
+          assert.equal(denied.ok, false);
+          assert.deepEqual(await b!.ledger.inspectMoney("key", s.keyId), {
+            spent: { total: 300_000, month: 300_000, monthKey: monthOf(now()) },
+            reserved: held,
+          });
+          await finish(a!, s, first.reservation, 60, 400_000);
+          assert.deepEqual(await agreed(b!, "key", s.keyId), {
+            spent: { total: 700_000, month: 700_000, monthKey: monthOf(now()) },
+            reserved: 0,
+          });
+          const next = await b!.ledger.reserve(s, WANTED, MINIMUM, cost);
+          assert.ok(next.ok);
+          assert.equal(next.reservation.tokens, Math.min(WANTED, tokensFor(RULE, budget - 700_000)));
+          await finish(b!, s, next.reservation, 0);
+        });
+
+        test("flushed after a record with a cost committed but before its hold closed in Redis: charged once", async () => {
+          const [a, b] = instances;
+          const s = await newSubject(100_000, { key: { limit: 2_000_000, period: "none" } });
+          const first = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+          assert.ok(first.ok);
+          await a!.writer.write(record(s, 30, 500_000), first.reservation); // committed: spent 500,000
+          await flush();
+          await a!.ledger.settle(first.reservation, 30, 500_000); // finds nothing to close in the new epoch
+          const next = await b!.ledger.reserve(s, WANTED, MINIMUM, cost);
+          assert.ok(next.ok);
+          assert.equal(next.reservation.tokens, Math.min(WANTED, tokensFor(RULE, 1_500_000)));
+          await finish(b!, s, next.reservation, 0);
+          assert.equal(
+            (await agreed(a!, "key", s.keyId)).spent.total,
+            500_000,
+            "the store's spending, counted once",
+          );
+        });
 
         test("flushed with a hold in flight: the new epoch counts the hold, the charge lands once", async () => {
           const [a, b] = instances;

@@ -5,8 +5,21 @@
 // notification), or at the latest every POLL_MS. Only the first local waiter of each account
 // and key tries: the ones behind it cannot pass it. This process also keeps a view of what it
 // holds, for the live figures and the auth hook's early refusal.
+// Money goes the same way as tokens: an attempt carries the call's cost rule and the current
+// month of this process's clock, and a hold answers with the nanodollars it holds.
 import { GatewayError } from "../errors/index.ts";
-import type { Counter, Ledger, LedgerSubject, Reservation, ReserveOptions, ReserveResult } from "./types.ts";
+import { monthOf } from "../prices/period.ts";
+import { chargeable } from "./money.ts";
+import type {
+  CostRule,
+  Counter,
+  Ledger,
+  LedgerSubject,
+  RefusalReason,
+  Reservation,
+  ReserveOptions,
+  ReserveResult,
+} from "./types.ts";
 
 /** a waiter also tries this often, for notifications lost with a connection */
 const POLL_MS = 200;
@@ -17,22 +30,29 @@ export interface Attempt {
   status: AttemptStatus;
   /** ok: tokens held */
   tokens: number;
-  /** what consumption leaves of the tighter limit */
+  /** what consumption leaves of the tightest limit: tokens, or nanodollars for a budget */
   remaining: number;
-  reason: "quota" | "key_limit";
+  reason: RefusalReason;
   /** ok: the hold's id */
   reservationId?: number;
+  /** ok: nanodollars held (null: no budget applies), and against each budget (0: none) */
+  nanos?: number | null;
+  accountNanos?: number;
+  keyNanos?: number;
   /** wait: the place in the queue, to pass to the next attempt */
   waiterId?: number;
-  /** the consumption the shared state knows, for this process's view */
+  /** the consumption and spending (nanodollars, in total) the shared state knows, for this process's view */
   keyUsed?: number;
   accountUsed?: number;
+  keySpent?: number;
+  accountSpent?: number;
 }
 
 interface LocalWaiter {
   subject: LedgerSubject;
   wanted: number;
   minimum: number;
+  cost: CostRule | undefined;
   waiterId: number | undefined;
   deadline: number;
   last: Attempt;
@@ -46,27 +66,49 @@ export abstract class SharedLedger implements Ledger {
   readonly #closedInStore = new Set<number>();
   readonly #used = new Map<string, number>();
   readonly #reserved = new Map<string, number>();
+  readonly #spent = new Map<string, number>();
+  readonly #reservedNanos = new Map<string, number>();
+  readonly #now: () => number;
   #waiters: LocalWaiter[] = [];
   #pumping: Promise<void> | undefined;
   #again = false;
   #poll: NodeJS.Timeout | undefined;
 
-  constructor(options: { waitMs: number }) {
+  /** `now`: the clock budget periods are read with (the month a hold and a charge count in) */
+  constructor(options: { waitMs: number; now?: (() => number) | undefined }) {
     this.#waitMs = options.waitMs;
+    this.#now = options.now ?? Date.now;
   }
 
-  /** One try against the shared state; `waitMs` 0: answer held rather than wait. */
+  /** "YYYY-MM" (UTC) of this process's clock: the month monthly budgets count now. */
+  protected month(): string {
+    return monthOf(this.#now());
+  }
+
+  /**
+   * One try against the shared state; `waitMs` 0: answer held rather than wait. `cost`: what
+   * the tokens held cost at most (undefined: nothing; budgets do not limit the call).
+   */
   protected abstract attempt(
     subject: LedgerSubject,
     wanted: number,
     minimum: number,
+    cost: CostRule | undefined,
     waiterId: number | undefined,
     waitMs: number,
   ): Promise<Attempt>;
   /** Leaves the queue (gave up waiting). */
   protected abstract unwait(waiterId: number, subject: LedgerSubject): Promise<void>;
-  /** Closes a hold in the shared state with a charge (its record committed) or none. */
-  protected abstract close(reservation: Reservation, charge: number, recorded: boolean): Promise<void>;
+  /**
+   * Closes a hold in the shared state with a charge of tokens and nanodollars (its record
+   * committed) or none.
+   */
+  protected abstract close(
+    reservation: Reservation,
+    charge: number,
+    nanos: number,
+    recorded: boolean,
+  ): Promise<void>;
 
   async reserve(
     subject: LedgerSubject,
@@ -74,7 +116,8 @@ export abstract class SharedLedger implements Ledger {
     minimum: number,
     options: ReserveOptions = {},
   ): Promise<ReserveResult> {
-    const first = await this.#try(subject, wanted, minimum, undefined, this.#waitMs);
+    const cost = options.cost;
+    const first = await this.#try(subject, wanted, minimum, cost, undefined, this.#waitMs);
     const result = this.#result(subject, first);
     if (result) return result;
     const signal = options.signal;
@@ -85,6 +128,7 @@ export abstract class SharedLedger implements Ledger {
         subject,
         wanted,
         minimum,
+        cost,
         waiterId: first.waiterId,
         deadline: Date.now() + this.#waitMs,
         last: first,
@@ -108,31 +152,43 @@ export abstract class SharedLedger implements Ledger {
     subject: LedgerSubject,
     wanted: number,
     minimum: number,
+    cost: CostRule | undefined,
     waiterId: number | undefined,
     waitMs: number,
   ): Promise<Attempt> {
     let a: Attempt;
     try {
-      a = await this.attempt(subject, wanted, minimum, waiterId, waitMs);
+      a = await this.attempt(subject, wanted, minimum, cost, waiterId, waitMs);
     } catch (err) {
       throw new GatewayError("ledger_unavailable", { cause: err });
     }
     if (a.keyUsed !== undefined) this.#used.set(`k:${subject.keyId}`, a.keyUsed);
     if (a.accountUsed !== undefined) this.#used.set(`a:${subject.accountId}`, a.accountUsed);
+    if (a.keySpent !== undefined) this.#spent.set(`k:${subject.keyId}`, a.keySpent);
+    if (a.accountSpent !== undefined) this.#spent.set(`a:${subject.accountId}`, a.accountSpent);
     return a;
+  }
+
+  /** The reservation an ok attempt made. */
+  #reservation(subject: LedgerSubject, a: Attempt): Reservation {
+    const nanos = a.nanos ?? null;
+    return {
+      id: a.reservationId!,
+      accountId: subject.accountId,
+      keyId: subject.keyId,
+      tokens: a.tokens,
+      nanos,
+      ...(nanos !== null
+        ? { holdsNanos: { account: (a.accountNanos ?? 0) > 0, key: (a.keyNanos ?? 0) > 0 } }
+        : {}),
+    };
   }
 
   /** The answer of an attempt, or undefined when it must wait. */
   #result(subject: LedgerSubject, a: Attempt): ReserveResult | undefined {
     switch (a.status) {
       case "ok": {
-        const reservation: Reservation = {
-          id: a.reservationId!,
-          accountId: subject.accountId,
-          keyId: subject.keyId,
-          tokens: a.tokens,
-          nanos: null,
-        };
+        const reservation = this.#reservation(subject, a);
         this.#open.set(reservation.id, reservation);
         this.#addReserved(reservation, 1);
         return { ok: true, reservation };
@@ -188,6 +244,7 @@ export abstract class SharedLedger implements Ledger {
             w.subject,
             w.wanted,
             w.minimum,
+            w.cost,
             w.waiterId,
             Math.max(1, w.deadline - Date.now()),
           );
@@ -198,17 +255,7 @@ export abstract class SharedLedger implements Ledger {
         if (!this.#waiters.includes(w)) {
           // It gave up while this attempt ran: a hold made for nobody goes back.
           if (a.status === "ok")
-            await this.close(
-              {
-                id: a.reservationId!,
-                accountId: w.subject.accountId,
-                keyId: w.subject.keyId,
-                tokens: a.tokens,
-                nanos: null,
-              },
-              0,
-              false,
-            ).catch(() => undefined);
+            await this.close(this.#reservation(w.subject, a), 0, 0, false).catch(() => undefined);
           continue;
         }
         w.last = a;
@@ -236,15 +283,15 @@ export abstract class SharedLedger implements Ledger {
     for (const r of reservations) if (this.#open.has(r.id)) this.#closedInStore.add(r.id);
   }
 
-  async settle(reservation: Reservation, tokens: number, _nanos: number): Promise<void> {
-    await this.#finish(reservation, Math.max(0, Math.round(tokens)));
+  async settle(reservation: Reservation, tokens: number, nanos: number): Promise<void> {
+    await this.#finish(reservation, Math.max(0, Math.round(tokens)), chargeable(reservation, nanos));
   }
 
   async release(reservation: Reservation): Promise<void> {
-    await this.#finish(reservation, 0);
+    await this.#finish(reservation, 0, 0);
   }
 
-  async #finish(reservation: Reservation, charge: number): Promise<void> {
+  async #finish(reservation: Reservation, charge: number, nanos: number): Promise<void> {
     // Exactly once: a second settle or release of the same reservation changes nothing.
     if (!this.#open.delete(reservation.id)) return;
     // A charge is only ever made with its record: without one, the hold is released. The
@@ -254,18 +301,21 @@ export abstract class SharedLedger implements Ledger {
     const recorded = this.#closedInStore.delete(reservation.id);
     this.#addReserved(reservation, -1);
     try {
-      await this.close(reservation, recorded ? charge : 0, recorded);
+      await this.close(reservation, recorded ? charge : 0, recorded ? nanos : 0, recorded);
     } finally {
       this.wake(reservation.accountId, reservation.keyId);
     }
   }
 
   #addReserved(r: Reservation, sign: 1 | -1): void {
-    for (const id of [`k:${r.keyId}`, `a:${r.accountId}`]) {
-      const now = (this.#reserved.get(id) ?? 0) + sign * r.tokens;
-      if (now) this.#reserved.set(id, now);
-      else this.#reserved.delete(id);
-    }
+    const add = (map: Map<string, number>, id: string, n: number) => {
+      const now = (map.get(id) ?? 0) + sign * n;
+      if (now) map.set(id, now);
+      else map.delete(id);
+    };
+    for (const id of [`k:${r.keyId}`, `a:${r.accountId}`]) add(this.#reserved, id, r.tokens);
+    if (r.holdsNanos?.key) add(this.#reservedNanos, `k:${r.keyId}`, r.nanos!);
+    if (r.holdsNanos?.account) add(this.#reservedNanos, `a:${r.accountId}`, r.nanos!);
   }
 
   account(accountId: string): Counter | undefined {
@@ -277,15 +327,16 @@ export abstract class SharedLedger implements Ledger {
   }
 
   /** consumption as last seen in the shared state, and what this process holds */
-  #view(id: string): Counter | undefined {
-    const used = this.#used.get(id);
-    const reserved = this.#reserved.get(id) ?? 0;
-    if (used === undefined && !reserved) return undefined;
-    return { used: used ?? 0, reserved };
+  #view(id: string, used: Map<string, number> = this.#used, held = this.#reserved): Counter | undefined {
+    const seen = used.get(id);
+    const reserved = held.get(id) ?? 0;
+    if (seen === undefined && !reserved) return undefined;
+    return { used: seen ?? 0, reserved };
   }
 
-  money(_kind: "account" | "key", _id: string): Counter | undefined {
-    return undefined;
+  /** spending (in total) as last seen in the shared state, and the nanodollars this process holds */
+  money(kind: "account" | "key", id: string): Counter | undefined {
+    return this.#view(`${kind[0]}:${id}`, this.#spent, this.#reservedNanos);
   }
 
   openReservations(): number {

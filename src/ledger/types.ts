@@ -1,9 +1,10 @@
 // The quota ledger's contract. It holds two things for each call, atomically together: tokens
 // against the account's quota and the key's limit, and money (integer nanodollars) against
-// the account's and the key's budgets, where they have one (src/prices/). Implementations: in-process (memory-ledger.ts), the default
-// of one process on SQLite; on PostgreSQL (postgres-ledger.ts), shared by every instance.
+// the account's and the key's budgets, where they have one (src/prices/). Implementations:
+// in-process (memory-ledger.ts), the default of one process on SQLite; shared by every
+// instance on PostgreSQL (postgres-ledger.ts) or through Redis (redis-ledger.ts), with the
+// same semantics (shared-ledger.ts).
 
-/** Who a reservation charges, with the limits in force for this request. */
 import type { BudgetPeriod } from "../prices/period.ts";
 
 /** What a budget's stored counters say was spent: in total, and in the month `monthKey`. */
@@ -20,6 +21,7 @@ export interface MoneyBudget {
   period: BudgetPeriod;
 }
 
+/** Who a reservation charges, with the limits in force for this request. */
 export interface LedgerSubject {
   accountId: string;
   /** the account's quota (the plan's unless overridden) */
@@ -86,6 +88,13 @@ export interface Counter {
   reserved: number;
 }
 
+/** What a shared ledger's shared state holds of an account's or key's money, in nanodollars. */
+export interface MoneyCounter {
+  spent: Spent;
+  /** held by calls in flight on any instance */
+  reserved: number;
+}
+
 export interface ReserveOptions {
   /** stops waiting (the client left); the result is then a refusal with `held: true` */
   signal?: AbortSignal | undefined;
@@ -127,5 +136,7 @@ export interface Ledger {
    * how many holds of any instance are open; for the invariant checks and operators' tools.
    */
   inspect?(kind: "account" | "key", id: string): Promise<Counter | undefined>;
+  /** the same for money: what was spent (in total and in its month) and what holds hold */
+  inspectMoney?(kind: "account" | "key", id: string): Promise<MoneyCounter | undefined>;
   openHolds?(): Promise<number>;
 }

@@ -235,6 +235,9 @@ export interface LedgerReservationsTable {
   account_id: string;
   key_id: string;
   tokens: number;
+  /** nanodollars the hold holds against the account's budget, and the key's (0: none) */
+  account_nanos: Generated<number>;
+  key_nanos: Generated<number>;
   created_at: number;
 }
 

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { createAccount, createKey } from "../../src/accounts/repository.ts";
 import { type Config, type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import { ledgerSetup } from "../../src/ledger/setup.ts";
+import type { MoneyCounter } from "../../src/ledger/types.ts";
 import { createLogger } from "../../src/observability/logger.ts";
 import { migrate, openStore, type Store } from "../../src/store/db.ts";
 import { testConfig } from "./gateway.ts";
@@ -60,6 +61,8 @@ export interface Cluster {
   target: LoadTarget;
   /** the holds on a key in the store (journaled with Redis), of every instance: how many, how many tokens */
   holds(keyId: string): Promise<{ count: number; tokens: number }>;
+  /** what the ledger's shared state (the store, or Redis) holds of an account's or key's money */
+  money(kind: "account" | "key", id: string): Promise<MoneyCounter | undefined>;
   /** starts one more instance */
   start(): Promise<GatewayProcess>;
   close(): Promise<void>;
@@ -193,6 +196,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         .executeTakeFirstOrThrow();
       return { count: Number(row.n), tokens: Number(row.t ?? 0) };
     },
+    money: (kind, id) => inspector.ledger.inspectMoney!(kind, id),
     async close() {
       await Promise.all(instances.map((i) => i.stop()));
       await inspector.stop().catch(() => undefined);

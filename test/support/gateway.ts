@@ -125,6 +125,14 @@ export function testConfig(
   };
 }
 
+/** TEST_MODEL's prices in the money suites, USD per million tokens: $3 in, $15 out. */
+export const TEST_PRICING = { input: 3, output: 15 } as const;
+
+/** The test config's models, with TEST_MODEL priced at `pricing`. */
+export function pricedModels(upstream: MockUpstream, pricing = TEST_PRICING): ConfigInput["models"] {
+  return (testConfig(upstream).models ?? []).map((m) => (m.id === TEST_MODEL ? { ...m, pricing } : m));
+}
+
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const kind = options.store ?? "sqlite";
   let database: TestDatabase | undefined;

@@ -73,8 +73,62 @@ export async function up(db: Kysely<any>): Promise<void> {
   //            as waiter_id (the same id on its next attempt keeps its place in the queue)
   // The key's limit and the account's own quota are read from their rows, so a change takes
   // effect at once; p_plan_quota applies to accounts without their own.
+  await sql.raw(RESERVE_TOKENS).execute(db);
+
   await sql`
-    create function gateway_reserve(
+    create function gateway_unwait(p_waiter bigint) returns void language plpgsql as $$
+    declare
+      w record;
+    begin
+      delete from ledger_waiters where id = p_waiter returning account_id, key_id into w;
+      if found then perform gateway_ledger_notify(w.account_id, w.key_id); end if;
+    end $$`.execute(db);
+
+  // Closes holds and charges: the holds p_ids are deleted (those still there: a hold released
+  // by a sweep is not released twice) and their tokens no longer reserved; p_keys and
+  // p_accounts are charged p_key_used and p_account_used. Called by the record writer in the
+  // transaction that inserts the records, and to release holds (no charges).
+  await sql.raw(CLOSE_TOKENS).execute(db);
+
+  // Releases the holds of instances that stopped renewing their lease (crashed, cut off):
+  // their committed records stay; what they held is free again. Returns the tokens released.
+  await sql`
+    create function gateway_ledger_sweep(p_lease_ms bigint) returns bigint language plpgsql as $$
+    declare
+      now_ms bigint := gateway_ledger_now();
+      ids bigint[];
+    begin
+      delete from ledger_instances where heartbeat_at < now_ms - p_lease_ms;
+      select coalesce(array_agg(r.id), '{}') into ids from ledger_reservations r
+        where not exists (select 1 from ledger_instances i where i.id = r.instance_id);
+      delete from ledger_waiters where expires_at < now_ms - p_lease_ms;
+      if cardinality(ids) = 0 then return 0; end if;
+      return gateway_ledger_close(ids, '{}', '{}', '{}', '{}');
+    end $$`.execute(db);
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    for (const fn of [
+      "gateway_ledger_sweep(bigint)",
+      "gateway_ledger_close(bigint[], text[], bigint[], text[], bigint[])",
+      "gateway_unwait(bigint)",
+      "gateway_reserve(text, text, text, bigint, bigint, bigint, bigint, bigint)",
+      "gateway_ledger_notify(text, text)",
+      "gateway_ledger_now()",
+    ])
+      await sql.raw(`drop function ${fn}`).execute(db);
+    await sql`drop table ledger_waiters`.execute(db);
+    await sql`drop table ledger_reservations`.execute(db);
+    await sql`drop table ledger_instances`.execute(db);
+  }
+  await db.schema.alterTable("api_keys").dropColumn("reserved_tokens").execute();
+  await db.schema.alterTable("accounts").dropColumn("reserved_tokens").execute();
+}
+
+// gateway_reserve and gateway_ledger_close as this migration made them (tokens only), also
+// for migration 015's down.
+export const RESERVE_TOKENS = `    create or replace function gateway_reserve(
       p_instance text, p_account text, p_key text, p_plan_quota bigint,
       p_wanted bigint, p_minimum bigint, p_waiter bigint, p_wait_ms bigint)
     returns table (status text, tokens bigint, remaining bigint, reason text,
@@ -141,23 +195,9 @@ export async function up(db: Kysely<any>): Promise<void> {
         update ledger_waiters set expires_at = now_ms + p_wait_ms where id = wid;
       end if;
       return query select 'wait', 0::bigint, free, why, null::bigint, wid, k.used_tokens, a.used_tokens;
-    end $$`.execute(db);
+    end $$`;
 
-  await sql`
-    create function gateway_unwait(p_waiter bigint) returns void language plpgsql as $$
-    declare
-      w record;
-    begin
-      delete from ledger_waiters where id = p_waiter returning account_id, key_id into w;
-      if found then perform gateway_ledger_notify(w.account_id, w.key_id); end if;
-    end $$`.execute(db);
-
-  // Closes holds and charges: the holds p_ids are deleted (those still there: a hold released
-  // by a sweep is not released twice) and their tokens no longer reserved; p_keys and
-  // p_accounts are charged p_key_used and p_account_used. Called by the record writer in the
-  // transaction that inserts the records, and to release holds (no charges).
-  await sql`
-    create function gateway_ledger_close(
+export const CLOSE_TOKENS = `    create or replace function gateway_ledger_close(
       p_ids bigint[], p_keys text[], p_key_used bigint[], p_accounts text[], p_account_used bigint[])
     returns bigint language plpgsql as $$
     declare
@@ -192,40 +232,4 @@ export async function up(db: Kysely<any>): Promise<void> {
         perform gateway_ledger_notify(r.a, r.k);
       end loop;
       return coalesce((select sum(t) from unnest(g_tokens) as t), 0);
-    end $$`.execute(db);
-
-  // Releases the holds of instances that stopped renewing their lease (crashed, cut off):
-  // their committed records stay; what they held is free again. Returns the tokens released.
-  await sql`
-    create function gateway_ledger_sweep(p_lease_ms bigint) returns bigint language plpgsql as $$
-    declare
-      now_ms bigint := gateway_ledger_now();
-      ids bigint[];
-    begin
-      delete from ledger_instances where heartbeat_at < now_ms - p_lease_ms;
-      select coalesce(array_agg(r.id), '{}') into ids from ledger_reservations r
-        where not exists (select 1 from ledger_instances i where i.id = r.instance_id);
-      delete from ledger_waiters where expires_at < now_ms - p_lease_ms;
-      if cardinality(ids) = 0 then return 0; end if;
-      return gateway_ledger_close(ids, '{}', '{}', '{}', '{}');
-    end $$`.execute(db);
-}
-
-export async function down(db: Kysely<any>): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
-    for (const fn of [
-      "gateway_ledger_sweep(bigint)",
-      "gateway_ledger_close(bigint[], text[], bigint[], text[], bigint[])",
-      "gateway_unwait(bigint)",
-      "gateway_reserve(text, text, text, bigint, bigint, bigint, bigint, bigint)",
-      "gateway_ledger_notify(text, text)",
-      "gateway_ledger_now()",
-    ])
-      await sql.raw(`drop function ${fn}`).execute(db);
-    await sql`drop table ledger_waiters`.execute(db);
-    await sql`drop table ledger_reservations`.execute(db);
-    await sql`drop table ledger_instances`.execute(db);
-  }
-  await db.schema.alterTable("api_keys").dropColumn("reserved_tokens").execute();
-  await db.schema.alterTable("accounts").dropColumn("reserved_tokens").execute();
-}
+    end $$`;
