@@ -123,6 +123,8 @@ export interface ClientApi {
   credential(headers: IncomingHttpHeaders): Credential;
   /** the message of a missing key, naming those headers (default: the catalog's) */
   readonly missingKey?: string | undefined;
+  /** a header the API's SDKs read the request id from, sent besides `x-request-id` */
+  readonly requestIdHeader?: string | undefined;
   /** the status and envelope of an error answered before any byte of the answer */
   error(error: GatewayError): ErrorAnswer;
   /**

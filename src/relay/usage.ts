@@ -7,10 +7,15 @@ import type { Usage } from "../providers/types.ts";
 import type { CallDraft } from "../records/draft.ts";
 import { countText } from "../tokens/count.ts";
 
-/** Every text a choice carries, for counting: content, refusal, tool-call names and arguments. */
+/**
+ * Every text a choice carries, for counting and review: content, refusal, reasoning (the
+ * `reasoning_content` OpenAI-compatible servers and native Anthropic answers carry), tool-call
+ * names and arguments.
+ */
 export function choiceText(part: Record<string, unknown> | undefined): string {
   if (!part) return "";
   let text = "";
+  if (typeof part.reasoning_content === "string") text += part.reasoning_content;
   if (typeof part.content === "string") text += part.content;
   if (typeof part.refusal === "string") text += part.refusal;
   if (Array.isArray(part.tool_calls))

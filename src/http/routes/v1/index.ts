@@ -3,10 +3,13 @@
 // a call (route config `records`) get a call record from their first moment.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { chatCompletions } from "../../../apis/chat-completions/api.ts";
+import { messages } from "../../../apis/messages/api.ts";
+import { countTokens } from "../../../apis/messages/count-tokens.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { CLIENT_GONE } from "../../../records/outcomes.ts";
+import { admitRequest } from "../../../relay/hold.ts";
 import { authHook } from "../../auth-hook.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { routeApi } from "../../route-api.ts";
@@ -21,6 +24,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
 
   app.addHook("onRequest", async (request, reply) => {
     const api = routeApi(request);
+    if (api.requestIdHeader) reply.header(api.requestIdHeader, request.id);
     const draft = request.routeOptions.config?.records ? new CallDraft(request.id, api.name) : null;
     if (!draft) {
       await authenticate(request, api);
@@ -82,4 +86,20 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
   });
 
   app.post("/v1/chat/completions", callRoute(chatCompletions), relayRoute(deps, chatCompletions));
+  app.post("/v1/messages", callRoute(messages), relayRoute(deps, messages));
+
+  // Counting is work on the gateway's CPU: it takes a request from the rate limits, and
+  // nothing else (no call record, no tokens).
+  app.post("/v1/messages/count_tokens", { config: { api: messages } }, async (request, reply) => {
+    const auth = request.auth!;
+    const plan = deps.registry.plan(auth.account.plan_id);
+    await admitRequest(deps.rates, auth, plan, (headers) => reply.headers(headers));
+    const { model, inputTokens } = countTokens(request.body);
+    if (!deps.registry.resolve(auth.account.plan_id, model))
+      throw new GatewayError("model_not_found", {
+        message: `The model '${model}' does not exist or your plan does not include it.`,
+        param: "model",
+      });
+    return reply.type("application/json").send(JSON.stringify({ input_tokens: inputTokens }));
+  });
 }
