@@ -503,6 +503,7 @@ for (const { kind, model, label } of UPSTREAMS) {
       assert.equal(overloaded.type, "overloaded_error");
       assert.equal(overloaded.errorCode, "upstream_rate_limited");
       assert.ok(overloaded.headers?.get("retry-after"));
+      assert.equal(Number((await record(overloaded.requestID)).http_status), 529, "recorded as answered");
       const server = await refused(
         client.messages.create({
           model: target,

@@ -70,8 +70,9 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
       reply.raw.destroy();
       return reply;
     }
+    const answer = routeApi(request).error(error);
     const draft = request.call;
-    if (draft && !draft.written) await deps.finisher.fail(draft, error);
+    if (draft && !draft.written) await deps.finisher.fail(draft, error, undefined, answer.status);
     if (reply.raw.destroyed) return reply; // the client left: nobody to answer
     if (error.headers) reply.headers(error.headers);
     // Refused before its body was read (no key, too large). Closing now would reset the
@@ -82,7 +83,6 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
       reply.removeHeader("connection"); // Fastify asks for a close after any body it refused
       discardRest(request.raw, deps.config.server);
     }
-    const answer = routeApi(request).error(error);
     return reply.code(answer.status).type("application/json").send(answer.body);
   });
 

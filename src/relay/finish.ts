@@ -16,11 +16,15 @@ export function isGatewayFault(error: GatewayError): boolean {
   return error.status >= 500 && error.entry.type === "dev_gateway_error";
 }
 
-/** A failure's outcome: a refused prompt is its own status, so the console tells it from failures. */
-export function failureOutcome(error: GatewayError): CallOutcome {
+/**
+ * A failure's outcome: a refused prompt is its own status, so the console tells it from
+ * failures. `httpStatus`: what the client's API answered it with, where that differs from the
+ * catalog's (Anthropic's 529 for every upstream rate-limited).
+ */
+export function failureOutcome(error: GatewayError, httpStatus = error.status): CallOutcome {
   return {
     status: error.code === "content_filter" ? "content_filter" : "error",
-    httpStatus: error.status,
+    httpStatus,
     errorCode: error.code,
   };
 }
@@ -98,14 +102,15 @@ export class CallFinisher {
   }
 
   /**
-   * A call that failed with `error`: recorded with the error's outcome. A failure of the
-   * gateway's own (a reviewer or the store unavailable) charges nothing. The client is told
-   * the error itself, so a record that cannot be committed is only logged here.
+   * A call that failed with `error`, answered with `httpStatus`: recorded with the error's
+   * outcome. A failure of the gateway's own (a reviewer or the store unavailable) charges
+   * nothing. The client is told the error itself, so a record that cannot be committed is
+   * only logged here.
    */
-  async fail(draft: CallDraft, error: GatewayError, hold?: Hold): Promise<void> {
+  async fail(draft: CallDraft, error: GatewayError, hold?: Hold, httpStatus = error.status): Promise<void> {
     if (isGatewayFault(error)) draft.waiveCharge();
     try {
-      await this.finish(draft, failureOutcome(error), hold);
+      await this.finish(draft, failureOutcome(error, httpStatus), hold);
     } catch (err) {
       this.#logger.error({ err, request_id: draft.requestId }, "could not record a failed call");
     }

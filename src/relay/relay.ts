@@ -97,7 +97,7 @@ export class Relay {
     } catch (err) {
       // Nothing reached the client yet: the call ends here with the error it is answered with.
       const failure = fromUpstream(err);
-      await deps.finisher.fail(draft, failure, hold);
+      await deps.finisher.fail(draft, failure, hold, client.api.error(failure).status);
       throw failure;
     } finally {
       route.end();

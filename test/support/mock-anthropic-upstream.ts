@@ -15,8 +15,9 @@
  * thinking block signed by this mock (the signature is an HMAC of the thinking text: any byte
  * changed on the way back is refused). Prompt caching as the real API counts it: the prefix
  * up to each `cache_control` breakpoint (tools, then system, then messages) is cached per mock;
- * the longest cached prefix is read (`cache_read_input_tokens`), the rest up to the last
- * breakpoint written (`cache_creation_input_tokens`), and `input_tokens` is what remains.
+ * the longest prefix cached before, at a breakpoint or up to 20 blocks before one, is read
+ * (`cache_read_input_tokens`), the rest up to the last breakpoint written
+ * (`cache_creation_input_tokens`), and `input_tokens` is what remains.
  *
  * Directives in the text of the last user turn (`mock:` …), as in mock-openai-upstream.ts:
  *   tokens=N         answer N words (one output token each), capped by max_tokens (then max_tokens)
@@ -160,20 +161,25 @@ function betasOf(header: string | string[] | undefined): Set<string> {
 }
 
 /**
- * The prompt's words and its prefixes at each cache breakpoint, in the order the cache reads
- * a request: tools, system, messages. A prefix is known by a hash of what it holds (markers
- * left out), as the real cache matches exact prefixes.
+ * The prompt's words and its prefixes, in the order the cache reads a request: tools, system,
+ * messages. A prefix is known by a hash of what it holds (markers left out), as the real cache
+ * matches exact prefixes; every block boundary is a prefix, and those with `cache_control` are
+ * the breakpoints the cache writes.
  */
 class PromptWalk {
   words = 0;
   readonly #hash = createHash("sha256");
-  readonly breakpoints: { hash: string; words: number }[] = [];
+  /** the prefix at the end of each block */
+  readonly boundaries: { hash: string; words: number }[] = [];
+  /** the indexes in `boundaries` of the blocks with cache_control */
+  readonly breakpoints: number[] = [];
 
   add(part: unknown, words: number, cacheControl: unknown): void {
     const { cache_control: _marker, ...rest } = (part ?? {}) as Record<string, unknown>;
     this.#hash.update(JSON.stringify(rest));
     this.words += words;
-    if (cacheControl) this.breakpoints.push({ hash: this.#hash.copy().digest("base64"), words: this.words });
+    this.boundaries.push({ hash: this.#hash.copy().digest("base64"), words: this.words });
+    if (cacheControl) this.breakpoints.push(this.boundaries.length - 1);
   }
 }
 
@@ -341,17 +347,26 @@ interface Plan {
 /** The thinking text of every answer that thinks. */
 const THINKING = "Let me think.";
 
+/** How far back from a breakpoint the cache looks for an earlier prefix it holds (Anthropic: 20 blocks). */
+const CACHE_LOOKBACK = 20;
+
 /**
- * Cache figures as the real API counts them: the longest prefix cached before is read, the
- * prefix up to the last breakpoint is written when it was not, and input_tokens is the rest.
+ * Cache figures as the real API counts them: at each breakpoint, the longest prefix cached
+ * before within the lookback is read; the prefix up to the last breakpoint is written when it
+ * was not; input_tokens is the rest.
  */
 function cacheUsage(walk: PromptWalk, cache: Set<string>) {
   const last = walk.breakpoints.at(-1);
-  if (!last) return { input: Math.max(1, walk.words), read: 0, write: 0 };
-  const hit = walk.breakpoints.findLast((b) => cache.has(b.hash));
-  const read = hit?.words ?? 0;
-  const write = hit === last ? 0 : last.words - read;
-  for (const b of walk.breakpoints) cache.add(b.hash);
+  if (last === undefined) return { input: Math.max(1, walk.words), read: 0, write: 0 };
+  let read = 0;
+  for (const b of walk.breakpoints)
+    for (let i = b; i >= Math.max(0, b - CACHE_LOOKBACK); i--)
+      if (cache.has(walk.boundaries[i]!.hash)) {
+        read = Math.max(read, walk.boundaries[i]!.words);
+        break;
+      }
+  const write = walk.boundaries[last]!.words - read;
+  for (const b of walk.breakpoints) cache.add(walk.boundaries[b]!.hash);
   return { input: Math.max(1, walk.words - read - write), read, write };
 }
 

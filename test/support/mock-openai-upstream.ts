@@ -620,21 +620,25 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
     steps.push(`${open}data: ${AZURE_STREAM_ERROR}\n\n`);
     return { steps, contentSteps: 0 };
   }
+  // the reasoning comes first, as reasoning servers send it: before any content or tool call
+  const role = plan.reasoning ? "" : '"role":"assistant",';
+  if (plan.reasoning) {
+    const delta = `{"role":"assistant","content":null,"reasoning_content":${JSON.stringify(MOCK_REASONING)}}`;
+    for (let i = 0; i < n; i++) open += chunk(i, delta, "null");
+    steps.push(open);
+    open = "";
+  }
   for (let i = 0; i < n; i++) {
     let delta: string;
-    if (plan.kind === "text") delta = '{"role":"assistant","content":"","refusal":null}';
-    else if (plan.kind === "refusal") delta = '{"role":"assistant","content":null,"refusal":""}';
+    if (plan.kind === "text") delta = `{${role}"content":"","refusal":null}`;
+    else if (plan.kind === "refusal") delta = `{${role}"content":null,"refusal":""}`;
     else
       delta =
-        `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"${callId(plan, i)}",` +
+        `{${role}"content":null,"tool_calls":[{"index":0,"id":"${callId(plan, i)}",` +
         `"type":"function","function":{"name":"${TOOL_NAME}","arguments":""}}],"refusal":null}`;
     open += chunk(i, delta, "null");
   }
   steps.push(open);
-  if (plan.reasoning) {
-    const delta = `{"reasoning_content":${JSON.stringify(MOCK_REASONING)}}`;
-    for (let i = 0; i < n; i++) steps.push(chunk(i, delta, "null"));
-  }
 
   for (let p = 0; p < pieces.length; p++) {
     const piece = pieces[p]!;
