@@ -21,6 +21,7 @@ import { canonicalRequest, messagesRequestSchema } from "../src/apis/messages/re
 import { localPromptTokens } from "../src/providers/prompt-bound.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import {
+  FAILOVER,
   failing,
   type MessagesGateway,
   startMessagesGateway,
@@ -665,6 +666,51 @@ describe("refusals as the SDK's typed errors, each recorded as a messages call",
       code: "invalid_request",
     });
     assert.equal(extra.apiMessage, "frequency_penalty: Extra inputs are not permitted");
+  });
+});
+
+describe("routing", () => {
+  test("each attempt goes the way its deployment speaks: a failed native attempt fails over to a translated one, and back", async () => {
+    for (const [model, answered, provider] of [
+      [FAILOVER.toTranslated, "openai", "oai"],
+      [FAILOVER.toNative, "anthropic", "anth"],
+    ] as const) {
+      const mock = env.mocks[answered];
+      const before = mock.requests.length;
+      for (const stream of [false, true]) {
+        const res = await post("/v1/messages", {
+          model,
+          max_tokens: 50,
+          ...(stream ? { stream: true } : {}),
+          messages: [{ role: "user", content: "Fail over mock:tokens=3" }],
+        });
+        assert.equal(res.status, 200);
+        const text = stream
+          ? parseNamedStream(await res.text())
+              .filter((e) => e.event === "content_block_delta")
+              .map((e) => e.data.delta.text)
+              .join("")
+          : ((await res.json()) as { content: { text: string }[] }).content[0]!.text;
+        assert.equal(text, REPLY(3));
+        const row = await record(res.headers.get("request-id"));
+        assert.equal(row.provider, provider);
+        assert.deepEqual(
+          JSON.parse(row.attempts!).map((a: { outcome: string }) => a.outcome),
+          ["network", "ok"],
+        );
+      }
+      assert.equal(mock.requests.length, before + 2);
+      // the streamed one: the Messages body itself, or the canonical request in OpenAI's words
+      const body = mock.requests.at(-1)!.body;
+      assert.deepEqual(body.messages, [{ role: "user", content: "Fail over mock:tokens=3" }]);
+      if (answered === "anthropic") {
+        assert.equal(body.model, "claude-sonnet-c");
+        assert.equal("stream_options" in body, false);
+      } else {
+        assert.equal(body.model, "mock-model-c");
+        assert.deepEqual(body.stream_options, { include_usage: true });
+      }
+    }
   });
 });
 

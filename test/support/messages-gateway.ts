@@ -6,6 +6,7 @@ import Anthropic, { type ClientOptions } from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import type { ConfigInput } from "../../src/config/schema.ts";
 import { startTestGateway, type TestGateway } from "./gateway.ts";
+import { freePort } from "./listen.ts";
 import { startMockAnthropic } from "./mock-anthropic-upstream.ts";
 import { startMockGemini } from "./mock-gemini-upstream.ts";
 import { type MockUpstream, startMockUpstream } from "./mock-openai-upstream.ts";
@@ -27,6 +28,12 @@ export const UPSTREAMS: readonly { kind: UpstreamKind; model: string; label: str
 
 /** The twin of a model, for calls that make its upstream fail. */
 export const failing = (model: string) => `${model}-failing`;
+
+/**
+ * Models of two deployments, the first on a port nothing listens on: every call fails over,
+ * from an Anthropic deployment to an OpenAI-compatible one, and the other way round.
+ */
+export const FAILOVER = { toTranslated: "claude-then-gpt", toNative: "gpt-then-claude" } as const;
 
 export const OUTPUT_BOUND = 512;
 
@@ -74,6 +81,17 @@ export async function startMessagesGateway(
     },
     { id: "gem", type: "gemini", base_url: mocks.gemini.url, api_key_env: "GEMINI_KEY", timeouts },
   ];
+  const down = `http://127.0.0.1:${await freePort()}`;
+  providers.push(
+    { id: "anth-down", type: "anthropic", base_url: down, api_key_env: "ANTHROPIC_KEY", timeouts },
+    {
+      id: "oai-down",
+      type: "openai-compatible",
+      base_url: `${down}/v1`,
+      api_key_env: "MOCK_UPSTREAM_KEY",
+      timeouts,
+    },
+  );
   const upstreamModel: Record<UpstreamKind, string> = {
     openai: "mock-model",
     anthropic: "claude-sonnet-4-5",
@@ -90,6 +108,24 @@ export async function startMessagesGateway(
     // another upstream model name: a deployment of its own, with its own health
     { id: failing(model), provider: providerOf[kind], upstream_model: `${upstreamModel[kind]}-b` },
   ]);
+  models.push(
+    {
+      id: FAILOVER.toTranslated,
+      routing: "ordered",
+      deployments: [
+        { provider: "anth-down", upstream_model: "claude-down" },
+        { provider: "oai", upstream_model: "mock-model-c" },
+      ],
+    },
+    {
+      id: FAILOVER.toNative,
+      routing: "ordered",
+      deployments: [
+        { provider: "oai-down", upstream_model: "mock-down" },
+        { provider: "anth", upstream_model: "claude-sonnet-c" },
+      ],
+    },
+  );
   const ids = models.map((m) => m.id);
   let gw: TestGateway;
   try {
@@ -110,8 +146,12 @@ export async function startMessagesGateway(
     await Promise.all(Object.values(mocks).map((m) => m.close()));
     throw err;
   }
+  // (the failover models have no one kind)
   const kindOf = new Map(
-    models.map((m) => [m.id, UPSTREAMS.find((u) => providerOf[u.kind] === m.provider)!.kind]),
+    models.flatMap((m) => {
+      const kind = UPSTREAMS.find((u) => providerOf[u.kind] === m.provider)?.kind;
+      return kind ? [[m.id, kind] as const] : [];
+    }),
   );
   return {
     gw,
