@@ -752,3 +752,20 @@ describe("the anthropic-beta allow-list", () => {
     assert.equal("context_management" in env.mocks.anthropic.requests.at(-1)!.body, false);
   });
 });
+
+test("no key, the client's or the upstreams', reaches a log line or an upstream", async () => {
+  // a call that logs (a failure inside the gateway's reach), with the key in both headers
+  await post(
+    "/v1/messages",
+    { model: "claude-failing", max_tokens: 10, messages: [{ role: "user", content: "x mock:status=500" }] },
+    {
+      authorization: `Bearer ${key.secret}`,
+    },
+  );
+  const logs = env.gw.logs.join("");
+  assert.ok(logs.length > 0);
+  for (const secret of [key.secret, "sk-ant-test-0123456789", "AIzaTest0123456789", "sk-upstream-secret-123"])
+    assert.equal(logs.includes(secret), false, "a secret in the logs");
+  for (const mock of Object.values(env.mocks))
+    for (const r of mock.requests) assert.equal(JSON.stringify(r.headers).includes(key.secret), false);
+});
