@@ -14,10 +14,14 @@
  *    renders the answer: `json()` the whole body from the restamped canonical completion and
  *    the usage as charged; `stream()` a `StreamRenderer` that turns canonical chunks into the
  *    API's SSE events (named events where the API has them) and ends or fails the stream.
- * 3. Register the route with `relayRoute(api)` (src/http/routes/v1/relay-route.ts) and the
- *    route config `{ api, records: true }`: the /v1 hooks then authenticate with the API's
- *    credential, open a call record saying which API was used (refused calls too), and the
- *    error handler answers in the API's envelope.
+ * 3. Register the route in src/http/routes/v1/index.ts as
+ *    `app.post(path, callRoute(api), relayRoute(deps, api))` (./relay-route.ts there): the
+ *    route config `{ api, records: true }` makes the /v1 hooks authenticate with the API's
+ *    credential and open a call record saying which API was used (refused calls too), and the
+ *    error handler answer in the API's envelope and record the status it sent. A route of the
+ *    API that runs no call (count_tokens) takes `{ config: { api } }` alone.
+ * 4. Stateful work of an API (a response store) belongs to its route: `relay.run()` resolves
+ *    once the call is recorded, and the ClientCall's renderers saw the whole answer.
  *
  * An adapter given `UpstreamCall.native` of an API it speaks may send that body (overriding
  * the model and the output bound) and return the upstream's native answer beside the
