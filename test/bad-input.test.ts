@@ -660,6 +660,198 @@ describe("broken HTTP (raw sockets)", () => {
   });
 });
 
+describe("POST /v1/messages: bad input in Anthropic's envelope, recorded, never a 500", () => {
+  /** POST /v1/messages with a valid x-api-key; body sent byte for byte. */
+  const postMessages = (body: string | Uint8Array, headers: Record<string, string> = {}) =>
+    viaFetch("/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": secret, "content-type": "application/json", ...headers },
+      body,
+    });
+
+  /** Anthropic's error body with this status, type and (catalog) code; the call's record says messages. */
+  async function assertAnthropic(answer: Answer, status: number, type: string, code: string, what: string) {
+    assert.notEqual(answer.status, 500, `${what}: never a 500: ${answer.body}`);
+    assert.equal(answer.status, status, `${what}: status (body ${answer.body})`);
+    assert.match(answer.headers["content-type"] ?? "", /^application\/json/, `${what}: a JSON answer`);
+    const body = JSON.parse(answer.body);
+    assert.deepEqual(Object.keys(body), ["type", "error"], `${what}: the envelope: ${answer.body}`);
+    assert.equal(body.type, "error");
+    assert.equal(body.error.type, type, `${what}: error.type`);
+    assert.ok(body.error.message.length > 0, `${what}: a message`);
+    assert.equal(body.error.details.error_code, code, `${what}: details.error_code`);
+    const row = await gw.record(answer.headers["request-id"]!);
+    assert.equal(row.api, "messages", `${what}: recorded as a messages call`);
+    assert.equal(Number(row.http_status), status);
+    return body.error.message as string;
+  }
+
+  const ask = (extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ model: TEST_MODEL, max_tokens: 16, messages: user("hi"), ...extra });
+  const block = (b: unknown) => ask({ messages: user([b]) });
+  const cases: Array<[name: string, body: string, message: RegExp, code?: string]> = [
+    ["malformed JSON", '{"model": "gpt-test", "messages": [', /not valid JSON/, "invalid_json"],
+    ["an empty body", "", /empty/, "invalid_json"],
+    ["a JSON array", "[]", /must be a JSON object/],
+    ["JSON null", "null", /must be a JSON object/],
+    [
+      "no max_tokens",
+      JSON.stringify({ model: TEST_MODEL, messages: user("hi") }),
+      /^max_tokens: Field required$/,
+    ],
+    ["max_tokens 0", ask({ max_tokens: 0 }), /^max_tokens: /],
+    ["max_tokens a string", ask({ max_tokens: "16" }), /^max_tokens: .*expected number/],
+    ["max_tokens a fraction", ask({ max_tokens: 1.5 }), /^max_tokens: .*expected int,/],
+    ["no model", JSON.stringify({ max_tokens: 16, messages: user("hi") }), /^model: Field required$/],
+    ["a long model id", ask({ model: "m".repeat(1_000) }), /^model: must be at most/],
+    ["messages empty", ask({ messages: [] }), /^messages: /],
+    ["messages an object", ask({ messages: { role: "user" } }), /^messages: .*expected array/],
+    ["a system role", ask({ messages: [{ role: "system", content: "x" }] }), /^messages\.0\.role: /],
+    ["content a number", ask({ messages: user(42) }), /^messages\.0\.content: /],
+    ["an empty block list", ask({ messages: user([]) }), /^messages\.0\.content: /],
+    [
+      "a document block",
+      block({ type: "document", source: {} }),
+      /^messages\.0\.content\.0\.type: Input tag/,
+    ],
+    ["a block without a type", block({ text: "x" }), /^messages\.0\.content\.0\.type: /],
+    ["a text block without text", block({ type: "text" }), /^messages\.0\.content\.0\.text: Field required$/],
+    ["an empty text block", block({ type: "text", text: "" }), /^messages\.0\.content\.0\.text: /],
+    [
+      "an image of another type",
+      block({ type: "image", source: { type: "base64", media_type: "image/bmp", data: "AA==" } }),
+      /^messages\.0\.content\.0\.source\.media_type: /,
+    ],
+    [
+      "an image URL that is not http",
+      block({ type: "image", source: { type: "url", url: "file:///etc/passwd" } }),
+      /^messages\.0\.content\.0\.source\.url: /,
+    ],
+    [
+      "tool_use input not an object",
+      ask({
+        messages: [{ role: "assistant", content: [{ type: "tool_use", id: "t", name: "n", input: [1] }] }],
+      }),
+      /^messages\.0\.content\.0\.input: /,
+    ],
+    [
+      "a thinking block in a user turn",
+      block({ type: "thinking", thinking: "x", signature: "s" }),
+      /belongs to an assistant turn/,
+    ],
+    ["stream a string", ask({ stream: "yes" }), /^stream: .*expected boolean/],
+    ["temperature 2", ask({ temperature: 2 }), /^temperature: /],
+    ["an unknown field", ask({ logprobs: true }), /^logprobs: Extra inputs are not permitted$/],
+    [
+      "metadata with other keys",
+      ask({ metadata: { user_id: "u", team: "x" } }),
+      /^metadata\.team: Extra inputs/,
+    ],
+    [
+      "a cache_control of another type",
+      block({ type: "text", text: "x", cache_control: { type: "forever" } }),
+      /cache_control\.type/,
+    ],
+    ["a tool without a schema", ask({ tools: [{ name: "t" }] }), /^tools\.0\.input_schema: Field required$/],
+    ["a server tool", ask({ tools: [{ type: "bash_20250124", name: "bash" }] }), /^tools\.0\.type: /],
+    ["tool_choice of another type", ask({ tool_choice: { type: "some" } }), /^tool_choice\.type: /],
+    [
+      "a thinking budget under 1024",
+      ask({ thinking: { type: "enabled", budget_tokens: 10 } }),
+      /^thinking\.budget_tokens: /,
+    ],
+  ];
+  for (const [name, body, message, code] of cases)
+    test(`${name} -> 400 invalid_request_error`, async () => {
+      const before = upstream.requests.length;
+      const answer = await postMessages(body);
+      assert.match(
+        await assertAnthropic(answer, 400, "invalid_request_error", code ?? "invalid_request", name),
+        message,
+      );
+      assert.equal(upstream.requests.length, before, "nothing forwarded");
+    });
+
+  test("a body over the limit -> 413, in Anthropic's envelope", async () => {
+    const json = ask();
+    const answer = await postMessages(json + " ".repeat(BODY_LIMIT + 1 - Buffer.byteLength(json)));
+    await assertAnthropic(answer, 413, "invalid_request_error", "request_too_large", "over the limit");
+  });
+
+  test("deeply nested JSON and another content type are refused the same way", async () => {
+    const deep = `${"[".repeat(200)}${"]".repeat(200)}`;
+    await assertAnthropic(
+      await postMessages(ask({ metadata: deep })),
+      400,
+      "invalid_request_error",
+      "invalid_request",
+      "nested string",
+    );
+    await assertAnthropic(
+      await postMessages(`{"model":"x","max_tokens":1,"messages":${deep}}`),
+      400,
+      "invalid_request_error",
+      "invalid_json",
+      "nested",
+    );
+    await assertAnthropic(
+      await postMessages(ask(), { "content-type": "text/plain" }),
+      415,
+      "invalid_request_error",
+      "unsupported_media_type",
+      "text/plain",
+    );
+  });
+
+  test("no key, an unknown key, a key in the wrong header -> 401 authentication_error", async () => {
+    const noKey = await viaFetch("/v1/messages", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: ask(),
+    });
+    assert.match(
+      await assertAnthropic(noKey, 401, "authentication_error", "missing_api_key", "no key"),
+      /x-api-key/,
+    );
+    await assertAnthropic(
+      await postMessages(ask(), { "x-api-key": "sk-nope0123456789" }),
+      401,
+      "authentication_error",
+      "invalid_api_key",
+      "unknown key",
+    );
+    await assertAnthropic(
+      await postMessages(ask(), { "x-api-key": "not a key at all \u00e9" }),
+      401,
+      "authentication_error",
+      "invalid_api_key",
+      "not a key",
+    );
+  });
+
+  test("count_tokens: the same validation, without max_tokens; its errors in the same envelope", async () => {
+    const count = (body: string) =>
+      viaFetch("/v1/messages/count_tokens", {
+        method: "POST",
+        headers: { "x-api-key": secret, "content-type": "application/json" },
+        body,
+      });
+    const ok = await count(JSON.stringify({ model: TEST_MODEL, messages: user("hi there") }));
+    assert.equal(ok.status, 200, ok.body);
+    assert.ok(JSON.parse(ok.body).input_tokens > 0);
+    for (const [body, status, code] of [
+      [JSON.stringify({ model: TEST_MODEL, max_tokens: 5, messages: user("x") }), 400, "invalid_request"],
+      [JSON.stringify({ model: TEST_MODEL, messages: [] }), 400, "invalid_request"],
+      [JSON.stringify({ model: "no-such-model", messages: user("x") }), 404, "model_not_found"],
+      ["{", 400, "invalid_json"],
+    ] as const) {
+      const answer = await count(body);
+      assert.equal(answer.status, status, answer.body);
+      assert.equal(JSON.parse(answer.body).error.details.error_code, code);
+    }
+  });
+});
+
 describe("the gateway survived all of the above", () => {
   test("a normal call still works and nothing above crashed it", async () => {
     const answer = await post(

@@ -22,6 +22,7 @@ const MIGRATIONS = [
   "009-overruns",
   "010-shared-ledger",
   "011-prices",
+  "012-client-api",
   "015-shared-money",
 ];
 

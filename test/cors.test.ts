@@ -67,6 +67,7 @@ describe("CORS with server.cors_origins", () => {
     const exposed = list(ok.headers.get("access-control-expose-headers"));
     for (const h of [
       "x-request-id",
+      "request-id",
       "x-ratelimit-remaining-requests",
       "x-ratelimit-reset-tokens",
       "retry-after",

@@ -1,6 +1,7 @@
 // Issue: the accounting invariants hold under a concurrent mixed load. 200 requests at once
 // (plain, streaming, upstream 500, upstream timeout, mid-stream drop, client hang-ups,
-// over-limit, over-quota, failover to a second deployment) against several keys and accounts, on SQLite and on PostgreSQL;
+// over-limit, over-quota, failover to a second deployment) against several keys and accounts, on SQLite and on PostgreSQL,
+// with chat completions alone and mixed with Anthropic Messages API calls;
 // afterwards, for every key and account, its records add up to its used counter, no
 // reservation is open, and used stays within the quota and the limit.
 // The mix is drawn from a seed, printed as a diagnostic; INVARIANT_SEED=N replays it.
@@ -16,11 +17,13 @@ import {
   loadConfig,
   loadTarget,
   type MixedLoadResult,
+  NATIVE_MODEL,
   outcomeLabel,
   runMixedLoad,
   seedFrom,
   summarize,
 } from "./support/mixed-load.ts";
+import { startMockAnthropic } from "./support/mock-anthropic-upstream.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { storeSuite } from "./support/postgres.ts";
 import { needsRedis } from "./support/redis-instance.ts";
@@ -273,6 +276,88 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
         assert.equal(rows.length, 1, "the request reached the chat route, so it has exactly one record");
         assert.equal(rows[0]!.status, "client_disconnect");
         assert.equal(Number(rows[0]!.total_tokens), 0, "nothing was sent upstream, nothing is charged");
+      });
+    },
+  );
+}
+
+// The same invariants over a mixed load of chat completions and Anthropic Messages API calls
+// (half each, over the same keys and accounts): Messages calls go translated to the OpenAI
+// mock, or natively to the Anthropic mock where it can play the kind, and every path of the
+// relay is taken in both APIs.
+for (const store of ["sqlite", "postgres"] as const) {
+  describe(
+    `accounting invariants under a mixed load of chat completions and messages (${store})`,
+    await storeSuite(store),
+    () => {
+      let upstream: MockUpstream;
+      let anthropic: MockUpstream;
+      let gw: TestGateway;
+      let result: MixedLoadResult;
+
+      before(async () => {
+        upstream = await startMockUpstream(INVARIANT_UPSTREAM);
+        anthropic = await startMockAnthropic(INVARIANT_UPSTREAM);
+        gw = await startTestGateway({
+          upstream,
+          store,
+          config: loadConfig(upstream, { smallPlanQuota: 500, anthropic }),
+        });
+        result = await runMixedLoad(loadTarget(gw), {
+          seed: SEED,
+          requests: REQUESTS,
+          concurrency: REQUESTS,
+          ...INVARIANT_SUBJECTS,
+          label: `${store}-messages`,
+          messagesShare: 0.5,
+          native: true,
+        });
+      });
+      after(async () => {
+        await gw?.close();
+        await upstream?.close();
+        await anthropic?.close();
+      });
+
+      it("records add up to the counters, nothing is reserved or overspent, one record per request", async (t) => {
+        t.diagnostic(`seed ${SEED} (INVARIANT_SEED=${SEED} replays the mix)`);
+        const { byLabel } = summarize(result);
+        t.diagnostic(`outcomes: ${JSON.stringify(Object.fromEntries(byLabel))}`);
+        assert.deepEqual(result.report.violations, [], `seed ${SEED}: the books disagree`);
+        assert.equal(result.report.openReservations, 0);
+        assert.equal(result.report.records.length, REQUESTS);
+        for (const f of [...result.report.keys, ...result.report.accounts]) {
+          assert.equal(f.recorded, f.stored, `${f.kind} ${f.id}: records add up to the used counter`);
+          if (f.cap !== null) assert.ok(f.stored <= f.cap, `${f.kind} ${f.id}: within its cap`);
+        }
+      });
+
+      it("both APIs, and both ways of the Messages API, answered and failed", async () => {
+        const rows = await gw.gateway.deps.store.db
+          .selectFrom("call_records")
+          .select(["api", "public_model", "status", "stream"])
+          .where(
+            "request_id",
+            "in",
+            result.report.records.map((r) => r.request_id),
+          )
+          .execute();
+        const has = (api: string, model: string | null, status: string, stream?: number) =>
+          rows.some(
+            (r) =>
+              r.api === api &&
+              (model === null || r.public_model === model) &&
+              r.status === status &&
+              (stream === undefined || Number(r.stream) === stream),
+          );
+        assert.ok(has("chat.completions", null, "ok"), "chat answered");
+        for (const model of [TEST_MODEL, NATIVE_MODEL]) {
+          assert.ok(has("messages", model, "ok", 0), `messages on ${model}: a whole answer`);
+          assert.ok(has("messages", model, "ok", 1), `messages on ${model}: a stream`);
+        }
+        assert.ok(has("messages", null, "upstream_error"), "a messages stream that broke mid-way");
+        assert.ok(has("messages", null, "client_disconnect"), "a messages client that hung up");
+        assert.ok(has("messages", null, "error"), "a messages call refused or failed");
       });
     },
   );

@@ -7,6 +7,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 /** What browser code may read from an answer besides the CORS-safelisted headers. */
 const EXPOSED = [
   "x-request-id",
+  // the request id as Anthropic's SDKs read it (the Messages API)
+  "request-id",
   "x-ratelimit-limit-requests",
   "x-ratelimit-limit-tokens",
   "x-ratelimit-remaining-requests",

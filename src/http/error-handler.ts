@@ -1,10 +1,12 @@
 // One place where every failure becomes the error envelope (spec 7): thrown GatewayErrors,
-// Fastify's own errors (body too large, bad content type), malformed HTTP, and bugs.
+// Fastify's own errors (body too large, bad content type), malformed HTTP, and bugs. A route
+// of a client API answers in that API's envelope and statuses (src/apis/types.ts).
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors/index.ts";
 import type { GatewayDeps } from "./deps.ts";
+import { routeApi } from "./route-api.ts";
 
 /** Fastify's error codes that a client causes, mapped to our catalog. */
 function fromFastify(err: FastifyError): GatewayError | undefined {
@@ -68,8 +70,9 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
       reply.raw.destroy();
       return reply;
     }
+    const answer = routeApi(request).error(error);
     const draft = request.call;
-    if (draft && !draft.written) await deps.finisher.fail(draft, error);
+    if (draft && !draft.written) await deps.finisher.fail(draft, error, undefined, answer.status);
     if (reply.raw.destroyed) return reply; // the client left: nobody to answer
     if (error.headers) reply.headers(error.headers);
     // Refused before its body was read (no key, too large). Closing now would reset the
@@ -80,7 +83,7 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
       reply.removeHeader("connection"); // Fastify asks for a close after any body it refused
       discardRest(request.raw, deps.config.server);
     }
-    return reply.code(error.status).type("application/json").send(error.toBody());
+    return reply.code(answer.status).type("application/json").send(answer.body);
   });
 
   app.setNotFoundHandler(async (request, reply) => {

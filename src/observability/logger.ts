@@ -7,6 +7,10 @@ export const REDACT_PATHS = [
   "headers.authorization",
   "authorization",
   "*.authorization",
+  // Anthropic's key header (the Messages API)
+  'req.headers["x-api-key"]',
+  'headers["x-api-key"]',
+  '*["x-api-key"]',
   "secret",
   "*.secret",
   "api_key",

@@ -1,5 +1,7 @@
 // The call record of one request, filled in as the request goes (auth, model, usage) and
 // finished by whoever ends the request: the relay on success, the error handler otherwise.
+
+import type { ApiName } from "../apis/names.ts";
 import { costOf, type Pricing } from "../prices/pricing.ts";
 import type { CallOutcome } from "./outcomes.ts";
 import type { CallRecord } from "./writer.ts";
@@ -37,6 +39,8 @@ export interface AttemptRecord {
 
 export class CallDraft {
   readonly requestId: string;
+  /** the client API the call came in */
+  readonly api: ApiName;
   readonly startedAt: number;
   readonly #startedHr: number;
   accountId: string | null = null;
@@ -76,11 +80,12 @@ export class CallDraft {
   attempts: readonly AttemptRecord[] = [];
   /** set once the record is queued, so no path writes it twice */
   written = false;
-  /** set when the chat handler takes the call over: from then on the relay records it */
+  /** set when the route's handler takes the call over: from then on the relay records it */
   relayed = false;
 
-  constructor(requestId: string) {
+  constructor(requestId: string, api: ApiName = "chat.completions") {
     this.requestId = requestId;
+    this.api = api;
     this.startedAt = Date.now();
     this.#startedHr = performance.now();
   }
@@ -168,6 +173,7 @@ export class CallDraft {
     return {
       request_id: this.requestId,
       created_at: this.startedAt,
+      api: this.api,
       account_id: this.accountId,
       key_id: this.keyId,
       public_model: this.publicModel,

@@ -6,6 +6,7 @@ import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { CostRule } from "../ledger/types.ts";
 import { costRule } from "../prices/pricing.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
+import type { NativeRequest } from "../providers/types.ts";
 import { candidatePromptBound, candidates, largestOutputBound } from "../routing/candidates.ts";
 
 /** the smallest answer worth sending upstream; below it the request is refused */
@@ -26,9 +27,15 @@ export interface Budget {
   cost: CostRule | undefined;
 }
 
-export function reservationBudget(model: ResolvedModel, req: ChatRequest, priceMultiplier = 1): Budget {
-  // Sized for the largest bounds among the call's candidates: any of them may answer.
-  const promptBound = candidatePromptBound(model, req);
+export function reservationBudget(
+  model: ResolvedModel,
+  req: ChatRequest,
+  native?: NativeRequest,
+  priceMultiplier = 1,
+): Budget {
+  // Sized for the largest bounds among the call's candidates: any of them may answer, some
+  // with the native body.
+  const promptBound = candidatePromptBound(model, req, native);
   const choices = req.n ?? 1;
   const outputBound = req.max_completion_tokens ?? req.max_tokens ?? largestOutputBound(model);
   return {

@@ -17,11 +17,15 @@ export function isGatewayFault(error: GatewayError): boolean {
   return error.status >= 500 && error.entry.type === "dev_gateway_error";
 }
 
-/** A failure's outcome: a refused prompt is its own status, so the console tells it from failures. */
-export function failureOutcome(error: GatewayError): CallOutcome {
+/**
+ * A failure's outcome: a refused prompt is its own status, so the console tells it from
+ * failures. `httpStatus`: what the client's API answered it with, where that differs from the
+ * catalog's (Anthropic's 529 for every upstream rate-limited).
+ */
+export function failureOutcome(error: GatewayError, httpStatus = error.status): CallOutcome {
   return {
     status: error.code === "content_filter" ? "content_filter" : "error",
-    httpStatus: error.status,
+    httpStatus,
     errorCode: error.code,
   };
 }
@@ -62,9 +66,11 @@ export class CallFinisher {
       if (draft.accountId)
         this.#metrics.costByAccount.inc({ account: draft.accountId }, usd(draft.costNanos));
     }
+    this.#metrics.observeCall(draft.api, outcome.status);
     if (draft.totalTokens && draft.publicModel) {
-      this.#metrics.tokens.inc({ model: draft.publicModel, kind: "prompt" }, draft.promptTokens);
-      this.#metrics.tokens.inc({ model: draft.publicModel, kind: "completion" }, draft.completionTokens);
+      const { publicModel: model, api } = draft;
+      this.#metrics.tokens.inc({ model, kind: "prompt", api }, draft.promptTokens);
+      this.#metrics.tokens.inc({ model, kind: "completion", api }, draft.completionTokens);
     }
     if (draft.overrunTokens && hold) this.#overrun(draft, hold);
   }
@@ -103,14 +109,15 @@ export class CallFinisher {
   }
 
   /**
-   * A call that failed with `error`: recorded with the error's outcome. A failure of the
-   * gateway's own (a reviewer or the store unavailable) charges nothing. The client is told
-   * the error itself, so a record that cannot be committed is only logged here.
+   * A call that failed with `error`, answered with `httpStatus`: recorded with the error's
+   * outcome. A failure of the gateway's own (a reviewer or the store unavailable) charges
+   * nothing. The client is told the error itself, so a record that cannot be committed is
+   * only logged here.
    */
-  async fail(draft: CallDraft, error: GatewayError, hold?: Hold): Promise<void> {
+  async fail(draft: CallDraft, error: GatewayError, hold?: Hold, httpStatus = error.status): Promise<void> {
     if (isGatewayFault(error)) draft.waiveCharge();
     try {
-      await this.finish(draft, failureOutcome(error), hold);
+      await this.finish(draft, failureOutcome(error, httpStatus), hold);
     } catch (err) {
       this.#logger.error({ err, request_id: draft.requestId }, "could not record a failed call");
     }

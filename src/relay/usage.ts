@@ -1,15 +1,21 @@
 // Usage as the draft records it and the client reads it: the upstream's figures when it
 // reported them, else a local estimate of what the model read and wrote.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { AnswerUsage } from "../apis/types.ts";
 import { localPromptTokens } from "../providers/prompt-bound.ts";
 import type { Usage } from "../providers/types.ts";
 import type { CallDraft } from "../records/draft.ts";
 import { countText } from "../tokens/count.ts";
 
-/** Every text a choice carries, for counting: content, refusal, tool-call names and arguments. */
+/**
+ * Every text a choice carries, for counting and review: content, refusal, reasoning (the
+ * `reasoning_content` OpenAI-compatible servers and native Anthropic answers carry), tool-call
+ * names and arguments.
+ */
 export function choiceText(part: Record<string, unknown> | undefined): string {
   if (!part) return "";
   let text = "";
+  if (typeof part.reasoning_content === "string") text += part.reasoning_content;
   if (typeof part.content === "string") text += part.content;
   if (typeof part.refusal === "string") text += part.refusal;
   if (Array.isArray(part.tool_calls))
@@ -32,22 +38,14 @@ export function noteUsage(
   else draft.setUsage(localPromptTokens(req), countText(written), "estimated");
 }
 
-/** OpenAI's usage object for the client: the upstream's detail fields and the draft's totals. */
-export function clientUsage(draft: CallDraft, usage: Usage | undefined) {
+/** The usage a client is told: the draft's figures (as charged) and what the upstream reported. */
+export function answerUsage(draft: CallDraft, reported: Usage | undefined): AnswerUsage {
   return {
-    ...usage?.details,
-    prompt_tokens: draft.promptTokens,
-    completion_tokens: draft.completionTokens,
-    total_tokens: draft.totalTokens,
-  };
-}
-
-/** OpenAI's usage object as the upstream reported it, for a usage chunk passed on. */
-export function openaiUsage(usage: Usage) {
-  return {
-    ...usage.details,
-    prompt_tokens: usage.prompt,
-    completion_tokens: usage.completion,
-    total_tokens: usage.prompt + usage.completion,
+    prompt: draft.promptTokens,
+    completion: draft.completionTokens,
+    cachedInput: draft.cachedTokens,
+    cacheWrite: draft.cacheWriteTokens,
+    reasoning: draft.reasoningTokens,
+    reported,
   };
 }

@@ -16,6 +16,7 @@ import * as attempts from "./migrations/008-attempts.ts";
 import * as overruns from "./migrations/009-overruns.ts";
 import * as sharedLedger from "./migrations/010-shared-ledger.ts";
 import * as prices from "./migrations/011-prices.ts";
+import * as clientApi from "./migrations/012-client-api.ts";
 import * as sharedMoney from "./migrations/015-shared-money.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   "009-overruns": overruns,
   "010-shared-ledger": sharedLedger,
   "011-prices": prices,
+  "012-client-api": clientApi,
   "015-shared-money": sharedMoney,
 };
 

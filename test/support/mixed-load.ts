@@ -10,7 +10,9 @@
 // usage, clients that hang up before the answer or after the first chunk, and calls to a
 // model whose first deployment always fails (answered after a failover, or straight by the
 // second once the first cools down). Small limits run out along the way, so over-limit and
-// over-quota refusals happen on their own.
+// over-quota refusals happen on their own. With `messagesShare`, that share of the requests
+// is sent as Anthropic Messages API calls instead (POST /v1/messages, translated to the
+// mock, or native to an Anthropic mock where it can play the kind), over the same keys.
 //
 // The invariants, for every key and account: the records' total_tokens add up to the stored
 // used_tokens, the ledger agrees with the store, nothing is reserved any more, and used stays
@@ -127,12 +129,17 @@ export function seedFrom(raw: string | undefined): number {
 export interface LoadConfigOptions {
   /** the small plan's quota */
   smallPlanQuota: number;
+  /** an Anthropic mock: the model NATIVE_MODEL on it, for Messages API calls sent natively */
+  anthropic?: MockUpstream;
   /** upstream timeouts, small so that hangs and stalls end fast */
   timeouts?: { connect_ms: number; first_byte_ms: number; idle_ms: number; total_ms: number };
   logLevel?: ConfigInput["log_level"];
 }
 
 export const FAST_TIMEOUTS = { connect_ms: 1_000, first_byte_ms: 400, idle_ms: 400, total_ms: 5_000 };
+
+/** The model on the Anthropic mock (LoadConfigOptions.anthropic), which Messages calls reach natively. */
+export const NATIVE_MODEL = "claude-load";
 
 /** Overrides for startTestGateway: short upstream timeouts and a plan with a small quota. */
 /** USD per million tokens of the load's models. */
@@ -147,16 +154,35 @@ export function loadConfig(upstream: MockUpstream, options: LoadConfigOptions): 
   const providers = base.providers.map((p) => (p.type === "openai-compatible" ? { ...p, timeouts } : p));
   const mock = providers.find((p) => p.id === "mock");
   if (mock?.type !== "openai-compatible") throw new Error("the load needs the mock upstream's provider");
+  const native = options.anthropic ? [NATIVE_MODEL] : [];
   return {
     log_level: options.logLevel ?? "warn",
     providers: [
       ...providers,
       { ...mock, id: "mock-failing", headers: { "x-mock-directives": "mock:status=503" } },
+      ...(options.anthropic
+        ? [
+            {
+              id: "anthropic-mock",
+              type: "anthropic" as const,
+              base_url: options.anthropic.url,
+              api_key_env: "MOCK_UPSTREAM_KEY",
+              timeouts,
+            },
+          ]
+        : []),
     ],
     models: [
-      // Priced, so the books in money are checked beside the tokens: the two models at
-      // different prices, cache reads and writes priced apart from fresh input.
+      // Priced, so the books in money are checked beside the tokens: the models at different
+      // prices, cache reads and writes priced apart from fresh input.
       ...base.models.map((m) => (m.id === TEST_MODEL ? { ...m, pricing: LOAD_PRICES[TEST_MODEL] } : m)),
+      ...native.map((id) => ({
+        id,
+        provider: "anthropic-mock",
+        upstream_model: "claude-mock",
+        max_output_tokens: 256,
+        pricing: { input: 3, output: 15, cached_input: 0.3, cache_write: 3.75 },
+      })),
       {
         id: FAILOVER_MODEL,
         pricing: LOAD_PRICES[FAILOVER_MODEL],
@@ -170,8 +196,14 @@ export function loadConfig(upstream: MockUpstream, options: LoadConfigOptions): 
       },
     ],
     plans: [
-      ...base.plans.map((p) => (p.id === "default" ? { ...p, models: [...p.models!, FAILOVER_MODEL] } : p)),
-      { id: SMALL_PLAN, quota_tokens: options.smallPlanQuota, models: [TEST_MODEL, FAILOVER_MODEL] },
+      ...base.plans.map((p) =>
+        p.id === "default" ? { ...p, models: [...p.models!, FAILOVER_MODEL, ...native] } : p,
+      ),
+      {
+        id: SMALL_PLAN,
+        quota_tokens: options.smallPlanQuota,
+        models: [TEST_MODEL, FAILOVER_MODEL, ...native],
+      },
     ],
   };
 }
@@ -248,9 +280,14 @@ export async function createSubjects(gw: LoadTarget, options: SubjectOptions): P
 // Requests
 // ---------------------------------------------------------------------------
 
+/** The client API a request speaks. */
+export type LoadApi = "chat.completions" | "messages";
+
 export interface PlannedRequest {
   index: number;
   kind: RequestKind;
+  /** the client API it is sent in */
+  api: LoadApi;
   key: KeySubject;
   stream: boolean;
   body: Record<string, unknown>;
@@ -258,11 +295,54 @@ export interface PlannedRequest {
   abortAfterMs: number | undefined;
 }
 
+export interface PlanOptions {
+  /** the share (0 to 1) of the requests sent as Messages API calls; default none */
+  messagesShare?: number;
+  /** send the Messages calls that the Anthropic mock can play to NATIVE_MODEL (half of them) */
+  native?: boolean;
+}
+
+/** The kinds the Anthropic mock can play (it has no mock:no-usage or mock:hang-after). */
+const NATIVE_KINDS: ReadonlySet<RequestKind> = new Set<RequestKind>([
+  "json",
+  "stream",
+  "stream-usage",
+  "upstream-500",
+  "upstream-timeout",
+  "json-drop",
+  "stream-drop",
+  "abort-before-answer",
+]);
+
+/**
+ * Messages has no `seed`: a Messages request's index travels in `temperature` (index / this),
+ * which its record keeps as the seed of a chat request is kept.
+ */
+const INDEX_SCALE = 100_000;
+
+/** A chat request's body as the same request in the Messages API. */
+function messagesBody(index: number, chat: Record<string, unknown>, model: string): Record<string, unknown> {
+  const [system, user] = chat.messages as { content: string }[];
+  return {
+    model,
+    max_tokens: chat.max_tokens ?? chat.max_completion_tokens,
+    system: system!.content,
+    messages: [{ role: "user", content: user!.content }],
+    temperature: index / INDEX_SCALE,
+    ...(chat.stream ? { stream: true } : {}),
+  };
+}
+
 /**
  * The requests of one run, all drawn from the seed. The first two of every kind go to a
  * fully open key, so every kind happens at least twice however the limits run out.
  */
-export function planRequests(seed: number, count: number, subjects: Subjects): PlannedRequest[] {
+export function planRequests(
+  seed: number,
+  count: number,
+  subjects: Subjects,
+  options: PlanOptions = {},
+): PlannedRequest[] {
   const random = prng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
   const open = subjects.keys.filter((k) => k.open);
@@ -360,7 +440,12 @@ export function planRequests(seed: number, count: number, subjects: Subjects): P
     if (!kind.startsWith("abort") && (kind === "json" || kind === "stream") && random() < 0.15) body.n = 2;
     if (stream) body.stream = true;
     if (includeUsage !== undefined) body.stream_options = { include_usage: includeUsage };
-    planned.push({ index, kind, key, stream, body, abortAfterMs });
+    // (drawn only when Messages calls are asked for: a chat-only load's draws stay as they were)
+    if (options.messagesShare && random() < options.messagesShare) {
+      const native = options.native && NATIVE_KINDS.has(kind) && random() < 0.5;
+      const messages = messagesBody(index, body, native ? NATIVE_MODEL : model);
+      planned.push({ index, kind, api: "messages", key, stream, body: messages, abortAfterMs });
+    } else planned.push({ index, kind, api: "chat.completions", key, stream, body, abortAfterMs });
   }
   return planned;
 }
@@ -368,6 +453,7 @@ export function planRequests(seed: number, count: number, subjects: Subjects): P
 export interface Outcome {
   index: number;
   kind: RequestKind;
+  api: LoadApi;
   keyId: string;
   stream: boolean;
   /** the HTTP status, or "aborted" (the client hung up), or "failed" (the connection broke) */
@@ -440,6 +526,51 @@ function readSseText(text: string): {
   return { done, code, usageTotal, content };
 }
 
+/**
+ * A Messages API stream: complete once message_stop came; the error event's catalog code; the
+ * usage as the SDK adds it up (message_start's figures, overwritten by message_delta's).
+ */
+function readNamedSseText(text: string): {
+  done: boolean;
+  code: string | null;
+  usageTotal: number | null;
+  content: string;
+} {
+  let done = false;
+  let code: string | null = null;
+  let content = "";
+  let usage: Record<string, number> | undefined;
+  const complete = text.slice(0, text.lastIndexOf("\n\n") + 2);
+  for (const event of complete.split("\n\n")) {
+    const data = /^event: [a-z_]+\ndata: (.*)$/s.exec(event)?.[1];
+    if (data === undefined) continue;
+    try {
+      const parsed = JSON.parse(data);
+      if (parsed.type === "message_stop") done = true;
+      else if (parsed.type === "error") code ??= parsed.error?.details?.error_code ?? "error";
+      else if (parsed.type === "message_start") usage = { ...parsed.message.usage };
+      else if (parsed.type === "message_delta") {
+        for (const [k, v] of Object.entries(parsed.usage ?? {}))
+          if (typeof v === "number") usage = { ...usage, [k]: v };
+      } else if (parsed.type === "content_block_delta" && parsed.delta?.type === "text_delta")
+        content += parsed.delta.text;
+    } catch {
+      code ??= "unparsable_event";
+    }
+  }
+  return { done, code, usageTotal: done && usage ? messagesTotal(usage) : null, content };
+}
+
+/** The total a Messages API usage object adds up to: input, both cache figures, output. */
+function messagesTotal(u: Record<string, number | null | undefined>): number {
+  return (
+    (u.input_tokens ?? 0) +
+    (u.cache_creation_input_tokens ?? 0) +
+    (u.cache_read_input_tokens ?? 0) +
+    (u.output_tokens ?? 0)
+  );
+}
+
 /** The header that tells the gateway-side observer which planned request arrived. */
 export const INDEX_HEADER = "x-load-index";
 
@@ -498,6 +629,7 @@ export async function sendRequest(
   const outcome: Outcome = {
     index: req.index,
     kind: req.kind,
+    api: req.api,
     keyId: req.key.id,
     stream: req.stream,
     status: "failed",
@@ -523,11 +655,13 @@ export async function sendRequest(
     if (arrivals) cancelWait = arrivals.onArrival(req.index, arm);
     else arm();
   }
+  const messages = req.api === "messages";
+  const readSse = messages ? readNamedSseText : readSseText;
   try {
-    const res = await fetch(`${baseURL}/chat/completions`, {
+    const res = await fetch(`${baseURL}${messages ? "/messages" : "/chat/completions"}`, {
       method: "POST",
       headers: {
-        authorization: `Bearer ${req.key.secret}`,
+        ...(messages ? { "x-api-key": req.key.secret } : { authorization: `Bearer ${req.key.secret}` }),
         "content-type": "application/json",
         [INDEX_HEADER]: String(req.index),
       },
@@ -549,14 +683,14 @@ export async function sendRequest(
         if (done) break;
         text += decoder.decode(value, { stream: true });
         // abort-mid-stream: hang up once some content has arrived
-        if (req.kind === "abort-mid-stream" && readSseText(text).content) {
+        if (req.kind === "abort-mid-stream" && readSse(text).content) {
           controller.abort();
           await reader.read().catch(() => undefined);
           outcome.status = "aborted";
           break;
         }
       }
-      const parsed = readSseText(text);
+      const parsed = readSse(text);
       outcome.done = parsed.done;
       outcome.code = parsed.code;
       outcome.usageTotal = parsed.usageTotal;
@@ -564,9 +698,14 @@ export async function sendRequest(
     } else {
       const text = await res.text();
       try {
-        const parsed = JSON.parse(text) as { error?: { code?: string }; usage?: { total_tokens?: number } };
-        outcome.code = parsed.error ? (parsed.error.code ?? "error") : null;
-        if (typeof parsed.usage?.total_tokens === "number") outcome.usageTotal = parsed.usage.total_tokens;
+        const parsed = JSON.parse(text);
+        if (messages) {
+          outcome.code = parsed.type === "error" ? (parsed.error?.details?.error_code ?? "error") : null;
+          if (parsed.usage) outcome.usageTotal = messagesTotal(parsed.usage);
+        } else {
+          outcome.code = parsed.error ? (parsed.error.code ?? "error") : null;
+          if (typeof parsed.usage?.total_tokens === "number") outcome.usageTotal = parsed.usage.total_tokens;
+        }
       } catch {
         outcome.code = "unparsable_body";
       }
@@ -744,11 +883,13 @@ export async function waitForQuiet(
   return { quiet: false, open, records };
 }
 
+/** The index of the request a record belongs to: its seed, or a Messages call's temperature. */
 function seedOf(params: string | null): number | undefined {
   if (!params) return undefined;
   try {
-    const seed = (JSON.parse(params) as { seed?: unknown }).seed;
-    return typeof seed === "number" ? seed : undefined;
+    const { seed, temperature } = JSON.parse(params) as { seed?: unknown; temperature?: unknown };
+    if (typeof seed === "number") return seed;
+    return typeof temperature === "number" ? Math.round(temperature * INDEX_SCALE) : undefined;
   } catch {
     return undefined;
   }
@@ -990,7 +1131,7 @@ export async function checkInvariants(
     const claimed = new Set<string>();
     const unmatched: Outcome[] = [];
     for (const o of outcomes) {
-      const who = `request #${o.index} (${o.kind}, ${outcomeLabel(o)})`;
+      const who = `request #${o.index} (${o.api} ${o.kind}, ${outcomeLabel(o)})`;
       if (o.status === "failed") violations.push(`${who}: the connection broke without an answer`);
       const r = (o.requestId ? byId.get(o.requestId) : undefined) ?? bySeed.get(o.index);
       if (!r) {
@@ -1072,7 +1213,7 @@ export async function checkInvariants(
 // One whole run
 // ---------------------------------------------------------------------------
 
-export interface MixedLoadOptions extends SubjectOptions {
+export interface MixedLoadOptions extends SubjectOptions, PlanOptions {
   seed: number;
   requests: number;
   /** requests in flight at once (the number of requests: all at once) */
@@ -1095,7 +1236,7 @@ export interface MixedLoadResult {
 
 export async function runMixedLoad(target: LoadTarget, options: MixedLoadOptions): Promise<MixedLoadResult> {
   const subjects = await createSubjects(target, options);
-  const planned = planRequests(options.seed, options.requests, subjects);
+  const planned = planRequests(options.seed, options.requests, subjects, options);
   const books = target.books;
   const arrivals = new Arrivals();
   const unwatch = target.watch(arrivals);

@@ -20,6 +20,9 @@
  *   mock:tool           one `get_weather` tool call
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
  *   mock:cache          usage says 3 of the prompt tokens were cached
+ *   mock:reasoning      the answer reasons first, as vLLM, DeepSeek and SGLang report it:
+ *                       `reasoning_content` on the message (stream: its own deltas before the
+ *                       content), its words counted as completion and as reasoning_tokens
  *
  * Azure OpenAI mode (`azure: true`): the routes are Azure's,
  * `/openai/deployments/{deployment}/chat/completions?api-version=…` (a missing api-version is
@@ -270,7 +273,12 @@ interface Directives {
   blocked: boolean;
   filtered: boolean;
   errorEvent: boolean;
+  reasoning: boolean;
 }
+
+/** What `mock:reasoning` answers reason; three words, three reasoning tokens. */
+export const MOCK_REASONING = "Let me think.";
+const MOCK_REASONING_TOKENS = 3;
 
 const DIRECTIVE_RE = /(?<![\w-])mock:([a-z][a-z-]*)(?:=(\S+))?/g;
 
@@ -298,6 +306,7 @@ function parseDirectives(text: string): Directives {
     blocked: false,
     filtered: false,
     errorEvent: false,
+    reasoning: false,
   };
   if (text.indexOf("mock:") === -1) return d;
   DIRECTIVE_RE.lastIndex = 0;
@@ -353,6 +362,9 @@ function parseDirectives(text: string): Directives {
         break;
       case "error-event":
         d.errorEvent = true;
+        break;
+      case "reasoning":
+        d.reasoning = true;
         break;
     }
   }
@@ -484,13 +496,13 @@ function statusError(status: number, model: string): ErrorSpec {
   }
 }
 
-function usageObject(prompt: number, completion: number, cached = 0) {
+function usageObject(prompt: number, completion: number, cached = 0, reasoning = 0) {
   return {
     prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: prompt + completion,
+    completion_tokens: completion + reasoning,
+    total_tokens: prompt + completion + reasoning,
     prompt_tokens_details: { cached_tokens: cached },
-    completion_tokens_details: { reasoning_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: reasoning },
   };
 }
 
@@ -517,6 +529,8 @@ interface Plan {
   /** Azure: the prompt-filter frame opens the stream */
   azure: boolean;
   errorEvent: boolean;
+  /** reasoning tokens per choice (mock:reasoning), 0 when the answer does not reason */
+  reasoning: number;
 }
 
 function replyText(tokens: number, word: string | undefined): string {
@@ -563,6 +577,7 @@ function buildCompletionJson(plan: Plan): string {
         ],
       };
     }
+    if (plan.reasoning) message.reasoning_content = MOCK_REASONING;
     choices[i] = { index: i, message, logprobs: null, finish_reason: plan.finishReason };
   }
   const body: Record<string, unknown> = {
@@ -573,7 +588,13 @@ function buildCompletionJson(plan: Plan): string {
     system_fingerprint: SYSTEM_FINGERPRINT,
     choices,
   };
-  if (plan.usage) body.usage = usageObject(plan.promptTokens, plan.completionPerChoice * plan.n, plan.cached);
+  if (plan.usage)
+    body.usage = usageObject(
+      plan.promptTokens,
+      plan.completionPerChoice * plan.n,
+      plan.cached,
+      plan.reasoning * plan.n,
+    );
   return JSON.stringify(body);
 }
 
@@ -599,13 +620,21 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
     steps.push(`${open}data: ${AZURE_STREAM_ERROR}\n\n`);
     return { steps, contentSteps: 0 };
   }
+  // the reasoning comes first, as reasoning servers send it: before any content or tool call
+  const role = plan.reasoning ? "" : '"role":"assistant",';
+  if (plan.reasoning) {
+    const delta = `{"role":"assistant","content":null,"reasoning_content":${JSON.stringify(MOCK_REASONING)}}`;
+    for (let i = 0; i < n; i++) open += chunk(i, delta, "null");
+    steps.push(open);
+    open = "";
+  }
   for (let i = 0; i < n; i++) {
     let delta: string;
-    if (plan.kind === "text") delta = '{"role":"assistant","content":"","refusal":null}';
-    else if (plan.kind === "refusal") delta = '{"role":"assistant","content":null,"refusal":""}';
+    if (plan.kind === "text") delta = `{${role}"content":"","refusal":null}`;
+    else if (plan.kind === "refusal") delta = `{${role}"content":null,"refusal":""}`;
     else
       delta =
-        `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"${callId(plan, i)}",` +
+        `{${role}"content":null,"tool_calls":[{"index":0,"id":"${callId(plan, i)}",` +
         `"type":"function","function":{"name":"${TOOL_NAME}","arguments":""}}],"refusal":null}`;
     open += chunk(i, delta, "null");
   }
@@ -628,7 +657,7 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
     end +=
       `data: {"id":"${plan.id}","object":"chat.completion.chunk","created":${plan.created},` +
       `"model":${JSON.stringify(plan.model)},"system_fingerprint":"${SYSTEM_FINGERPRINT}","choices":[],` +
-      `"usage":${JSON.stringify(usageObject(plan.promptTokens, plan.completionPerChoice * n, plan.cached))}}\n\n`;
+      `"usage":${JSON.stringify(usageObject(plan.promptTokens, plan.completionPerChoice * n, plan.cached, plan.reasoning * n))}}\n\n`;
   }
   end += SSE_DONE;
   steps.push(end);
@@ -881,6 +910,7 @@ export function startMockUpstream(
       cached: d.cache ? Math.min(3, promptWords) : 0,
       azure,
       errorEvent: azure && d.errorEvent,
+      reasoning: d.reasoning ? MOCK_REASONING_TOKENS : 0,
     };
   }
 

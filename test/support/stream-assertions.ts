@@ -56,3 +56,28 @@ export function mockPromptTokens(messages: { content: string }[]): number {
     messages.reduce((n, m) => n + m.content.split(/\s+/).filter(Boolean).length, 0),
   );
 }
+
+/** One event of a stream whose events are named (Anthropic's Messages API). */
+export interface NamedEvent {
+  event: string;
+  data: any;
+}
+
+/**
+ * An SSE body of named events (`event: <type>` then `data: {…}`, the name repeating the data's
+ * `type`, as Anthropic frames them), keep-alive comments left out.
+ */
+export function parseNamedStream(text: string): NamedEvent[] {
+  assert.ok(text.endsWith("\n\n"), "the SSE body ends with a blank line");
+  return text
+    .slice(0, -2)
+    .split("\n\n")
+    .filter((e) => !e.startsWith(": "))
+    .map((e) => {
+      const m = /^event: ([a-z_]+)\ndata: (.*)$/s.exec(e);
+      assert.ok(m, `event framed as "event: …\\ndata: …": ${JSON.stringify(e)}`);
+      const data = JSON.parse(m[2]!);
+      assert.equal(data.type, m[1], "the event's name repeats its data's type");
+      return { event: m[1]!, data };
+    });
+}

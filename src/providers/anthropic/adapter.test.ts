@@ -17,9 +17,15 @@ import { GatewayError } from "../../errors/index.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../prompt-bound.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
-import { anthropicConfig } from "./config.ts";
+import { anthropicConfig, DEFAULT_ALLOWED_BETAS } from "./config.ts";
 import { anthropic } from "./index.ts";
-import { anthropicPromptBound, messagesBody, TOOL_PROMPT_TOKENS, thinkingBudget } from "./request.ts";
+import {
+  anthropicPromptBound,
+  messagesBody,
+  nativeMessagesBody,
+  TOOL_PROMPT_TOKENS,
+  thinkingBudget,
+} from "./request.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
 const KEY = "sk-ant-test-0123456789";
@@ -306,5 +312,117 @@ describe("the request", () => {
     const o = { ...DEFAULT_PROMPT_OVERHEADS };
     assert.equal(anthropicPromptBound(plain, o), promptUpperBound(plain, o));
     assert.equal(anthropicPromptBound(withTools, o), promptUpperBound(withTools, o) + TOOL_PROMPT_TOKENS);
+  });
+});
+
+describe("a Messages API client's call, sent natively", () => {
+  const messagesBody = {
+    model: "claude",
+    max_tokens: 4000,
+    system: [{ type: "text", text: "Be brief.", cache_control: { type: "ephemeral" } }],
+    thinking: { type: "enabled", budget_tokens: 3000 },
+    context_management: { edits: [] },
+    messages: [
+      { role: "user", content: "Hello" },
+      {
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "Thought about it.", signature: "c2lnbmF0dXJl" },
+          { type: "redacted_thinking", data: "b3BhcXVl" },
+          { type: "text", text: "Hi" },
+        ],
+      },
+      { role: "user", content: "Again" },
+    ],
+  };
+  const nativeCall = (
+    outputBound = 4000,
+    betas = "claude-code-20250219, not-allowed-2099-01-01,claude-code-20250219",
+  ) => ({
+    ...call({}, outputBound),
+    native: { api: "messages" as const, body: messagesBody, headers: { "anthropic-beta": betas } },
+  });
+
+  test("the body as it came, with the call's model and bound; only allowed betas; a beta field without its flag left out", () => {
+    const { body, betas } = nativeMessagesBody(
+      nativeCall(),
+      nativeCall().native,
+      true,
+      new Set(DEFAULT_ALLOWED_BETAS),
+    );
+    assert.equal(betas, "claude-code-20250219");
+    assert.equal(body.model, "claude-sonnet-4-5");
+    assert.equal(body.max_tokens, 4000);
+    assert.equal(body.stream, true);
+    assert.equal("context_management" in body, false);
+    assert.deepEqual(body.system, messagesBody.system);
+    assert.deepEqual(body.messages, messagesBody.messages);
+    assert.deepEqual(body.thinking, messagesBody.thinking);
+    const withFlag = nativeMessagesBody(
+      nativeCall(4000, "context-management-2025-06-27"),
+      nativeCall(4000, "context-management-2025-06-27").native,
+      false,
+      new Set(DEFAULT_ALLOWED_BETAS),
+    );
+    assert.deepEqual(withFlag.body.context_management, { edits: [] });
+    assert.equal("stream" in withFlag.body, false);
+    assert.equal(nativeMessagesBody(nativeCall(), nativeCall().native, false, new Set()).betas, undefined);
+  });
+
+  test("a thinking budget the reserved bound no longer fits is cut below it, or left out under the minimum", () => {
+    const cut = nativeMessagesBody(nativeCall(2000), nativeCall(2000).native, false, new Set());
+    assert.deepEqual(cut.body.thinking, { type: "enabled", budget_tokens: 1999 });
+    const none = nativeMessagesBody(nativeCall(1000), nativeCall(1000).native, false, new Set());
+    assert.equal("thinking" in none.body, false);
+  });
+
+  test("the prompt bound covers the thinking the native body carries beyond the canonical request", () => {
+    const o = { ...DEFAULT_PROMPT_OVERHEADS };
+    const c = nativeCall();
+    assert.equal(
+      anthropicPromptBound(c.request, o, c.native),
+      anthropicPromptBound(c.request, o) +
+        Buffer.byteLength("Thought about it.") +
+        Buffer.byteLength("b3BhcXVl"),
+    );
+  });
+
+  test("stream: every upstream event handed on in order with the chunks; none before the first block", async () => {
+    upstream.server.answer = sse(fixture("docs-thinking-stream.sse"));
+    const { chunks, error } = await drain(provider().stream(nativeCall()));
+    assert.equal(error, undefined);
+    const sent = upstream.server.received.at(-1)!;
+    assert.equal(sent.headers["anthropic-beta"], "claude-code-20250219");
+    assert.deepEqual((sent.body as any).messages, messagesBody.messages);
+    const names = chunks.flatMap((c) => (c.native ?? []).map((e) => e.event));
+    const upstreamNames = [
+      ...fixture("docs-thinking-stream.sse")
+        .toString("utf8")
+        .matchAll(/^event: (\w+)$/gm),
+    ].map((m) => m[1]);
+    assert.deepEqual(names, upstreamNames);
+    assert.deepEqual(
+      chunks[0]!.native!.map((e) => e.event),
+      ["message_start", "content_block_start"],
+      "the first chunk carries what came before it",
+    );
+    // thinking is canonical as reasoning, for review and estimates
+    const reasoning = chunks.map((c) => c.choices[0]?.delta.reasoning_content ?? "").join("");
+    assert.match(reasoning, /^Let me solve this step by step/);
+    assert.equal(textOf(chunks), "27 * 453 = 12,231");
+
+    upstream.server.answer = sse(fixture("docs-overloaded-error.sse"));
+    const overloaded = await drain(provider().stream(nativeCall()));
+    assert.equal(overloaded.chunks.length, 0, "an error after message_start is still an ordinary failure");
+    assert.ok(overloaded.error instanceof UpstreamError);
+  });
+
+  test("JSON: the upstream's message beside the canonical completion", async () => {
+    upstream.server.answer = (res) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(fixture("docs-message.json"));
+    const completion = await provider().complete(nativeCall());
+    assert.deepEqual(completion.native, JSON.parse(fixture("docs-message.json").toString("utf8")));
+    assert.equal(completion.choices[0]!.message.content, "Hi! My name is Claude.");
+    assert.equal("stream" in (upstream.server.received.at(-1)!.body as object), false);
   });
 });

@@ -1,11 +1,22 @@
 // Adapter for Anthropic's Messages API: OpenAI chat completions translated to /v1/messages
 // and the answers (whole or streamed) back into OpenAI's shapes, with Anthropic's usage in
-// our convention.
+// our convention. A call from a Messages API client (UpstreamCall.native) goes natively: its
+// own body is sent, and the upstream's message or events come back beside the canonical
+// translation (src/apis/types.ts).
 import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
-import type { Chunk, Completion, FinishReason, Provider, UpstreamCall, Usage } from "../types.ts";
+import type {
+  Chunk,
+  Completion,
+  FinishReason,
+  NativeEvent,
+  NativeRequest,
+  Provider,
+  UpstreamCall,
+  Usage,
+} from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { AnthropicConfig } from "./config.ts";
-import { anthropicPromptBound, messagesBody } from "./request.ts";
+import { anthropicPromptBound, messagesBody, nativeMessagesBody } from "./request.ts";
 import {
   type AnthropicUsage,
   anthropicError,
@@ -23,11 +34,13 @@ export class AnthropicProvider implements Provider {
   readonly #http: HttpUpstream;
   readonly #headers: Record<string, string>;
   readonly #dropUnsupported: boolean;
+  readonly #allowedBetas: ReadonlySet<string>;
 
   constructor(config: AnthropicConfig, env: Record<string, string | undefined>) {
     this.id = config.id;
     this.#http = new HttpUpstream(config);
     this.#dropUnsupported = config.drop_unsupported;
+    this.#allowedBetas = new Set(config.allowed_betas);
     this.#headers = upstreamHeaders(config, env, (key) => ({ "x-api-key": key }), {
       "anthropic-version": ANTHROPIC_VERSION,
     });
@@ -36,12 +49,16 @@ export class AnthropicProvider implements Provider {
   promptBound = anthropicPromptBound;
 
   async complete(call: UpstreamCall): Promise<Completion> {
-    const raw = await this.#http.json(await this.#post(call, this.#body(call, false)));
+    const native = nativeOf(call);
+    const { body, headers } = this.#request(call, native, false);
+    const raw = await this.#http.json(await this.#post(call, body, headers));
     const message = parseShape(messageSchema, raw, "the upstream's reply is not an Anthropic message");
     let text = "";
+    let thinking = "";
     const toolCalls: unknown[] = [];
     for (const block of message.content) {
       if (block.type === "text") text += block.text ?? "";
+      else if (block.type === "thinking" && typeof block.thinking === "string") thinking += block.thinking;
       else if (block.type === "tool_use")
         toolCalls.push({
           id: block.id,
@@ -62,23 +79,35 @@ export class AnthropicProvider implements Provider {
             content: text || (toolCalls.length ? null : ""),
             refusal: null,
             ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+            // the canonical place of reasoning, which review and estimates read (native calls only)
+            ...(native && thinking ? { reasoning_content: thinking } : {}),
           },
           logprobs: null,
           finish_reason: finishReason(message.stop_reason),
         },
       ],
       usage: message.usage ? readUsage(message.usage) : undefined,
+      ...(native ? { native: raw as Record<string, unknown> } : {}),
     };
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
-    return this.#chunks(call, this.#body(call, true));
+    const native = nativeOf(call);
+    const { body, headers } = this.#request(call, native, true);
+    return this.#chunks(call, body, headers, native !== undefined);
   }
 
-  async *#chunks(call: UpstreamCall, body: string): AsyncGenerator<Chunk> {
-    const state = new StreamState();
-    for await (const event of this.#http.events(await this.#post(call, body))) {
+  async *#chunks(
+    call: UpstreamCall,
+    body: string,
+    headers: Record<string, string>,
+    native: boolean,
+  ): AsyncGenerator<Chunk> {
+    const state = new StreamState(native);
+    /** native: the upstream's events not yet handed on with a chunk */
+    let pending: NativeEvent[] = [];
+    for await (const event of this.#http.events(await this.#post(call, body, headers))) {
       if (state.done) continue; // read on to the body's end: the connection is kept
       const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
       const parsed = parseShape(
@@ -87,23 +116,43 @@ export class AnthropicProvider implements Provider {
         "the upstream sent a stream event Anthropic does not define",
       );
       if (parsed.type === "error") throw anthropicError(undefined, raw);
-      yield* state.read(parsed);
+      if (!native) {
+        yield* state.read(parsed);
+        continue;
+      }
+      pending.push({ event: event.event ?? parsed.type, data: raw as Record<string, unknown> });
+      const chunks = [...state.read(parsed)];
+      // Nothing is handed on before the first content block (as for translated streams), so
+      // an error right after message_start is still an ordinary failure.
+      if (!chunks.length && !state.started) continue;
+      if (!chunks.length) chunks.push({ object: "chat.completion.chunk", choices: [] });
+      chunks.at(-1)!.native = pending;
+      pending = [];
+      yield* chunks;
     }
     if (!state.done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
   }
 
-  #body(call: UpstreamCall, stream: boolean): string {
-    return JSON.stringify(messagesBody(call, stream, this.#dropUnsupported));
+  /** The body and headers of a call: the native body when the client spoke Messages. */
+  #request(
+    call: UpstreamCall,
+    native: NativeRequest | undefined,
+    stream: boolean,
+  ): { body: string; headers: Record<string, string> } {
+    if (!native)
+      return {
+        body: JSON.stringify(messagesBody(call, stream, this.#dropUnsupported)),
+        headers: this.#headers,
+      };
+    const { body, betas } = nativeMessagesBody(call, native, stream, this.#allowedBetas);
+    return {
+      body: JSON.stringify(body),
+      headers: betas ? { ...this.#headers, "anthropic-beta": betas } : this.#headers,
+    };
   }
 
-  #post(call: UpstreamCall, body: string): Promise<Opened> {
-    return this.#http.post(
-      `${this.#http.basePath}/v1/messages`,
-      this.#headers,
-      body,
-      call.signal,
-      anthropicError,
-    );
+  #post(call: UpstreamCall, body: string, headers: Record<string, string>): Promise<Opened> {
+    return this.#http.post(`${this.#http.basePath}/v1/messages`, headers, body, call.signal, anthropicError);
   }
 
   async close(): Promise<void> {
@@ -113,13 +162,21 @@ export class AnthropicProvider implements Provider {
 
 type Event = ReturnType<typeof eventSchema.parse>;
 
+/** The Messages API body of a call from a Messages API client, which this adapter sends as it is. */
+function nativeOf(call: UpstreamCall): NativeRequest | undefined {
+  return call.native?.api === "messages" ? call.native : undefined;
+}
+
 /**
  * Anthropic's event sequence as OpenAI chunks. Nothing is yielded before the first content
  * block, so an overloaded `error` right after `message_start` is still an ordinary failure
  * (nothing reached the client). Usage: input figures arrive in message_start, and each
  * message_delta's counts are running totals: the last one seen is the figure, never a sum.
+ * For a native call, thinking is canonical too (`reasoning_content`), and any first block
+ * starts the answer, so that the thinking reaches the client as it comes.
  */
 class StreamState {
+  readonly #reasoning: boolean;
   done = false;
   #id: string | undefined;
   #model: string | undefined;
@@ -128,6 +185,15 @@ class StreamState {
   #started = false;
   /** content block index -> OpenAI tool-call index, for tool_use blocks */
   readonly #tools = new Map<number, number>();
+
+  constructor(reasoning: boolean) {
+    this.#reasoning = reasoning;
+  }
+
+  /** whether the answer began (its first chunk was yielded) */
+  get started(): boolean {
+    return this.#started;
+  }
 
   *read(event: Event): Generator<Chunk> {
     switch (event.type) {
@@ -149,7 +215,7 @@ class StreamState {
               { index, id: block.id, type: "function", function: { name: block.name ?? "", arguments: "" } },
             ],
           });
-        }
+        } else if (this.#reasoning && !this.#started) yield this.#chunk({ content: "" });
         return;
       }
       case "content_block_delta": {
@@ -159,8 +225,9 @@ class StreamState {
           const index = this.#tools.get(event.index);
           if (index !== undefined)
             yield this.#chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
-        }
-        // thinking_delta and signature_delta have no OpenAI place
+        } else if (this.#reasoning && delta?.type === "thinking_delta" && delta.thinking)
+          yield this.#chunk({ reasoning_content: delta.thinking });
+        // otherwise thinking_delta and signature_delta have no OpenAI place
         return;
       }
       case "message_delta":

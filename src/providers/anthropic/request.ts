@@ -14,7 +14,7 @@ import {
   toolChoice,
   unknownEffort,
 } from "../translate.ts";
-import type { UpstreamCall } from "../types.ts";
+import type { NativeRequest, UpstreamCall } from "../types.ts";
 
 export const PROVIDER = "Anthropic";
 
@@ -26,9 +26,67 @@ export const PROVIDER = "Anthropic";
  */
 export const TOOL_PROMPT_TOKENS = 346;
 
-/** The prompt part of the reservation: the shared bound plus what Anthropic adds. */
-export function anthropicPromptBound(request: ChatRequest, overheads: PromptOverheads): number {
-  return promptUpperBound(request, overheads) + (request.tools?.length ? TOOL_PROMPT_TOKENS : 0);
+/**
+ * The prompt part of the reservation: the shared bound plus what Anthropic adds, and, for a
+ * Messages API body sent as it is, what it carries that its canonical request does not: the
+ * thinking of earlier turns (read again inside a tool loop) and redacted thinking.
+ */
+export function anthropicPromptBound(
+  request: ChatRequest,
+  overheads: PromptOverheads,
+  native?: NativeRequest,
+): number {
+  const bound = promptUpperBound(request, overheads) + (request.tools?.length ? TOOL_PROMPT_TOKENS : 0);
+  return native?.api === "messages" ? bound + thinkingBytes(native.body) : bound;
+}
+
+/** The UTF-8 bytes of the thinking and redacted thinking a Messages body carries. */
+function thinkingBytes(body: Readonly<Record<string, unknown>>): number {
+  let n = 0;
+  for (const m of body.messages as { content: unknown }[]) {
+    if (!Array.isArray(m.content)) continue;
+    for (const b of m.content as Record<string, unknown>[]) {
+      if (b.type === "thinking") n += Buffer.byteLength(b.thinking as string, "utf8");
+      else if (b.type === "redacted_thinking") n += Buffer.byteLength(b.data as string, "utf8");
+    }
+  }
+  return n;
+}
+
+/** The body field each beta flag enables: without its flag, Anthropic refuses the field. */
+const BETA_FIELDS: Readonly<Record<string, string>> = {
+  context_management: "context-management-2025-06-27",
+};
+
+/**
+ * A Messages API client's body, as it came, for this upstream: the call's model and output
+ * bound (the reserved one; a thinking budget that no longer fits below it is cut, or left out
+ * under the minimum), and the client's `anthropic-beta` flags this provider allows. Thinking
+ * blocks, signatures and cache_control markers pass untouched.
+ */
+export function nativeMessagesBody(
+  call: UpstreamCall,
+  native: NativeRequest,
+  stream: boolean,
+  allowedBetas: ReadonlySet<string>,
+): { body: Record<string, unknown>; betas: string | undefined } {
+  const body: Record<string, unknown> = {
+    ...native.body,
+    model: call.upstreamModel,
+    max_tokens: call.outputBound,
+  };
+  if (stream) body.stream = true;
+  else delete body.stream;
+  const thinking = body.thinking as { type: string; budget_tokens?: number } | undefined;
+  if (thinking?.type === "enabled" && (thinking.budget_tokens ?? 0) >= call.outputBound) {
+    if (call.outputBound - 1 >= MIN_THINKING_BUDGET)
+      body.thinking = { ...thinking, budget_tokens: call.outputBound - 1 };
+    else delete body.thinking;
+  }
+  const asked = (native.headers["anthropic-beta"] ?? "").split(",").map((b) => b.trim());
+  const betas = [...new Set(asked.filter((b) => allowedBetas.has(b)))];
+  for (const [field, beta] of Object.entries(BETA_FIELDS)) if (!betas.includes(beta)) delete body[field];
+  return { body, betas: betas.length ? betas.join(",") : undefined };
 }
 
 /** Anthropic refuses a thinking budget under this ("budget_tokens" minimum, extended thinking docs). */

@@ -22,6 +22,7 @@ export type AnthropicUsage = z.output<typeof usageSchema>;
 export const blockSchema = z.looseObject({
   type: z.string(),
   text: z.string().optional().catch(undefined),
+  thinking: z.string().optional().catch(undefined),
   id: z.string().optional().catch(undefined),
   name: z.string().optional().catch(undefined),
   input: z.unknown().optional(),
@@ -49,6 +50,7 @@ export const eventSchema = z.looseObject({
       type: z.string().optional(),
       text: z.string().optional().catch(undefined),
       partial_json: z.string().optional().catch(undefined),
+      thinking: z.string().optional().catch(undefined),
       stop_reason: z.string().nullish().catch(undefined),
     })
     .optional()
