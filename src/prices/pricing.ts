@@ -127,18 +127,6 @@ export function costRule(
   return { fixed: fixed ? fixed + 3 : 0, perToken: rateAt(pricing.output, promptBound) * multiplier * 1_000 };
 }
 
-/** Nanodollars as a decimal number of dollars, for headers, the CLI and exports. */
-export function usd(nanodollars: number): number {
-  return nanodollars / 1e9;
-}
-
-/** Nanodollars as a dollar figure for people: exact, without trailing zeros ("0.0325", "5"). */
-export function formatUsd(nanodollars: number): string {
-  const sign = nanodollars < 0 ? "-" : "";
-  const n = Math.abs(Math.round(nanodollars));
-  const whole = Math.floor(n / 1e9);
-  const frac = String(n % 1e9)
-    .padStart(9, "0")
-    .replace(/0+$/, "");
-  return `${sign}${whole}${frac ? `.${frac}` : ""}`;
-}
+// Where the relay and the ledger found them first; the functions live in usd.ts, which the
+// console imports too.
+export { formatUsd, usd } from "./usd.ts";
