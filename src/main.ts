@@ -21,6 +21,7 @@ const USAGE = `usage: node src/main.ts <command> [--json]
   accounts list
   accounts show ID|NAME
   accounts set ID|NAME [--plan P] [--quota TOKENS|none] [--disabled true|false]
+                      [--budget-usd USD|none] [--budget-period month|none]
   keys create --account ID|NAME [--name LABEL] [--limit TOKENS]
   keys list --account ID|NAME
   keys show ID|NAME
@@ -28,6 +29,7 @@ const USAGE = `usage: node src/main.ts <command> [--json]
   keys enable ID|NAME
   keys set-limit ID|NAME TOKENS|none
   keys set-rate ID|NAME [--rpm N|plan] [--tpm N|plan]
+  keys set-budget ID|NAME USD|none [--period month|none]
   users create --account ID|NAME --email E [--role member|owner|admin] [--password P]
   users set-password EMAIL [--password P]
   users list [--account ID|NAME]

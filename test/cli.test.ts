@@ -65,9 +65,13 @@ async function fails(
   return r.json.error.message;
 }
 
-/** The configuration both the CLI and the running gateway use in these tests. */
+/**
+ * The configuration both the CLI and the running gateway use in these tests. demo is priced
+ * ($2 per million prompt tokens, $10 per million output tokens), so its calls cost money.
+ */
+const PRICING = { input: 2, output: 10 };
 const MODELS: ConfigInput["models"] = [
-  { id: "demo", provider: "demo", owned_by: "chat-gateway" },
+  { id: "demo", provider: "demo", owned_by: "chat-gateway", pricing: PRICING },
   { id: "demo-large", provider: "demo", owned_by: "chat-gateway" },
 ];
 const PLANS: ConfigInput["plans"] = [
@@ -81,6 +85,7 @@ models:
   - id: demo
     provider: demo
     owned_by: chat-gateway
+    pricing: { input: 2, output: 10 }
   - id: demo-large
     provider: demo
     owned_by: chat-gateway
@@ -399,6 +404,107 @@ describe("CLI on SQLite", () => {
     ]);
   });
 
+  test("money budgets: accounts set --budget-usd/--budget-period, keys set-budget; show and list print them", async () => {
+    const before = await ok(["accounts", "show", "acme"], env);
+    assert.deepEqual(
+      [before.budget_usd, before.budget_period, before.spent_usd, before.left_usd, before.budget_resets_at],
+      [null, "none", 0, null, null],
+    );
+    let a = await ok(["accounts", "set", "acme", "--budget-usd", "25", "--budget-period", "month"], env);
+    assert.equal(a.budget_usd, 25);
+    assert.equal(a.budget_period, "month");
+    assert.equal(a.spent_usd, 0);
+    assert.equal(a.left_usd, 25);
+    const now = new Date();
+    const nextMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
+    assert.equal(a.budget_resets_at, nextMonth);
+    // the amount alone keeps the period; the period alone keeps the amount
+    a = await ok(["accounts", "set", "acme", "--budget-usd", "0.000000001"], env);
+    assert.deepEqual([a.budget_usd, a.budget_period], [0.000000001, "month"]);
+    a = await ok(["accounts", "set", "acme", "--budget-period", "none"], env);
+    assert.deepEqual([a.budget_usd, a.budget_period, a.budget_resets_at], [0.000000001, "none", null]);
+    a = await ok(["accounts", "set", "acme", "--budget-usd", "1234567.123456789"], env);
+    assert.equal(a.budget_usd, 1234567.123456789);
+    const listed = (await ok(["accounts", "list"], env)).find((x: any) => x.name === "acme");
+    assert.equal(listed.budget_usd, 1234567.123456789);
+    a = await ok(["accounts", "set", "acme", "--budget-usd", "none"], env);
+    assert.deepEqual([a.budget_usd, a.budget_period, a.left_usd], [null, "none", null]);
+
+    let k = await ok(["keys", "set-budget", "laptop", "5", "--period", "month"], env);
+    assert.deepEqual(
+      [k.budget_usd, k.budget_period, k.spent_usd, k.left_usd, k.budget_resets_at],
+      [5, "month", 0, 5, nextMonth],
+    );
+    k = await ok(["keys", "set-budget", k.id, "7.25"], env);
+    assert.deepEqual([k.budget_usd, k.budget_period], [7.25, "month"], "the period stays");
+    const shown = await ok(["keys", "show", "laptop"], env);
+    assert.deepEqual([shown.budget_usd, shown.left_usd], [7.25, 7.25]);
+    const inList = (await ok(["keys", "list", "--account", "acme"], env)).find((x: any) => x.id === k.id);
+    assert.equal(inList.budget_usd, 7.25);
+
+    // the human lines say the same
+    const [showText, listText] = await Promise.all([
+      run(["keys", "show", "laptop"], env),
+      run(["keys", "list", "--account", "acme"], env),
+    ]);
+    const date = nextMonth.slice(0, 10);
+    assert.match(
+      showText.stdout,
+      new RegExp(`budget=\\$7\\.25/month  spent=\\$0  left=\\$7\\.25  resets=${date}`),
+    );
+    assert.match(listText.stdout, /laptop .*budget=\$7\.25\/month/);
+    k = await ok(["keys", "set-budget", "laptop", "none"], env);
+    assert.deepEqual([k.budget_usd, k.budget_period, k.budget_resets_at], [null, "none", null]);
+    assert.match((await run(["accounts", "show", "acme"], env)).stdout, /spent=\$0 {2}budget=none/);
+  });
+
+  test("money budgets: bad amounts and periods exit 2 naming the problem, and change nothing", async () => {
+    await ok(["keys", "set-budget", "laptop", "3"], env);
+    await Promise.all([
+      fails(["accounts", "set", "acme", "--budget-usd=-1"], env, 2, /--budget-usd must not be negative/),
+      fails(
+        ["accounts", "set", "acme", "--budget-usd", "1e3"],
+        env,
+        2,
+        /--budget-usd must be an amount of dollars/,
+      ),
+      fails(["accounts", "set", "acme", "--budget-usd", "0.0000000001"], env, 2, /more than 9 decimals/),
+      fails(["accounts", "set", "acme", "--budget-usd", "9000000.01"], env, 2, /at most 9000000/),
+      fails(["accounts", "set", "acme", "--budget-usd", "Infinity"], env, 2, /--budget-usd/),
+      fails(
+        ["accounts", "set", "acme", "--budget-period", "week"],
+        env,
+        2,
+        /--budget-period must be one of none, month/,
+      ),
+      // a period needs an amount to apply to
+      fails(
+        ["accounts", "set", "acme", "--budget-period", "month"],
+        env,
+        2,
+        /--budget-period: .*needs a budget amount/,
+      ),
+      fails(
+        ["keys", "set-budget", "laptop", "none", "--period", "month"],
+        env,
+        2,
+        /--period: .*needs a budget/,
+      ),
+      fails(["keys", "set-budget", "laptop", "--", "-5"], env, 2, /the budget must not be negative/),
+      fails(["keys", "set-budget", "laptop", "five"], env, 2, /the budget must be an amount of dollars/),
+      fails(["keys", "set-budget", "laptop", "1", "--period", "year"], env, 2, /--period must be one of/),
+      fails(["keys", "set-budget", "laptop"], env, 2, /USD\|none/),
+      fails(["keys", "set-budget", "nothing", "5"], env, 1, /nothing/),
+    ]);
+    const [acme, laptop] = await Promise.all([
+      ok(["accounts", "show", "acme"], env),
+      ok(["keys", "show", "laptop"], env),
+    ]);
+    assert.deepEqual([acme.budget_usd, acme.budget_period], [null, "none"]);
+    assert.deepEqual([laptop.budget_usd, laptop.budget_period], [3, "none"]);
+    await ok(["keys", "set-budget", "laptop", "none"], env);
+  });
+
   test("a key name shared by two keys is ambiguous (exit 1); ids still work", async () => {
     const [a, b] = await Promise.all([
       ok(["keys", "create", "--account", "acme", "--name", "twin"], env),
@@ -668,6 +774,40 @@ for (const kind of ["sqlite", "postgres"] as const) {
       assert.ok(spent > 0);
       assert.equal(key.used_tokens, spent, "the key's counter is the sum of the tokens its calls reported");
       assert.equal(account.used_tokens, key.used_tokens, "the account's only key");
+    });
+
+    test("the CLI shows what the key and the account spent, to the nanodollar", async () => {
+      const db = gw.gateway.deps.store.db;
+      const rows = await db
+        .selectFrom("call_records")
+        .select(["prompt_tokens", "completion_tokens", "cost_nanos", "cost_source", "public_model"])
+        .where("key_id", "=", keyId)
+        .where("status", "=", "ok")
+        .execute();
+      const demo = rows.filter((r) => r.public_model === "demo");
+      assert.ok(demo.length > 0);
+      // by hand: $2 and $10 per million tokens are 2,000 and 10,000 nanodollars a token
+      for (const r of demo) {
+        assert.equal(Number(r.cost_nanos), r.prompt_tokens * 2_000 + r.completion_tokens * 10_000);
+        assert.equal(r.cost_source, "config");
+      }
+      const spentNanos = rows.reduce((sum, r) => sum + Number(r.cost_nanos), 0);
+      assert.ok(spentNanos > 0);
+      const key = await ok(["keys", "show", keyId], env);
+      assert.equal(key.spent_usd, spentNanos / 1e9);
+      assert.equal((await ok(["accounts", "show", "live"], env)).spent_usd, spentNanos / 1e9);
+    });
+
+    test("a budget set by the CLI refuses the next call once spent; none lifts it", async () => {
+      const spent = (await ok(["keys", "show", keyId], env)).spent_usd as number;
+      assert.ok(spent > 0);
+      // a monthly budget of exactly what was spent leaves nothing
+      const limited = await ok(["keys", "set-budget", keyId, spent.toFixed(9), "--period", "month"], env);
+      assert.equal(limited.left_usd, 0);
+      const refused = await eventually("after keys set-budget", () => call(), code(429, "budget_exceeded"));
+      assert.match(refused.body.error.message, /API key's budget/);
+      await ok(["keys", "set-budget", keyId, "none"], env);
+      await works("after keys set-budget none");
     });
   });
 }

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { updateAccount } from "../src/accounts/repository.ts";
+import { formatUsd } from "../src/prices/usd.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "../src/records/days.ts";
 import { RECORD_FIELDS } from "../src/records/queries.ts";
 import type { CallRecord } from "../src/records/writer.ts";
@@ -17,6 +18,7 @@ import {
   startTestGateway,
   TEST_MODEL,
   type TestGateway,
+  testConfig,
 } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { storeSuite } from "./support/postgres.ts";
@@ -41,6 +43,20 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 3));
 
 /** the mock counts prompt tokens as whitespace-separated words */
 const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+
+/**
+ * TEST_MODEL's prices in these tests, USD per million tokens: per token, 2,000 nanodollars of
+ * fresh prompt, 500 of cache reads and 8,000 of output. demo stays unpriced.
+ */
+const PRICING = { input: 2, cached_input: 0.5, output: 8 };
+/** A call's cost by hand, in nanodollars. */
+const costOf = (prompt: number, completion: number, cached = 0) =>
+  (prompt - cached) * 2_000 + cached * 500 + completion * 8_000;
+
+/** Start of the next UTC month: when a monthly budget set now resets. */
+function nextMonth(now = new Date()): number {
+  return Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+}
 
 /** RFC 4180: quoted fields, doubled quotes, CRLF between records. */
 function parseCsv(text: string): string[][] {
@@ -148,14 +164,14 @@ for (const store of STORES) {
       secret: string,
       content: string,
       model = TEST_MODEL,
-    ): Promise<{ status: number; id: string }> {
+    ): Promise<{ status: number; id: string; code?: string }> {
       const res = await fetch(`${gw.baseURL}/chat/completions`, {
         method: "POST",
         headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
         body: JSON.stringify({ model, messages: [{ role: "user", content }], temperature: 0.5 }),
       });
-      await res.arrayBuffer();
-      return { status: res.status, id: res.headers.get("x-request-id")! };
+      const body = (await res.json()) as any;
+      return { status: res.status, id: res.headers.get("x-request-id")!, code: body?.error?.code };
     }
 
     async function v1Status(secret: string): Promise<{ status: number; code?: string }> {
@@ -166,7 +182,10 @@ for (const store of STORES) {
 
     before(async () => {
       upstream = await startMockUpstream({ apiKey: "sk-upstream-secret-123" });
-      gw = await startTestGateway({ upstream, store });
+      const models = testConfig(upstream).models.map((m) =>
+        m.id === TEST_MODEL ? { ...m, pricing: PRICING } : m,
+      );
+      gw = await startTestGateway({ upstream, store, config: { models } });
       acme = await gw.account("acme");
       other = await gw.account("other");
       ops = await gw.account("ops");
@@ -436,6 +455,24 @@ for (const store of STORES) {
         assert.equal(row.key_prefix, key.secret.slice(0, row.key_prefix.length));
         assert.equal(row.key_name, "app-one");
         assert.equal(row.calls, 3);
+        // what the calls cost, by hand (the failed one nothing), in the day's row and in today
+        const cost =
+          costOf(words("hello overview mock:tokens=5"), 5) +
+          costOf(words("second call here mock:tokens=3"), 3);
+        assert.equal(cost, 78_000);
+        assert.equal(row.cost_nanos, cost);
+        assert.equal(today.cost_nanos, cost);
+        // no budget: spent in total, nothing left to count, no reset
+        assert.deepEqual(
+          [
+            account.budget_nanos,
+            account.budget_period,
+            account.spent_nanos,
+            account.left_nanos,
+            account.budget_resets_at,
+          ],
+          [null, "none", cost, null, null],
+        );
         // the chart covers 30 days: older aggregates are left out
         const db = gw.gateway.deps.store.db;
         await db
@@ -546,16 +583,32 @@ for (const store of STORES) {
         assert.equal(res.body.data.length, 1);
         const k = res.body.data[0];
         assert.deepEqual(Object.keys(k).sort(), [
+          "budget_nanos",
+          "budget_period",
+          "budget_resets_at",
           "created_at",
           "disabled",
           "id",
+          "left_nanos",
           "limit_tokens",
           "name",
           "prefix",
+          "spent_nanos",
           "used_tokens",
         ]);
         assert.equal(k.id, key.id);
         assert.equal(k.used_tokens, (await gw.recorded("key_id", key.id)).tokens);
+        const spent = await gw.gateway.deps.store.db
+          .selectFrom("call_records")
+          .select((eb) => eb.fn.sum<number>("cost_nanos").as("cost"))
+          .where("key_id", "=", key.id)
+          .executeTakeFirstOrThrow();
+        assert.ok(Number(spent.cost) > 0);
+        assert.equal(
+          k.spent_nanos,
+          Number(spent.cost),
+          "the key's spending is the sum of its records' costs",
+        );
         assert.ok(!JSON.stringify(res.body).includes(key.secret));
       });
 
@@ -759,6 +812,16 @@ for (const store of STORES) {
         assert.deepEqual(r.params, JSON.parse(stored.params!));
         assert.equal(r.params.temperature, 0.5);
         assert.equal(r.safety_categories, null);
+        // its cost by hand, with the token kinds it was computed from
+        assert.deepEqual(
+          [r.cached_tokens, r.cache_write_tokens, r.reasoning_tokens, r.cost_nanos, r.cost_source],
+          [0, 0, 0, costOf(r.prompt_tokens, 4), "config"],
+        );
+        assert.equal(r.cost_nanos, Number(stored.cost_nanos));
+        assert.equal(r.cost_usd, r.cost_nanos / 1e9);
+        const unpriced = res.body.data.find((x: any) => x.request_id === today[2]);
+        assert.equal(unpriced.model, "demo");
+        assert.deepEqual([unpriced.cost_nanos, unpriced.cost_usd, unpriced.cost_source], [0, 0, "unpriced"]);
         const failed = res.body.data.find((x: any) => x.request_id === today[3]);
         assert.equal(failed.http_status, 502);
         assert.equal(failed.error_code, "upstream_error");
@@ -766,6 +829,7 @@ for (const store of STORES) {
         const unknownModel = res.body.data.find((x: any) => x.request_id === today[4]);
         assert.equal(unknownModel.http_status, 404);
         assert.equal(unknownModel.error_code, "model_not_found");
+        assert.deepEqual([unknownModel.cost_nanos, unknownModel.cost_source], [0, null]);
       });
 
       test("filters by key, model and status; keyset pages cover the view exactly once", async () => {
@@ -930,6 +994,10 @@ for (const store of STORES) {
               params: '{"note":"line\\nbreak, and \\"quotes\\""}',
               status: "error",
               safety_categories: '["violence","-x"]',
+              // $0.00000015: String() would write 1.5e-7
+              cost_nanos: 150,
+              cost_source: "table",
+              cached_tokens: 2,
             }),
           )
           .execute();
@@ -951,11 +1019,24 @@ for (const store of STORES) {
         rows.forEach((row, i) => {
           assert.deepEqual(
             row,
-            RECORD_FIELDS.map((f) => csvText(view[i][f])),
+            // dollars as the exact decimal of the nanodollars, never in exponent form
+            RECORD_FIELDS.map((f) =>
+              f === "cost_usd" ? formatUsd(view[i].cost_nanos) : csvText(view[i][f]),
+            ),
             `row ${i}`,
           );
         });
         const injected = rows.find((r) => r[0] === "req_injection00001")!;
+        const cell = (f: (typeof RECORD_FIELDS)[number]) => injected[RECORD_FIELDS.indexOf(f)];
+        assert.deepEqual(
+          [cell("cost_usd"), cell("cost_nanos"), cell("cost_source"), cell("cached_tokens")],
+          ["0.00000015", "150", "table", "2"],
+        );
+        const priced = rows.find((r) => r[0] === today[0])!;
+        assert.equal(
+          priced[RECORD_FIELDS.indexOf("cost_usd")],
+          formatUsd(costOf(words("one mock:tokens=4"), 4)),
+        );
         assert.equal(injected[RECORD_FIELDS.indexOf("model")], `'=HYPERLINK("http://evil","x"),more`);
         assert.equal(injected[RECORD_FIELDS.indexOf("error_code")], "'+cmd|' /C calc'!A0");
         assert.deepEqual(JSON.parse(injected[RECORD_FIELDS.indexOf("params")]!), {
@@ -1274,6 +1355,12 @@ for (const store of STORES) {
         for (const who of [member, owner]) {
           refused(await get("/admin/accounts", who), 403, "console_forbidden");
           refused(await get("/admin/users", who), 403, "console_forbidden");
+          refused(await get("/admin/keys", who), 403, "console_forbidden");
+          refused(
+            await call("PATCH", `/admin/keys/${key.id}`, { cookie: who.cookie, body: { budget_nanos: 1 } }),
+            403,
+            "console_forbidden",
+          );
           refused(
             await call("POST", "/admin/accounts", { cookie: who.cookie, body: { name: "x" } }),
             403,
@@ -1367,6 +1454,198 @@ for (const store of STORES) {
           "invalid_request",
           "name",
         );
+      });
+
+      describe("money budgets", () => {
+        let spender: string;
+        let spenderOwner: ConsoleSession;
+        let wallet: { id: string; secret: string };
+        /** what the key spent, by hand */
+        let spent = 0;
+
+        before(async () => {
+          spender = await gw.account("spender");
+          spenderOwner = await gw.consoleUser(spender, { role: "owner" });
+          wallet = await gw.key(spender, { name: "wallet" });
+          secrets.push(wallet.secret, spenderOwner.password, spenderOwner.cookie.split("=")[1]!);
+          // seven prompt tokens, three of them cache reads, and ten of output
+          const content = "pay for these five words mock:tokens=10 mock:cache";
+          const paid = await chat(wallet.secret, content);
+          assert.equal(paid.status, 200);
+          spent = costOf(words(content), 10, 3);
+          assert.equal(spent, 4 * 2_000 + 3 * 500 + 10 * 8_000);
+          const record = (await get("/records", spenderOwner)).body.data[0];
+          assert.deepEqual(
+            [record.request_id, record.cached_tokens, record.cost_nanos, record.cost_usd, record.cost_source],
+            [paid.id, 3, spent, 0.0000895, "config"],
+          );
+        });
+
+        test("an admin sets a key's budget: the key's views show spent, left and the reset date", async () => {
+          const listed = await get(`/admin/keys?account=${spender}`, admin);
+          assert.equal(listed.status, 200, listed.text);
+          assert.deepEqual(
+            listed.body.data.map((k: any) => [
+              k.id,
+              k.account_id,
+              k.account_name,
+              k.spent_nanos,
+              k.budget_nanos,
+            ]),
+            [[wallet.id, spender, "spender", spent, null]],
+          );
+          const all = await get("/admin/keys", admin);
+          assert.ok(all.body.data.some((k: any) => k.id === key.id && k.account_name === "acme"));
+          assert.ok(!JSON.stringify(all.body).includes(wallet.secret));
+
+          const res = await call("PATCH", `/admin/keys/${wallet.id}`, {
+            cookie: admin.cookie,
+            body: { budget_nanos: 5_000_000_000, budget_period: "month" },
+          });
+          assert.equal(res.status, 200, res.text);
+          const expected = {
+            budget_nanos: 5_000_000_000,
+            budget_period: "month",
+            spent_nanos: spent,
+            left_nanos: 5_000_000_000 - spent,
+            budget_resets_at: nextMonth(),
+          };
+          const pick = (k: any) => Object.fromEntries(Object.keys(expected).map((f) => [f, k[f]]));
+          assert.deepEqual(pick(res.body.key), expected);
+          assert.equal(res.body.key.account_name, "spender");
+          // the owner's keys page reads the same
+          const mine = (await get("/keys", spenderOwner)).body.data.find((k: any) => k.id === wallet.id);
+          assert.deepEqual(pick(mine), expected);
+          // the amount alone keeps the period; the period alone keeps the amount
+          let patched = await call("PATCH", `/admin/keys/${wallet.id}`, {
+            cookie: admin.cookie,
+            body: { budget_nanos: 7 },
+          });
+          assert.deepEqual([patched.body.key.budget_nanos, patched.body.key.budget_period], [7, "month"]);
+          assert.equal(patched.body.key.left_nanos, 0, "never below 0");
+          patched = await call("PATCH", `/admin/keys/${wallet.id}`, {
+            cookie: admin.cookie,
+            body: { budget_period: "none" },
+          });
+          assert.deepEqual(
+            [
+              patched.body.key.budget_nanos,
+              patched.body.key.budget_period,
+              patched.body.key.budget_resets_at,
+            ],
+            [7, "none", null],
+          );
+          patched = await call("PATCH", `/admin/keys/${wallet.id}`, {
+            cookie: admin.cookie,
+            body: { budget_nanos: null },
+          });
+          assert.deepEqual(
+            [patched.body.key.budget_nanos, patched.body.key.left_nanos, patched.body.key.spent_nanos],
+            [null, null, spent],
+          );
+        });
+
+        test("an admin sets an account's budget with its other settings; the overview shows it", async () => {
+          const res = await call("PATCH", `/admin/accounts/${spender}`, {
+            cookie: admin.cookie,
+            body: { quota_tokens: 5000, budget_nanos: 25_000_000_000, budget_period: "month" },
+          });
+          assert.equal(res.status, 200, res.text);
+          assert.equal(res.body.account.quota_tokens, 5000);
+          const overview = (await get("/overview", spenderOwner)).body;
+          assert.deepEqual(
+            [
+              overview.account.budget_nanos,
+              overview.account.budget_period,
+              overview.account.spent_nanos,
+              overview.account.left_nanos,
+              overview.account.budget_resets_at,
+            ],
+            [25_000_000_000, "month", spent, 25_000_000_000 - spent, nextMonth()],
+          );
+          assert.equal(overview.today.cost_nanos, spent);
+          const listed = (await get("/admin/accounts", admin)).body.data.find((a: any) => a.id === spender);
+          assert.equal(listed.left_nanos, 25_000_000_000 - spent);
+          const cleared = await call("PATCH", `/admin/accounts/${spender}`, {
+            cookie: admin.cookie,
+            body: { budget_nanos: null, quota_tokens: null },
+          });
+          assert.deepEqual(
+            [
+              cleared.body.account.budget_nanos,
+              cleared.body.account.budget_period,
+              cleared.body.account.left_nanos,
+            ],
+            [null, "none", null],
+          );
+        });
+
+        test("a budget set in the console refuses the next call on /v1 at once; removing it lifts that", async () => {
+          for (const [path, body] of [
+            [`/admin/keys/${wallet.id}`, { budget_nanos: spent, budget_period: "month" }],
+            [`/admin/accounts/${spender}`, { budget_nanos: spent }],
+          ] as const) {
+            const set = await call("PATCH", path, { cookie: admin.cookie, body });
+            assert.equal(set.status, 200, set.text);
+            try {
+              // no wait: this instance dropped its key cache
+              const refusedCall = await chat(wallet.secret, "one more mock:tokens=1");
+              assert.deepEqual([refusedCall.status, refusedCall.code], [429, "budget_exceeded"], path);
+            } finally {
+              const lifted = await call("PATCH", path, {
+                cookie: admin.cookie,
+                body: { budget_nanos: null },
+              });
+              assert.equal(lifted.status, 200);
+            }
+          }
+          const again = await chat(wallet.secret, "and now mock:tokens=1");
+          assert.equal(again.status, 200);
+        });
+
+        test("bad budgets are 400s naming the field, and change nothing", async () => {
+          const bad: [string, unknown, string][] = [
+            [`/admin/keys/${wallet.id}`, { budget_nanos: -1 }, "budget_nanos"],
+            [`/admin/keys/${wallet.id}`, { budget_nanos: 1.5 }, "budget_nanos"],
+            [`/admin/keys/${wallet.id}`, { budget_nanos: "5" }, "budget_nanos"],
+            [`/admin/keys/${wallet.id}`, { budget_nanos: 9_000_000_000_000_001 }, "budget_nanos"],
+            [`/admin/keys/${wallet.id}`, { budget_period: "week" }, "budget_period"],
+            // a period needs an amount to apply to
+            [`/admin/keys/${wallet.id}`, { budget_period: "month" }, "budget_period"],
+            [`/admin/keys/${wallet.id}`, { budget_nanos: null, budget_period: "month" }, "budget_period"],
+            [`/admin/keys/${wallet.id}`, { limit_tokens: 5 }, "limit_tokens"],
+            [`/admin/accounts/${spender}`, { budget_nanos: -5 }, "budget_nanos"],
+            [`/admin/accounts/${spender}`, { budget_period: "month" }, "budget_period"],
+            [`/admin/accounts/${spender}`, { budget_usd: 5 }, "budget_usd"],
+          ];
+          for (const [path, body, param] of bad)
+            refused(await call("PATCH", path, { cookie: admin.cookie, body }), 400, "invalid_request", param);
+          refused(
+            await call("PATCH", `/admin/keys/${wallet.id}`, { cookie: admin.cookie, body: {} }),
+            400,
+            "invalid_request",
+          );
+          refused(await get("/admin/keys?bogus=1", admin), 400, "invalid_request", "bogus");
+          refused(
+            await call("PATCH", "/admin/keys/key_nope", { cookie: admin.cookie, body: { budget_nanos: 1 } }),
+            404,
+            "not_found",
+          );
+          // owners manage their keys, but not their budgets
+          refused(
+            await call("PATCH", `/keys/${wallet.id}`, {
+              cookie: spenderOwner.cookie,
+              body: { budget_nanos: 1 },
+            }),
+            400,
+            "invalid_request",
+            "budget_nanos",
+          );
+          const k = (await get(`/admin/keys?account=${spender}`, admin)).body.data[0];
+          assert.deepEqual([k.budget_nanos, k.budget_period], [null, "none"]);
+          const a = (await get("/admin/accounts", admin)).body.data.find((x: any) => x.id === spender);
+          assert.deepEqual([a.budget_nanos, a.budget_period], [null, "none"]);
+        });
       });
 
       test("users: list, create (e-mail unique, role, password rules), change role, password, disable", async () => {

@@ -2,8 +2,10 @@
 // or the one the @sparticuz/chromium dev dependency ships) driven by playwright-core,
 // against a real gateway (SQLite store, the built console in dist/console) in front of the
 // mock upstream. An owner logs in, creates a key, uses it through /v1 with the openai SDK,
-// finds the calls in Today, exports them as CSV, reports a problem from a record; an admin
-// (second browser context) answers the ticket and the owner sees the answer. Every page is
+// finds the calls and their cost in Today, exports them as CSV, reports a problem from a
+// record; an admin (second browser context) answers the ticket and the owner sees the answer;
+// the admin gives the key and the account money budgets, the owner sees them, and the key is
+// refused once its budget is spent. Every page is
 // captured at 1280 and 390 px into test-output/console-screenshots/ (not committed), and
 // none may overflow horizontally at 390 px.
 import assert from "node:assert/strict";
@@ -23,7 +25,7 @@ import {
 import { createUser } from "../src/accounts/users.ts";
 import { CONSOLE_CSP, CONSOLE_DIST } from "../src/http/console-static.ts";
 import { findChromium } from "./support/chromium.ts";
-import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
+import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 
 /**
@@ -44,6 +46,16 @@ const CHROMIUM_FLAGS = [
 const SHOTS = fileURLToPath(new URL("../test-output/console-screenshots/", import.meta.url));
 const WIDE = { width: 1280, height: 800 };
 const NARROW = { width: 390, height: 844 };
+
+/**
+ * TEST_MODEL's prices here, USD per million tokens: 2,000 nanodollars a prompt token and
+ * 8,000 an output token. The first call (6 prompt words, 7 output tokens) costs 68,000.
+ */
+const PRICING = { input: 2, output: 8 };
+const OK_CALL_NANOS = 6 * 2_000 + 7 * 8_000;
+/** How the console (en-US) writes a date of a UTC day. */
+const utcDate = (ms: number) =>
+  new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeZone: "UTC" }).format(new Date(ms));
 
 const OWNER = { email: "owner@acme.test", password: "owner-password-1234" };
 const ADMIN = { email: "admin@gateway.test", password: "admin-password-1234" };
@@ -194,7 +206,10 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
       throw new Error("The console is not built: run `npm run build:console` first (`npm test` does).");
     mkdirSync(SHOTS, { recursive: true });
     upstream = await startMockUpstream();
-    gw = await startTestGateway({ upstream });
+    const models = testConfig(upstream).models.map((m) =>
+      m.id === TEST_MODEL ? { ...m, pricing: PRICING } : m,
+    );
+    gw = await startTestGateway({ upstream, config: { models } });
     const db = gw.gateway.deps.store.db;
     accountId = await gw.account("Acme");
     const operators = await gw.account("Gateway operators");
@@ -350,14 +365,18 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     assert.equal(cells[4], stored.prompt_tokens.toLocaleString("en-US"));
     assert.equal(cells[5], "7");
     assert.equal(cells[6], stored.total_tokens.toLocaleString("en-US"));
-    assert.match(cells[7]!, /ok/);
-    assert.match(cells[9]!, new RegExp(okCall));
+    // the cost, by hand: 6 prompt and 7 output tokens at $2 and $8 per million
+    assert.equal(Number(stored.cost_nanos), OK_CALL_NANOS);
+    assert.equal(cells[7], "$0.000068");
+    assert.match(cells[8]!, /ok/);
+    assert.match(cells[10]!, new RegExp(okCall));
     const failed = owner.locator(`tr[data-request-id="${failedCall}"]`);
     await failed.waitFor();
     const failedStored = await gw.record(failedCall);
     const failedCells = await failed.locator("td").allInnerTexts();
+    assert.equal(failedCells[7], "$0.00");
     assert.match(
-      failedCells[7]!,
+      failedCells[8]!,
       new RegExp(`${failedStored.status}\\s+${failedStored.http_status} ${failedStored.error_code}`),
     );
     // the status filter narrows the view to the failed call
@@ -404,9 +423,56 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
       assert.equal(Number(r[column("created_at")]), Number(stored.created_at));
     }
     assert.equal(JSON.parse(byId.get(okCall)![column("params")]!).temperature, 0.3);
+    // cost (dollars, exact, and nanodollars), where the prices came from, and the token kinds
+    const ok = byId.get(okCall)!;
+    assert.deepEqual(
+      [
+        "cost_usd",
+        "cost_nanos",
+        "cost_source",
+        "cached_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+      ].map((f) => ok[column(f)]),
+      ["0.000068", String(OK_CALL_NANOS), "config", "0", "0", "0"],
+    );
+    const failed = byId.get(failedCall)!;
+    assert.deepEqual([failed[column("cost_usd")], failed[column("cost_nanos")]], ["0", "0"]);
+  });
+
+  test("a record's details say what it cost, from which prices, and its token kinds", async () => {
+    await owner
+      .locator(`tr[data-request-id="${okCall}"]`)
+      .getByRole("button", { name: `Details of ${okCall}` })
+      .click();
+    const detail = owner.getByRole("dialog", { name: "Call record" });
+    await detail.waitFor();
+    assert.equal(await detail.locator('[data-field="Cost"]').innerText(), "$0.000068");
+    assert.equal(await detail.locator('[data-field="Prices"]').innerText(), "the model's configured prices");
+    assert.match(
+      await detail.locator('[data-field="Of which"]').innerText(),
+      /^0 cache reads, 0 cache writes \(of the input\); 0 reasoning \(of the output\)$/,
+    );
+    await owner.screenshot({ path: join(SHOTS, "record-detail-1280.png") });
+    await owner.keyboard.press("Escape");
+    await detail.waitFor({ state: "hidden" });
+  });
+
+  test("the overview charts cost as well as tokens, and says what today cost", async () => {
+    await go(owner, "Overview");
+    assert.equal(await owner.getByTestId("budget").locator(".stat-value").innerText(), "$0.000068");
+    const legend = owner.getByRole("list", { name: "Chart legend, by key" });
+    assert.match(await legend.innerText(), /e2e-app[\s\S]*tokens/);
+    await owner.getByRole("radio", { name: "Cost" }).check();
+    assert.match(await legend.innerText(), /e2e-app\s*\$0\.000068/);
+    assert.match(
+      (await owner.locator("figure.chart svg title").first().textContent()) ?? "",
+      /^Cost per UTC day .*\$0\.000068 in total/,
+    );
   });
 
   test("Last year lists calls that consumed tokens, so not the failed one", async () => {
+    await go(owner, "Call records");
     await owner.getByRole("tab", { name: "Last year" }).click();
     await owner.locator(`tr[data-request-id="${okCall}"]`).waitFor();
     assert.equal(new URL(owner.url()).searchParams.get("view"), "year");
@@ -490,6 +556,80 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     assert.match(await thread.innerText(), /nothing was charged beyond the prompt/);
     assert.match(await thread.innerText(), /Support/);
     assert.match(await owner.locator(".ticket-meta").innerText(), /Answered/);
+  });
+
+  test("an admin gives the key a monthly budget of what it spent: the owner sees it, and /v1 refuses the key", async () => {
+    const resets = utcDate(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 1, 1));
+    await go(admin, "Administration");
+    await admin
+      .getByRole("navigation", { name: "Administration" })
+      .getByRole("link", { name: "Keys" })
+      .click();
+    await settled(admin);
+    const row = admin.getByRole("row").filter({ hasText: "e2e-app" });
+    assert.match(await row.innerText(), /Acme[\s\S]*\$0\.000068\s+all time[\s\S]*none/);
+    await row.getByRole("button", { name: /^Budget/ }).click();
+    const dialog = admin.getByRole("dialog", { name: /^Budget of sk-/ });
+    // what the form refuses never reaches the server
+    await dialog.getByLabel("Budget (USD)").fill("-1");
+    await dialog.getByRole("button", { name: "Save budget" }).click();
+    await dialog.getByRole("alert").filter({ hasText: "The budget must not be negative" }).waitFor();
+    await dialog.getByLabel("Budget (USD)").fill("0.000068");
+    await dialog.getByLabel("Resets").selectOption("month");
+    await dialog.getByRole("button", { name: "Save budget" }).click();
+    await admin.getByRole("status").filter({ hasText: "saved" }).waitFor();
+    await admin.getByRole("row").filter({ hasText: "/ month" }).waitFor();
+    assert.match(
+      await row.innerText(),
+      new RegExp(
+        `\\$0\\.000068\\s+this month[\\s\\S]*\\$0\\.000068 / month\\s+\\$0\\.00 left\\s+resets ${resets}\\s`,
+      ),
+    );
+    const stored = await gw.gateway.deps.store.db
+      .selectFrom("api_keys")
+      .select(["budget_nanos", "budget_period"])
+      .where("id", "=", keyId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([Number(stored.budget_nanos), stored.budget_period], [OK_CALL_NANOS, "month"]);
+
+    await go(owner, "Keys");
+    const mine = owner.getByRole("row").filter({ hasText: "e2e-app" });
+    await mine.getByText("/ month").waitFor();
+    assert.match(await mine.innerText(), new RegExp(`\\$0\\.00 left\\s+resets ${resets}`));
+    assert.match(await mine.innerText(), /\$0\.000068\s+this month/);
+
+    const client = new OpenAI({ apiKey: secret, baseURL: gw.baseURL, maxRetries: 0 });
+    const refused = await client.chat.completions
+      .create({ model: TEST_MODEL, messages: [{ role: "user", content: "one more" }], max_tokens: 5 })
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    assert.ok(refused instanceof APIError, String(refused));
+    assert.equal(refused.status, 429);
+    assert.equal(refused.code, "budget_exceeded");
+    assert.match(refused.message, /API key's budget/);
+  });
+
+  test("an admin gives the account a monthly budget; the owner's overview shows what is left and the reset", async () => {
+    const resets = utcDate(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 1, 1));
+    await go(admin, "Administration");
+    const row = admin.getByRole("row").filter({ hasText: "Acme" });
+    await row.getByRole("button", { name: /^Edit/ }).click();
+    const edit = admin.getByRole("dialog", { name: "Edit Acme" });
+    await edit.getByLabel("Budget (USD)").fill("25");
+    await edit.getByLabel("Resets").selectOption("month");
+    await edit.getByRole("button", { name: "Save" }).click();
+    await admin.getByRole("status").filter({ hasText: "Account Acme saved" }).waitFor();
+    await row.getByText("$25.00 / month").waitFor();
+    await go(owner, "Overview");
+    const budget = owner.getByTestId("budget");
+    assert.equal(await budget.locator(".stat-value").innerText(), "$24.999932 left");
+    assert.equal(
+      await budget.locator("p.small").innerText(),
+      `$0.000068 spent of $25.00 this month; resets ${resets}, 00:00 UTC`,
+    );
+    await owner.screenshot({ path: join(SHOTS, "overview-budget-1280.png") });
   });
 
   test("a member sees the account but no owner actions", async () => {
@@ -622,7 +762,26 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     };
     answered["reset password"] = await answeredAfter(gw, admin, enterTwice);
     await admin.getByRole("status").filter({ hasText: "Password of dora@northwind.test reset" }).waitFor();
+    await admin
+      .getByRole("navigation", { name: "Administration" })
+      .getByRole("link", { name: "Keys" })
+      .click();
+    await settled(admin);
+    await admin
+      .getByRole("row")
+      .filter({ hasText: "e2e-app" })
+      .getByRole("button", { name: /^Budget/ })
+      .click();
+    const keyBudget = admin.getByRole("dialog", { name: /^Budget of sk-/ });
+    await keyBudget.getByLabel("Budget (USD)").fill("0.0001");
+    answered["key budget"] = await answeredAfter(
+      gw,
+      admin,
+      doubleClick(keyBudget.getByRole("button", { name: "Save budget" })),
+    );
+    await admin.getByRole("status").filter({ hasText: "saved" }).waitFor();
     assert.deepEqual(answered, {
+      "key budget": 1,
       "create account": 1,
       "edit account": 1,
       "create user": 1,
@@ -653,6 +812,7 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     for (const [path, name] of ownerPages) await capture(owner, path, name);
     const adminPages: [string, string][] = [
       ["/admin/accounts", "admin-accounts"],
+      ["/admin/keys", "admin-keys"],
       ["/admin/users", "admin-users"],
       ["/admin/tickets", "admin-tickets"],
     ];

@@ -1,5 +1,6 @@
 // The gateway as an operator runs it: a child process started like `npm start`, first-start
-// key, /healthz, /readyz, /metrics, and a graceful SIGTERM.
+// key, /healthz, /readyz, /metrics, and a graceful SIGTERM; and the cost counters /metrics
+// carries, against a gateway in this process.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -7,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, it } from "node:test";
+import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 
 const MAIN = join(import.meta.dirname, "..", "src", "main.ts");
@@ -253,5 +255,83 @@ describe("a crash right after a response", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("cost counters on /metrics", () => {
+  let upstream: MockUpstream;
+  let gw: TestGateway;
+
+  before(async () => {
+    upstream = await startMockUpstream();
+    const base = testConfig(upstream);
+    gw = await startTestGateway({
+      upstream,
+      config: {
+        // $3 a million fresh prompt tokens, $0.30 cache reads, $15 output; the plan pays 80 %
+        models: base.models.map((m) =>
+          m.id === TEST_MODEL ? { ...m, pricing: { input: 3, cached_input: 0.3, output: 15 } } : m,
+        ),
+        plans: base.plans.map((p) => (p.id === "default" ? { ...p, price_multiplier: 0.8 } : p)),
+      },
+    });
+  });
+  after(async () => {
+    await gw?.close();
+    await upstream?.close();
+  });
+
+  /** The value of one sample of /metrics, or undefined when it has none. */
+  async function sample(name: string, labels: string): Promise<number | undefined> {
+    const text = await (await fetch(`${gw.origin}/metrics`)).text();
+    const line = text.split("\n").find((l) => l.startsWith(`${name}{${labels}} `));
+    return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+
+  async function chat(secret: string, model: string, content: string, stream = false): Promise<void> {
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ model, stream, messages: [{ role: "user", content }] }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.text();
+  }
+
+  it("gateway_cost_usd_total{model} and gateway_account_cost_usd_total{account} move by each call's cost", async () => {
+    const account = await gw.account("metered");
+    const key = await gw.key(account);
+    const byModel = `model="${TEST_MODEL}"`;
+    const byAccount = `account="${account}"`;
+    assert.equal(await sample("gateway_cost_usd_total", byModel), undefined, "nothing charged yet");
+
+    // 7 prompt tokens (the mock counts words), 3 of them cache reads, and 10 output tokens:
+    // (4 × $3 + 3 × $0.30 + 10 × $15) per million × 0.8 = $0.00013032
+    await chat(key.secret, TEST_MODEL, "pay for these five words mock:tokens=10 mock:cache");
+    const first = 130_320;
+    assert.equal(await sample("gateway_cost_usd_total", byModel), first / 1e9);
+    assert.equal(await sample("gateway_account_cost_usd_total", byAccount), first / 1e9);
+
+    // streamed, 2 prompt tokens and 5 output: (2 × $3 + 5 × $15) per million × 0.8 = $0.0000648
+    await chat(key.secret, TEST_MODEL, "again mock:tokens=5", true);
+    const second = 64_800;
+    // the counters add dollars as floats; the records hold the exact nanodollars
+    assert.equal(await sample("gateway_cost_usd_total", byModel), first / 1e9 + second / 1e9);
+    assert.equal(await sample("gateway_account_cost_usd_total", byAccount), first / 1e9 + second / 1e9);
+    const charged = await gw.gateway.deps.store.db
+      .selectFrom("call_records")
+      .select("cost_nanos")
+      .where("account_id", "=", account)
+      .orderBy("created_at")
+      .execute();
+    assert.deepEqual(
+      charged.map((r) => Number(r.cost_nanos)),
+      [first, second],
+    );
+
+    // an unpriced model costs nothing and moves no cost counter
+    await chat(key.secret, "demo", "free mock:tokens=3");
+    assert.equal(await sample("gateway_cost_usd_total", 'model="demo"'), undefined);
+    assert.equal(await sample("gateway_account_cost_usd_total", byAccount), first / 1e9 + second / 1e9);
   });
 });

@@ -1,8 +1,11 @@
 // How numbers and times read in the console: thousands separators, the browser's own time
-// zone, and UTC days where the contract counts in them; and token counts as typed in forms.
+// zone, and UTC days where the contract counts in them; dollars from the API's nanodollars;
+// and token counts and dollar amounts as typed in forms.
+import { formatUsd, parseUsd, UsdInputError } from "../../src/prices/usd.ts";
 
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+const compactUsd = new Intl.NumberFormat(undefined, { notation: "compact", maximumSignificantDigits: 3 });
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
 const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" });
 const shortDateTime = new Intl.DateTimeFormat(undefined, {
@@ -18,6 +21,19 @@ const dayLong = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZo
 
 export const fmtInt = (n: number | null | undefined): string =>
   n === null || n === undefined || !Number.isFinite(Number(n)) ? "–" : integer.format(Number(n));
+
+/**
+ * Nanodollars as dollars, exactly and with at least cents: "$1,234.50", "$0.00007" (a call
+ * often costs less than a cent). The same digits the CLI prints (src/prices/usd.ts).
+ */
+export function fmtUsd(nanos: number | null | undefined): string {
+  if (nanos === null || nanos === undefined || !Number.isFinite(Number(nanos))) return "–";
+  const [whole = "0", frac = ""] = formatUsd(Number(nanos)).split(".");
+  return `$${integer.format(Number(whole))}.${frac.padEnd(2, "0")}`;
+}
+
+/** for chart axes in dollars: $0.0012, $3.5K (rounded: the exact figures are in the table) */
+export const fmtUsdCompact = (nanos: number): string => `$${compactUsd.format(nanos / 1e9)}`;
 
 /** for chart axes: 12K, 1.5M */
 export const fmtCompact = (n: number): string => compact.format(n);
@@ -83,6 +99,30 @@ export function parseTokenCount(text: string): number | null | "invalid" {
   if (digits === "") return null;
   return /^\d+$/.test(digits) ? Number(digits) : "invalid";
 }
+
+/**
+ * A dollar amount typed into a form (a budget): "25", "0.50", "$5", at most 9 decimals, in
+ * nanodollars. Empty is null: no budget. Anything else throws the reason, for the form.
+ */
+export function parseUsdAmount(text: string, what: string): number | null {
+  if (text.trim() === "") return null;
+  try {
+    return parseUsd(text);
+  } catch (err) {
+    if (err instanceof UsdInputError) throw new Error(`${what} ${err.message}; leave it empty for none.`);
+    throw err;
+  }
+}
+
+/** An amount as a form shows it for editing: exact dollars, no "$" or separators ("25", "0.5"). */
+export const usdInputValue = (nanos: number): string => formatUsd(nanos);
+
+/**
+ * When a monthly budget resets (Unix ms, always 00:00 UTC on the 1st): "Dec 1, 2026, 00:00 UTC",
+ * or for a table cell only the (UTC) day.
+ */
+export const fmtResets = (ms: number, time = true): string =>
+  `${fmtDayLong(new Date(ms).toISOString().slice(0, 10))}${time ? ", 00:00 UTC" : ""}`;
 
 export const keyLabel = (prefix: string | null | undefined, name: string | null | undefined): string =>
   prefix ? `${prefix}…${name ? ` ${name}` : ""}` : "no key";

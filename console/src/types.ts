@@ -6,6 +6,10 @@ export { ROLES } from "../../src/accounts/roles.ts";
 export type {
   AccountAnswer,
   AccountView,
+  AdminKeyAnswer,
+  AdminKeyView,
+  BudgetPeriod,
+  BudgetView,
   CallRecordView,
   CallStatus,
   DailyRow,
@@ -32,5 +36,6 @@ export type {
   UserAnswer,
   UserView,
 } from "../../src/http/routes/console/views.ts";
+export { BUDGET_PERIODS } from "../../src/prices/period.ts";
 export { CALL_STATUSES } from "../../src/records/outcomes.ts";
 export { TICKET_STATUSES } from "../../src/tickets/kinds.ts";

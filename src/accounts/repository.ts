@@ -390,3 +390,22 @@ export async function setBudget(
     return true;
   });
 }
+
+/**
+ * Every live key with its account's name (only one account's, or one key, when the filter
+ * says so), by account name and then age: the administrators' list of keys and budgets.
+ */
+export async function listEveryKey(
+  db: Db,
+  filter: { accountId?: string | undefined; keyId?: string | undefined } = {},
+): Promise<(ApiKey & { account_name: string })[]> {
+  let q = db
+    .selectFrom("api_keys as k")
+    .innerJoin("accounts as a", "a.id", "k.account_id")
+    .select(keyColumns.map((c) => `k.${c}` as const))
+    .select("a.name as account_name")
+    .where("k.deleted_at", "is", null);
+  if (filter.accountId !== undefined) q = q.where("k.account_id", "=", filter.accountId);
+  if (filter.keyId !== undefined) q = q.where("k.id", "=", filter.keyId);
+  return q.orderBy("a.name").orderBy("k.created_at").orderBy("k.id").execute();
+}

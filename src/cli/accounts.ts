@@ -5,10 +5,12 @@ import {
   findAccount,
   listAccounts,
   listKeys,
+  setBudget,
   updateAccount,
 } from "../accounts/repository.ts";
 import type { Config } from "../config/schema.ts";
 import { safetySettings } from "../safety/policy.ts";
+import { budgetView, describeBudget, nextBudget, parseBudget, parsePeriod } from "./budget.ts";
 import { type CliContext, parseBool, parseTokens, print, UsageError } from "./context.ts";
 import { describeWindows, liveView } from "./live.ts";
 
@@ -23,6 +25,7 @@ export function accountView(config: Config, a: Account) {
     quota_source: a.quota_tokens === null ? "plan" : "account",
     used_tokens: a.used_tokens,
     remaining_tokens: Math.max(0, quota - a.used_tokens),
+    ...budgetView(a),
     disabled: a.disabled === 1,
     created_at: new Date(a.created_at).toISOString(),
     safety: {
@@ -55,10 +58,10 @@ function checkPlan(config: Config, plan: string | undefined): void {
     );
 }
 
-function human(v: ReturnType<typeof accountView>): string {
+function human(v: ReturnType<typeof accountView>, a: Account): string {
   const safety = v.safety.enabled ? `on (${v.safety.streaming})` : "off";
   const source = v.safety.setting === "inherit" ? "" : " by account";
-  return `${v.id}  ${v.name}  plan=${v.plan}  quota=${v.quota_tokens} (${v.quota_source})  used=${v.used_tokens}  remaining=${v.remaining_tokens}  safety=${safety}${source}${v.disabled ? "  DISABLED" : ""}`;
+  return `${v.id}  ${v.name}  plan=${v.plan}  quota=${v.quota_tokens} (${v.quota_source})  used=${v.used_tokens}  remaining=${v.remaining_tokens}  ${describeBudget(a)}  safety=${safety}${source}${v.disabled ? "  DISABLED" : ""}`;
 }
 
 export async function accountsCommand(ctx: CliContext, args: string[]): Promise<void> {
@@ -79,12 +82,15 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
         quota_tokens: parseTokens(values.quota, "--quota") ?? null,
       });
       const v = accountView(ctx.config, account);
-      return print(ctx, v, () => `created account ${human(v)}`);
+      return print(ctx, v, () => `created account ${human(v, account)}`);
     }
     case "list": {
       parseArgs({ args: rest, options: {}, strict: true });
-      const views = (await listAccounts(db)).map((a) => accountView(ctx.config, a));
-      return print(ctx, views, () => (views.length ? views.map(human).join("\n") : "no accounts"));
+      const accounts = await listAccounts(db);
+      const views = accounts.map((a) => accountView(ctx.config, a));
+      return print(ctx, views, () =>
+        views.length ? views.map((v, i) => human(v, accounts[i]!)).join("\n") : "no accounts",
+      );
     }
     case "show": {
       const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
@@ -106,7 +112,7 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
         ctx,
         v,
         () =>
-          `${human(v)}  reserved=${v.reserved_tokens}  keys=${v.keys}\n  rate: ${describeWindows(v.rate_windows, limits ?? {})}`,
+          `${human(v, account)}  reserved=${v.reserved_tokens}  keys=${v.keys}\n  rate: ${describeWindows(v.rate_windows, limits ?? {})}`,
       );
     }
     case "set": {
@@ -118,6 +124,8 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
           disabled: { type: "string" },
           safety: { type: "string" },
           "safety-streaming": { type: "string" },
+          "budget-usd": { type: "string" },
+          "budget-period": { type: "string" },
         },
         allowPositionals: true,
         strict: true,
@@ -135,17 +143,26 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
       if (safety !== undefined) changes.safety = safety;
       const streaming = choice(values["safety-streaming"], "--safety-streaming", STREAMING_VALUES);
       if (streaming !== undefined) changes.safety_streaming = streaming;
-      if (!Object.keys(changes).length)
+      const budgetNanos =
+        values["budget-usd"] === undefined ? undefined : parseBudget(values["budget-usd"], "--budget-usd");
+      const period = parsePeriod(values["budget-period"], "--budget-period");
+      const budget =
+        budgetNanos === undefined && period === undefined
+          ? undefined
+          : nextBudget(account, { nanos: budgetNanos, period }, "--budget-period");
+      if (!Object.keys(changes).length && !budget)
         throw new UsageError(
-          "accounts set needs --plan, --quota, --disabled, --safety or --safety-streaming",
+          "accounts set needs --plan, --quota, --disabled, --safety, --safety-streaming, --budget-usd or --budget-period",
         );
       if (safety === "on" && !ctx.config.safety.reviewers.length)
         throw new UsageError(
           "--safety on needs at least one reviewer under safety.reviewers in the configuration; without one every call would fail closed",
         );
-      await updateAccount(db, account.id, changes);
-      const v = accountView(ctx.config, await findAccount(db, account.id));
-      return print(ctx, v, () => `updated account ${human(v)}`);
+      if (Object.keys(changes).length) await updateAccount(db, account.id, changes);
+      if (budget) await setBudget(db, "accounts", account.id, budget.nanos, budget.period);
+      const updated = await findAccount(db, account.id);
+      const v = accountView(ctx.config, updated);
+      return print(ctx, v, () => `updated account ${human(v, updated)}`);
     }
     default:
       throw new UsageError(`unknown command "accounts ${sub ?? ""}" (create, list, show, set)`);

@@ -1,5 +1,14 @@
 import { parseArgs } from "node:util";
-import { type ApiKey, createKey, findAccount, findKey, listKeys, updateKey } from "../accounts/repository.ts";
+import {
+  type ApiKey,
+  createKey,
+  findAccount,
+  findKey,
+  listKeys,
+  setBudget,
+  updateKey,
+} from "../accounts/repository.ts";
+import { budgetView, describeBudget, nextBudget, parseBudget, parsePeriod } from "./budget.ts";
 import { type CliContext, parseTokens, print, UsageError } from "./context.ts";
 import { describeWindows, liveView } from "./live.ts";
 
@@ -12,6 +21,7 @@ export function keyView(k: ApiKey) {
     limit_tokens: k.limit_tokens,
     used_tokens: k.used_tokens,
     remaining_tokens: k.limit_tokens === null ? null : Math.max(0, k.limit_tokens - k.used_tokens),
+    ...budgetView(k),
     disabled: k.disabled === 1,
     /** the key's own rate limits; null: the plan's apply */
     rpm_limit: k.rpm_limit,
@@ -41,8 +51,8 @@ async function keyDetail(ctx: CliContext, k: ApiKey) {
   };
 }
 
-function humanDetail(v: Awaited<ReturnType<typeof keyDetail>>): string {
-  return `${human(v)}  reserved=${v.reserved_tokens}\n  rate: ${describeWindows(v.rate_windows, {
+function humanDetail(v: Awaited<ReturnType<typeof keyDetail>>, k: ApiKey): string {
+  return `${human(v, k)}  reserved=${v.reserved_tokens}\n  rate: ${describeWindows(v.rate_windows, {
     rpm: v.rate_limits.rpm ?? undefined,
     tpm: v.rate_limits.tpm ?? undefined,
   })}`;
@@ -57,10 +67,10 @@ function parseRate(value: string | undefined, flag: string): number | null | und
   return n;
 }
 
-function human(v: ReturnType<typeof keyView>): string {
+function human(v: ReturnType<typeof keyView>, k: ApiKey): string {
   const limit =
     v.limit_tokens === null ? "limit=none" : `limit=${v.limit_tokens}  remaining=${v.remaining_tokens}`;
-  return `${v.id}  ${v.prefix}…  ${v.name ?? "(no name)"}  used=${v.used_tokens}  ${limit}${v.disabled ? "  DISABLED" : ""}`;
+  return `${v.id}  ${v.prefix}…  ${v.name ?? "(no name)"}  used=${v.used_tokens}  ${limit}  ${describeBudget(k)}${v.disabled ? "  DISABLED" : ""}`;
 }
 
 function one(positionals: string[], usage: string): string {
@@ -90,23 +100,24 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
         ctx,
         v,
         () =>
-          `created key ${human(keyView(key))}\n\n  ${secret}\n\nThe secret is shown this once; store it now.`,
+          `created key ${human(keyView(key), key)}\n\n  ${secret}\n\nThe secret is shown this once; store it now.`,
       );
     }
     case "list": {
       const { values } = parseArgs({ args: rest, options: { account: { type: "string" } }, strict: true });
       if (!values.account) throw new UsageError("keys list needs --account ID|NAME");
       const account = await findAccount(db, values.account);
-      const views = (await listKeys(db, account.id)).map(keyView);
-      return print(ctx, views, () => (views.length ? views.map(human).join("\n") : "no keys"));
+      const keys = await listKeys(db, account.id);
+      const views = keys.map(keyView);
+      return print(ctx, views, () =>
+        views.length ? views.map((v, i) => human(v, keys[i]!)).join("\n") : "no keys",
+      );
     }
     case "show": {
       const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
-      const v = await keyDetail(
-        ctx,
-        await findKey(db, one(positionals, "keys show needs the key's id or name")),
-      );
-      return print(ctx, v, () => humanDetail(v));
+      const key = await findKey(db, one(positionals, "keys show needs the key's id or name"));
+      const v = await keyDetail(ctx, key);
+      return print(ctx, v, () => humanDetail(v, key));
     }
     case "set-rate": {
       const { values, positionals } = parseArgs({
@@ -124,16 +135,18 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
         ...(rpm === undefined ? {} : { rpm_limit: rpm }),
         ...(tpm === undefined ? {} : { tpm_limit: tpm }),
       });
-      const v = await keyDetail(ctx, await findKey(db, key.id));
-      return print(ctx, v, () => `updated key ${humanDetail(v)}`);
+      const updated = await findKey(db, key.id);
+      const v = await keyDetail(ctx, updated);
+      return print(ctx, v, () => `updated key ${humanDetail(v, updated)}`);
     }
     case "disable":
     case "enable": {
       const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
       const key = await findKey(db, one(positionals, `keys ${sub} needs the key's id or name`));
       await updateKey(db, key.id, { disabled: sub === "disable" });
-      const v = keyView(await findKey(db, key.id));
-      return print(ctx, v, () => `${sub}d key ${human(v)}`);
+      const updated = await findKey(db, key.id);
+      const v = keyView(updated);
+      return print(ctx, v, () => `${sub}d key ${human(v, updated)}`);
     }
     case "set-limit": {
       const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
@@ -141,12 +154,31 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
         throw new UsageError("keys set-limit needs the key's id or name and TOKENS|none");
       const key = await findKey(db, positionals[0]!);
       await updateKey(db, key.id, { limit_tokens: parseTokens(positionals[1], "the limit", true) ?? null });
-      const v = keyView(await findKey(db, key.id));
-      return print(ctx, v, () => `updated key ${human(v)}`);
+      const updated = await findKey(db, key.id);
+      const v = keyView(updated);
+      return print(ctx, v, () => `updated key ${human(v, updated)}`);
+    }
+    case "set-budget": {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        options: { period: { type: "string" } },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (positionals.length !== 2)
+        throw new UsageError("keys set-budget needs the key's id or name and USD|none");
+      const nanos = parseBudget(positionals[1]!, "the budget");
+      const period = parsePeriod(values.period, "--period");
+      const key = await findKey(db, positionals[0]!);
+      const budget = nextBudget(key, { nanos, period }, "--period");
+      await setBudget(db, "api_keys", key.id, budget.nanos, budget.period);
+      const updated = await findKey(db, key.id);
+      const v = await keyDetail(ctx, updated);
+      return print(ctx, v, () => `updated key ${humanDetail(v, updated)}`);
     }
     default:
       throw new UsageError(
-        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit, set-rate)`,
+        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit, set-rate, set-budget)`,
       );
   }
 }

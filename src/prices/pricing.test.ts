@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Usage } from "../providers/types.ts";
-import { costBound, costOf, flatRate, type Pricing, rateAt, UNPRICED, usd } from "./pricing.ts";
+import { costOf, costRule, flatRate, type Pricing, rateAt, UNPRICED } from "./pricing.ts";
+import { usd } from "./usd.ts";
 
 const usage = (u: Partial<Usage>): Usage => ({
   prompt: 0,
@@ -61,26 +62,40 @@ describe("costOf", () => {
   });
 });
 
-describe("costBound", () => {
-  test("covers any split of the prompt into fresh, cached and written tokens", () => {
-    const bound = costBound(10_000, 500, sonnet);
-    for (const [cachedInput, cacheWrite] of [
-      [0, 0],
-      [10_000, 0],
-      [0, 10_000],
-      [3_000, 7_000],
-    ])
-      assert.ok(
-        costOf(usage({ prompt: 10_000, cachedInput, cacheWrite, completion: 500 }), sonnet).total <= bound,
-      );
-    assert.equal(
-      bound,
-      10_000 * 3.75 * 1_000 + 500 * 15 * 1_000,
-      "the cache-write price is the dearest input",
-    );
+describe("costRule", () => {
+  const bound = (prompt: number, output: number, pricing: Pricing, multiplier = 1) => {
+    const rule = costRule(prompt, pricing, multiplier);
+    return rule.fixed + Math.ceil(output * rule.perToken);
+  };
+
+  test("covers any split of the prompt into fresh, cached and written tokens, at any multiplier", () => {
+    for (const multiplier of [1, 0.8, 1 / 3])
+      for (const [cachedInput, cacheWrite] of [
+        [0, 0],
+        [10_000, 0],
+        [0, 10_000],
+        [3_000, 7_000],
+        [3_333, 3_333],
+      ]) {
+        const cost = costOf(
+          usage({ prompt: 10_000, cachedInput, cacheWrite, completion: 499 }),
+          sonnet,
+          multiplier,
+        );
+        assert.ok(
+          cost.total <= bound(10_000, 499, sonnet, multiplier),
+          `${cachedInput}/${cacheWrite} ×${multiplier}`,
+        );
+      }
+    // the dearest input (cache writes at $3.75) for the prompt, output at $15, and the rounding allowance
+    assert.equal(bound(10_000, 500, sonnet), 10_000 * 3.75 * 1_000 + 3 + 500 * 15 * 1_000);
   });
 
   test("at the tier the prompt bound reaches", () => {
-    assert.equal(costBound(250_000, 0, sonnet), 250_000 * 7.5 * 1_000);
+    assert.deepEqual(costRule(250_000, sonnet), { fixed: 250_000 * 7.5 * 1_000 + 3, perToken: 22.5 * 1_000 });
+  });
+
+  test("a free model holds nothing", () => {
+    assert.deepEqual(costRule(10_000, UNPRICED), { fixed: 0, perToken: 0 });
   });
 });

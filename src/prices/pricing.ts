@@ -87,28 +87,7 @@ export function costOf(usage: Usage, pricing: Pricing, multiplier = 1): Cost {
 }
 
 /**
- * The most a call can cost: every prompt token at the dearest input price (a cache write
- * can cost more than fresh input), every output token at the output price, at the highest
- * tier the prompt bound reaches. What a money budget must hold before the call is sent.
- */
-export function costBound(
-  promptBound: number,
-  outputBound: number,
-  pricing: Pricing,
-  multiplier = 1,
-): number {
-  const input = Math.max(
-    rateAt(pricing.input, promptBound),
-    rateAt(pricing.cachedInput, promptBound),
-    rateAt(pricing.cacheWrite, promptBound),
-  );
-  return (
-    nano(promptBound, input, multiplier) + nano(outputBound, rateAt(pricing.output, promptBound), multiplier)
-  );
-}
-
-/**
- * The same bound as a rule the ledger can size a hold with: `fixed` for the prompt bound at
+ * The most a call can cost, as a rule the ledger can size a hold with: `fixed` for the prompt bound at
  * the dearest input price (plus a nanodollar for each of the cost's rounded parts but one),
  * `perToken` for each output token at the output price (the rate at the prompt bound's tier:
  * tiers rise with the prompt, so no smaller prompt pays more).
@@ -125,20 +104,4 @@ export function costRule(
   );
   const fixed = Math.ceil(promptBound * input * multiplier * 1_000);
   return { fixed: fixed ? fixed + 3 : 0, perToken: rateAt(pricing.output, promptBound) * multiplier * 1_000 };
-}
-
-/** Nanodollars as a decimal number of dollars, for headers, the CLI and exports. */
-export function usd(nanodollars: number): number {
-  return nanodollars / 1e9;
-}
-
-/** Nanodollars as a dollar figure for people: exact, without trailing zeros ("0.0325", "5"). */
-export function formatUsd(nanodollars: number): string {
-  const sign = nanodollars < 0 ? "-" : "";
-  const n = Math.abs(Math.round(nanodollars));
-  const whole = Math.floor(n / 1e9);
-  const frac = String(n % 1e9)
-    .padStart(9, "0")
-    .replace(/0+$/, "");
-  return `${sign}${whole}${frac ? `.${frac}` : ""}`;
 }

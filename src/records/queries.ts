@@ -10,6 +10,7 @@
 import { type Expression, type Kysely, type SqlBool, sql } from "kysely";
 import type { ApiName } from "../apis/names.ts";
 import type { CallRecordView, DailyRow } from "../http/routes/console/views.ts";
+import { usd } from "../prices/usd.ts";
 import type { Database } from "../store/schema.ts";
 import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
 import type { CallStatus } from "./outcomes.ts";
@@ -44,7 +45,10 @@ export interface Cursor {
   request_id: string;
 }
 
-/** The record fields in the contract's order: the CSV's columns. */
+/**
+ * The record fields in the contract's order, then those added since at the end (existing
+ * readers of the CSV keep their columns): the CSV's columns.
+ */
 export const RECORD_FIELDS = [
   "request_id",
   "created_at",
@@ -66,6 +70,12 @@ export const RECORD_FIELDS = [
   "usage_source",
   "safety_verdict",
   "safety_categories",
+  "cached_tokens",
+  "cache_write_tokens",
+  "reasoning_tokens",
+  "cost_usd",
+  "cost_nanos",
+  "cost_source",
 ] as const satisfies readonly (keyof CallRecordView)[];
 
 /** "<created_at>:<request_id>": opaque to the console, stable across instances. */
@@ -134,6 +144,11 @@ async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefi
       "r.usage_source",
       "r.safety_verdict",
       "r.safety_categories",
+      "r.cached_tokens",
+      "r.cache_write_tokens",
+      "r.reasoning_tokens",
+      "r.cost_nanos",
+      "r.cost_source",
     ])
     .where("r.account_id", "=", query.accountId)
     .where("r.created_at", ">=", boundary ? Math.max(from, boundary.created_at) : from);
@@ -174,6 +189,13 @@ async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefi
     usage_source: r.usage_source,
     safety_verdict: r.safety_verdict,
     safety_categories: parseJson(r.safety_categories) as string[] | null,
+    cached_tokens: Number(r.cached_tokens),
+    cache_write_tokens: Number(r.cache_write_tokens),
+    reasoning_tokens: Number(r.reasoning_tokens),
+    cost_usd: usd(Number(r.cost_nanos)),
+    cost_nanos: Number(r.cost_nanos),
+    // written only from a Pricing's source (records/draft.ts)
+    cost_source: r.cost_source as CallRecordView["cost_source"],
   }));
   const last = data.at(-1);
   return { data, next: more && last ? { created_at: last.created_at, request_id: last.request_id } : null };
@@ -227,7 +249,16 @@ export async function dailyUsage(
   const rows = await db
     .selectFrom("daily_usage as d")
     .leftJoin("api_keys as k", "k.id", "d.key_id")
-    .select(["d.day", "d.key_id", "k.prefix", "k.name", "d.model", "d.total_tokens", "d.calls"])
+    .select([
+      "d.day",
+      "d.key_id",
+      "k.prefix",
+      "k.name",
+      "d.model",
+      "d.total_tokens",
+      "d.calls",
+      "d.cost_nanos",
+    ])
     .where("d.account_id", "=", accountId)
     .where("d.day", ">=", utcDay(windowStart(now, days)))
     .orderBy("d.day")
@@ -242,6 +273,7 @@ export async function dailyUsage(
     model: r.model || null,
     tokens: Number(r.total_tokens),
     calls: Number(r.calls),
+    cost_nanos: Number(r.cost_nanos),
   }));
 }
 

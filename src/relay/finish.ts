@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import { type GatewayError, GatewayError as GatewayErrorClass } from "../errors/index.ts";
 import type { Metrics } from "../observability/metrics.ts";
-import { usd } from "../prices/pricing.ts";
+import { usd } from "../prices/usd.ts";
 import type { Registry } from "../providers/registry.ts";
 import type { CallDraft } from "../records/draft.ts";
 import type { CallOutcome } from "../records/outcomes.ts";

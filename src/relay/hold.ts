@@ -14,7 +14,7 @@ import {
 } from "../ledger/rate-limiter.ts";
 import type { Ledger, MoneyBudget, Reservation, ReserveResult, Spent } from "../ledger/types.ts";
 import { resetsAt } from "../prices/period.ts";
-import { formatUsd } from "../prices/pricing.ts";
+import { formatUsd } from "../prices/usd.ts";
 import type { Budget } from "./budget.ts";
 
 export interface HoldDeps {

@@ -6,7 +6,7 @@
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ClientCall } from "../apis/types.ts";
 import { fromUpstream, GatewayError } from "../errors/index.ts";
-import { formatUsd } from "../prices/pricing.ts";
+import { formatUsd } from "../prices/usd.ts";
 import { localPromptTokens } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import type { UpstreamCall } from "../providers/types.ts";

@@ -1,11 +1,36 @@
-// Daily consumption over the last 30 UTC days as stacked bars, in plain SVG. The same numbers
-// are available as a table below the chart, for keyboard and screen reader users.
+// Daily consumption over the last 30 UTC days as stacked bars, in plain SVG: tokens, or what
+// they cost. The same numbers are available as a table below the chart, for keyboard and
+// screen reader users.
 import { useEffect, useId, useMemo, useRef, useState } from "react";
-import { fmtCompact, fmtDayLong, fmtDayShort, fmtInt, keyLabel, lastUtcDays } from "../format.ts";
+import {
+  fmtCompact,
+  fmtDayLong,
+  fmtDayShort,
+  fmtInt,
+  fmtUsd,
+  fmtUsdCompact,
+  keyLabel,
+  lastUtcDays,
+} from "../format.ts";
 import type { DailyRow } from "../types.ts";
 import { DataTable } from "./DataTable.tsx";
 
 export type ChartGroup = "key" | "model";
+/** what the bars measure: tokens, or their cost (integer nanodollars, so sums stay exact) */
+export type ChartMeasure = "tokens" | "cost";
+
+const MEASURES: Record<
+  ChartMeasure,
+  { of: (row: DailyRow) => number; fmt: (v: number) => string; axis: (v: number) => string; unit: string }
+> = {
+  tokens: {
+    of: (row) => Number(row.tokens),
+    fmt: (v) => `${fmtInt(v)} tokens`,
+    axis: fmtCompact,
+    unit: "Tokens",
+  },
+  cost: { of: (row) => Number(row.cost_nanos), fmt: fmtUsd, axis: fmtUsdCompact, unit: "Cost" },
+};
 
 const COLORS = ["#2f5d8a", "#e07b39", "#3a9d8f", "#c44e6b", "#8a6fbf", "#b3a12f"];
 const OTHER_COLOR = "#a3abb8";
@@ -20,7 +45,8 @@ interface Series {
   total: number;
 }
 
-function seriesOf(rows: DailyRow[], group: ChartGroup): Series[] {
+function seriesOf(rows: DailyRow[], group: ChartGroup, measure: ChartMeasure): Series[] {
+  const amount = MEASURES[measure].of;
   const all = new Map<string, Series>();
   for (const row of rows) {
     const id = group === "key" ? row.key_id || "(none)" : row.model || "(none)";
@@ -35,8 +61,8 @@ function seriesOf(rows: DailyRow[], group: ChartGroup): Series[] {
       s = { id, label, color: OTHER_COLOR, byDay: new Map(), total: 0 };
       all.set(id, s);
     }
-    s.byDay.set(row.day, (s.byDay.get(row.day) ?? 0) + Number(row.tokens));
-    s.total += Number(row.tokens);
+    s.byDay.set(row.day, (s.byDay.get(row.day) ?? 0) + amount(row));
+    s.total += amount(row);
   }
   const sorted = [...all.values()].sort((a, b) => b.total - a.total);
   const top = sorted.slice(0, sorted.length > MAX_SERIES ? MAX_SERIES - 1 : MAX_SERIES);
@@ -53,7 +79,7 @@ function seriesOf(rows: DailyRow[], group: ChartGroup): Series[] {
       total: 0,
     };
     for (const s of rest) {
-      for (const [day, tokens] of s.byDay) other.byDay.set(day, (other.byDay.get(day) ?? 0) + tokens);
+      for (const [day, value] of s.byDay) other.byDay.set(day, (other.byDay.get(day) ?? 0) + value);
       other.total += s.total;
     }
     top.push(other);
@@ -74,12 +100,15 @@ const PAD = { left: 52, right: 18, top: 12, bottom: 28 };
 export function DailyChart({
   rows,
   group,
+  measure = "tokens",
   days = 30,
 }: {
   rows: DailyRow[];
   group: ChartGroup;
+  measure?: ChartMeasure;
   days?: number;
 }) {
+  const m = MEASURES[measure];
   const titleId = useId();
   const figure = useRef<HTMLElement>(null);
   // drawn in the figure's own pixels, so the type keeps its size on a phone
@@ -96,7 +125,7 @@ export function DailyChart({
   const H = W < 500 ? 220 : 260;
   const labelEvery = W < 500 ? 10 : 5;
   const dayList = useMemo(() => lastUtcDays(days), [days]);
-  const series = useMemo(() => seriesOf(rows, group), [rows, group]);
+  const series = useMemo(() => seriesOf(rows, group, measure), [rows, group, measure]);
   const totals = dayList.map((day) => series.reduce((sum, s) => sum + (s.byDay.get(day) ?? 0), 0));
   const top = niceMax(Math.max(0, ...totals));
   const plotW = W - PAD.left - PAD.right;
@@ -111,13 +140,13 @@ export function DailyChart({
     <figure className="chart" ref={figure}>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby={titleId} preserveAspectRatio="xMidYMid meet">
         <title id={titleId}>
-          {`Tokens per UTC day over the last ${days} days by ${group}: ${fmtInt(grandTotal)} in total.`}
+          {`${m.unit} per UTC day over the last ${days} days by ${group}: ${m.fmt(grandTotal)} in total.`}
         </title>
         {ticks.map((t) => (
           <g key={t}>
             <line x1={PAD.left} x2={W - PAD.right} y1={y(t)} y2={y(t)} className="chart-grid" />
             <text x={PAD.left - 6} y={y(t) + 4} textAnchor="end" className="chart-axis">
-              {fmtCompact(t)}
+              {m.axis(t)}
             </text>
           </g>
         ))}
@@ -134,7 +163,7 @@ export function DailyChart({
                 const y1 = y(base);
                 return (
                   <rect key={s.id} x={x} y={y1} width={barW} height={Math.max(1, y0 - y1)} fill={s.color}>
-                    <title>{`${fmtDayShort(day)} (UTC) · ${s.label}: ${fmtInt(v)} tokens`}</title>
+                    <title>{`${fmtDayShort(day)} (UTC) · ${s.label}: ${m.fmt(v)}`}</title>
                   </rect>
                 );
               })}
@@ -153,7 +182,7 @@ export function DailyChart({
             <li key={s.id}>
               <span className="swatch" style={{ background: s.color }} aria-hidden="true" />
               <span className="legend-label">{s.label}</span>
-              <span className="muted"> {fmtInt(s.total)}</span>
+              <span className="muted"> {m.fmt(s.total)}</span>
             </li>
           ))}
         </ul>
@@ -170,6 +199,7 @@ export function DailyChart({
               },
               { header: "Model", cell: (row) => row.model || "no model" },
               { header: "Tokens", num: true, cell: (row) => fmtInt(row.tokens) },
+              { header: "Cost", num: true, cell: (row) => fmtUsd(row.cost_nanos) },
               { header: "Calls", num: true, cell: (row) => fmtInt(row.calls) },
             ]}
           />

@@ -1,17 +1,23 @@
 import { useId, useState } from "react";
 import { api, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
+import { BudgetCell, SpentCell } from "../components/Budget.tsx";
 import { DataTable, listRows } from "../components/DataTable.tsx";
 import { FormDialog } from "../components/FormDialog.tsx";
 import { Empty, ErrorNotice, Status } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
-import { fmtDate, fmtInt, parseTokenCount } from "../format.ts";
+import { fmtDate, fmtInt, fmtUsd, parseTokenCount, parseUsdAmount, usdInputValue } from "../format.ts";
 import { Link, navigate } from "../router.tsx";
 import { useSession } from "../session.tsx";
 import { useSubmit } from "../submit.ts";
 import {
   type AccountAnswer,
   type AccountView,
+  type AdminKeyAnswer,
+  type AdminKeyView,
+  BUDGET_PERIODS,
+  type BudgetPeriod,
+  type BudgetView,
   type List,
   type PlansAnswer,
   type PlanView,
@@ -24,6 +30,7 @@ import { TicketList } from "./Tickets.tsx";
 
 const TABS = [
   { id: "accounts", label: "Accounts" },
+  { id: "keys", label: "Keys" },
   { id: "users", label: "Users" },
   { id: "tickets", label: "All tickets" },
 ];
@@ -33,7 +40,7 @@ export function AdminPage({ tab }: { tab: string }) {
   return (
     <>
       <PageHeader title="Administration">
-        <p>Every account, user and ticket of this gateway.</p>
+        <p>Every account, key, user and ticket of this gateway.</p>
       </PageHeader>
       <nav className="subnav" aria-label="Administration">
         <ul>
@@ -47,6 +54,7 @@ export function AdminPage({ tab }: { tab: string }) {
         </ul>
       </nav>
       {current === "accounts" && <AccountsAdmin />}
+      {current === "keys" && <KeysAdmin />}
       {current === "users" && <UsersAdmin />}
       {current === "tickets" && (
         <section className="card section" aria-label="All tickets">
@@ -88,6 +96,8 @@ function AccountsAdmin() {
           { header: "Quota", num: true, cell: (a) => fmtInt(a.quota_tokens) },
           { header: "Used", num: true, cell: (a) => fmtInt(a.used_tokens) },
           { header: "Remaining", num: true, cell: (a) => fmtInt(a.remaining_tokens) },
+          { header: "Spent", num: true, cell: (a) => <SpentCell spent={a} /> },
+          { header: "Budget", num: true, cell: (a) => <BudgetCell budget={a} /> },
           { header: "Status", cell: (a) => <Badge value={a.disabled ? "disabled" : "active"} /> },
           { header: "Created", className: "nowrap", cell: (a) => fmtDate(a.created_at) },
           {
@@ -151,6 +161,7 @@ function AccountDialog({
     account && Number(account.quota_tokens) !== Number(planQuota) ? String(account.quota_tokens) : "";
   const [quota, setQuota] = useState(ownQuota);
   const [disabled, setDisabled] = useState(account?.disabled ?? false);
+  const budget = useBudgetFields(account);
   const id = useId();
   const submit = useSubmit(async () => {
     const quotaTokens = parseTokenCount(quota);
@@ -159,7 +170,7 @@ function AccountDialog({
     const result = account
       ? await api<AccountAnswer>(`/admin/accounts/${encodeURIComponent(account.id)}`, {
           method: "PATCH",
-          body: { plan_id: planId, quota_tokens: quotaTokens, disabled },
+          body: { plan_id: planId, quota_tokens: quotaTokens, disabled, ...budget.body() },
         })
       : await api<AccountAnswer>("/admin/accounts", {
           method: "POST",
@@ -207,6 +218,7 @@ function AccountDialog({
           Empty: the plan's quota applies.
         </p>
       </div>
+      {account && <BudgetFields fields={budget} spent={account} />}
       {account && (
         <div className="field field-check">
           <input
@@ -218,6 +230,167 @@ function AccountDialog({
           <label htmlFor={`${id}-disabled`}>Disabled: every key of the account is refused</label>
         </div>
       )}
+    </FormDialog>
+  );
+}
+
+/** The budget fields' state, from what is set now, and the PATCH body they make. */
+function useBudgetFields(current: BudgetView | undefined) {
+  const [amount, setAmount] = useState(
+    current === undefined || current.budget_nanos === null ? "" : usdInputValue(current.budget_nanos),
+  );
+  const [period, setPeriod] = useState<BudgetPeriod>(current?.budget_period ?? "none");
+  return {
+    amount,
+    setAmount,
+    period,
+    setPeriod,
+    /** what to send: an empty amount removes the budget (and its period); throws on bad input */
+    body(): { budget_nanos: number | null; budget_period: BudgetPeriod } {
+      const nanos = parseUsdAmount(amount, "The budget");
+      return { budget_nanos: nanos, budget_period: nanos === null ? "none" : period };
+    },
+  };
+}
+
+const PERIOD_LABELS: Record<BudgetPeriod, string> = {
+  none: "never: the budget is for all time",
+  month: "monthly: on the 1st, 00:00 UTC",
+};
+
+/** An amount in dollars and when it resets; under them what counts against it now. */
+function BudgetFields({ fields, spent }: { fields: ReturnType<typeof useBudgetFields>; spent: BudgetView }) {
+  const id = useId();
+  return (
+    <>
+      <div className="field">
+        <label htmlFor={`${id}-amount`}>Budget (USD)</label>
+        <input
+          id={`${id}-amount`}
+          inputMode="decimal"
+          value={fields.amount}
+          placeholder="no budget"
+          aria-describedby={`${id}-amount-hint`}
+          onChange={(e) => fields.setAmount(e.target.value)}
+        />
+        <p className="hint" id={`${id}-amount-hint`}>
+          Dollars, e.g. 25 or 0.50; empty for no budget. A call that could cost more than what is left is
+          refused ({fmtUsd(spent.spent_nanos)} spent{spent.budget_period === "month" ? " this month" : ""}).
+        </p>
+      </div>
+      <div className="field">
+        <label htmlFor={`${id}-period`}>Resets</label>
+        <select
+          id={`${id}-period`}
+          value={fields.period}
+          disabled={fields.amount.trim() === ""}
+          onChange={(e) => fields.setPeriod(e.target.value as BudgetPeriod)}
+        >
+          {BUDGET_PERIODS.map((p) => (
+            <option key={p} value={p}>
+              {PERIOD_LABELS[p]}
+            </option>
+          ))}
+        </select>
+      </div>
+    </>
+  );
+}
+
+function KeysAdmin() {
+  const keys = useApi<List<AdminKeyView>>("/admin/keys");
+  const [editing, setEditing] = useState<AdminKeyView | null>(null);
+  const [status, setStatus] = useState("");
+
+  return (
+    <section className="card section" aria-labelledby="keys-title">
+      <div className="section-head">
+        <h2 id="keys-title">Keys</h2>
+      </div>
+      <p className="muted small">
+        Every account's keys and their money budgets. An account's own budget is set under Accounts; a call
+        must fit both.
+      </p>
+      {status && <Status>{status}</Status>}
+      <DataTable
+        {...listRows(keys)}
+        loading="Loading the keys"
+        empty={<Empty title="No keys yet." />}
+        caption="Every account's API keys with their budgets"
+        rowKey={(k) => k.id}
+        columns={[
+          { header: "Account", cell: (k) => k.account_name },
+          {
+            header: "Key",
+            className: "nowrap",
+            cell: (k) => (
+              <>
+                {k.name ? (
+                  <span className="cell-main">{k.name}</span>
+                ) : (
+                  <span className="muted">unnamed</span>
+                )}
+                <code className="cell-sub">{k.prefix}…</code>
+              </>
+            ),
+          },
+          { header: "Status", cell: (k) => <Badge value={k.disabled ? "disabled" : "enabled"} /> },
+          { header: "Used", num: true, cell: (k) => fmtInt(k.used_tokens) },
+          { header: "Spent", num: true, cell: (k) => <SpentCell spent={k} /> },
+          { header: "Budget", num: true, cell: (k) => <BudgetCell budget={k} /> },
+          {
+            header: "Actions",
+            hideHeader: true,
+            cell: (k) => (
+              <button type="button" className="btn btn-small" onClick={() => setEditing(k)}>
+                Budget<span className="sr-only"> of {k.prefix}</span>
+              </button>
+            ),
+          },
+        ]}
+      />
+      {editing && (
+        <KeyBudgetDialog
+          keyToEdit={editing}
+          onClose={() => setEditing(null)}
+          onSaved={(k) => {
+            setEditing(null);
+            setStatus(`Budget of ${k.prefix}… saved.`);
+            keys.reload();
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function KeyBudgetDialog({
+  keyToEdit,
+  onClose,
+  onSaved,
+}: {
+  keyToEdit: AdminKeyView;
+  onClose: () => void;
+  onSaved: (key: AdminKeyView) => void;
+}) {
+  const budget = useBudgetFields(keyToEdit);
+  const submit = useSubmit(async () => {
+    const { key } = await api<AdminKeyAnswer>(`/admin/keys/${encodeURIComponent(keyToEdit.id)}`, {
+      method: "PATCH",
+      body: budget.body(),
+    });
+    onSaved(key);
+  });
+  return (
+    <FormDialog
+      title={`Budget of ${keyToEdit.prefix}…`}
+      description={`${keyToEdit.name ?? "Unnamed key"} of ${keyToEdit.account_name}`}
+      onClose={onClose}
+      submit={submit}
+      label="Save budget"
+      busyLabel="Saving…"
+    >
+      <BudgetFields fields={budget} spent={keyToEdit} />
     </FormDialog>
   );
 }

@@ -1,13 +1,14 @@
 import { useId, useMemo, useState } from "react";
 import { api, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
+import { BudgetCell, SpentCell } from "../components/Budget.tsx";
 import { CopyButton } from "../components/CopyButton.tsx";
 import { DataTable, listRows } from "../components/DataTable.tsx";
 import { Dialog } from "../components/Dialog.tsx";
 import { FormDialog } from "../components/FormDialog.tsx";
 import { Empty, ErrorNotice, Status } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
-import { fmtDate, fmtDateTime, fmtInt, parseTokenCount, utcToday } from "../format.ts";
+import { fmtDate, fmtDateTime, fmtInt, fmtUsd, parseTokenCount, utcToday } from "../format.ts";
 import { Link } from "../router.tsx";
 import { useSession } from "../session.tsx";
 import { useSubmit } from "../submit.ts";
@@ -15,8 +16,11 @@ import type { KeyAnswer, KeyCreated, KeyView, List, OverviewAnswer } from "../ty
 
 interface Usage {
   last30: number;
+  /** nanodollars */
+  last30Cost: number;
   todayTokens: number;
   todayCalls: number;
+  todayCost: number;
 }
 
 export function KeysPage() {
@@ -34,11 +38,19 @@ export function KeysPage() {
     const map = new Map<string | null, Usage>();
     const today = utcToday();
     for (const row of overview.data?.daily ?? []) {
-      const u = map.get(row.key_id) ?? { last30: 0, todayTokens: 0, todayCalls: 0 };
+      const u = map.get(row.key_id) ?? {
+        last30: 0,
+        last30Cost: 0,
+        todayTokens: 0,
+        todayCalls: 0,
+        todayCost: 0,
+      };
       u.last30 += Number(row.tokens);
+      u.last30Cost += Number(row.cost_nanos);
       if (row.day === today) {
         u.todayTokens += Number(row.tokens);
         u.todayCalls += Number(row.calls);
+        u.todayCost += Number(row.cost_nanos);
       }
       map.set(row.key_id, u);
     }
@@ -115,7 +127,18 @@ export function KeysPage() {
             cell: (key) =>
               key.limit_tokens === null ? <span className="muted">none</span> : fmtInt(key.limit_tokens),
           },
-          { header: "30 days", num: true, cell: (key) => fmtInt(usage.get(key.id)?.last30 ?? 0) },
+          { header: "Spent", num: true, cell: (key) => <SpentCell spent={key} /> },
+          { header: "Budget", num: true, cell: (key) => <BudgetCell budget={key} /> },
+          {
+            header: "30 days",
+            num: true,
+            cell: (key) => (
+              <>
+                {fmtInt(usage.get(key.id)?.last30 ?? 0)}
+                <span className="cell-sub">{fmtUsd(usage.get(key.id)?.last30Cost ?? 0)}</span>
+              </>
+            ),
+          },
           {
             header: "Today",
             num: true,
@@ -127,6 +150,7 @@ export function KeysPage() {
                   <span className="cell-sub">
                     {fmtInt(u?.todayCalls ?? 0)} {u?.todayCalls === 1 ? "call" : "calls"}
                   </span>
+                  <span className="cell-sub">{fmtUsd(u?.todayCost ?? 0)}</span>
                 </>
               );
             },
@@ -158,7 +182,9 @@ export function KeysPage() {
         ]}
       />
       <p className="muted small">
-        Used: all time. 30 days and Today count UTC days, today included. Per-call detail is in{" "}
+        Used: tokens, all time. Spent: dollars, this month for a monthly budget, else all time. A key's
+        budget, in dollars, is set by the gateway's administrators; a call it cannot cover is refused. 30 days
+        and Today count UTC days, today included, in tokens and dollars. Per-call detail is in{" "}
         <Link to="/records">Call records</Link>.
       </p>
 
@@ -349,7 +375,10 @@ function EditKeyDialog({
       busyLabel="Saving…"
     >
       <KeyFields name={name} setName={setName} limit={limit} setLimit={setLimit} />
-      <p className="muted small">Used so far: {fmtInt(keyToEdit.used_tokens)} tokens.</p>
+      <p className="muted small">
+        Used so far: {fmtInt(keyToEdit.used_tokens)} tokens; {fmtUsd(keyToEdit.spent_nanos)} spent
+        {keyToEdit.budget_period === "month" ? " this month" : ""}.
+      </p>
     </FormDialog>
   );
 }

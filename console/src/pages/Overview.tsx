@@ -1,9 +1,10 @@
 import { useState } from "react";
 import { useApi } from "../api.ts";
-import { type ChartGroup, DailyChart } from "../components/DailyChart.tsx";
+import { budgetText } from "../components/Budget.tsx";
+import { type ChartGroup, type ChartMeasure, DailyChart } from "../components/DailyChart.tsx";
 import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
-import { fmtInt, timeZone, utcDayStartLocal } from "../format.ts";
+import { fmtInt, fmtUsd, timeZone, utcDayStartLocal } from "../format.ts";
 import { Link } from "../router.tsx";
 import type { OverviewAnswer } from "../types.ts";
 
@@ -18,9 +19,37 @@ export function QuotaBar({ used, quota }: { used: number; quota: number }) {
   );
 }
 
+/** One choice of a segmented control (radio buttons that look like a switch). */
+function Segments<T extends string>({
+  name,
+  legend,
+  value,
+  options,
+  onChange,
+}: {
+  name: string;
+  legend: string;
+  value: T;
+  options: readonly (readonly [T, string])[];
+  onChange: (v: T) => void;
+}) {
+  return (
+    <fieldset className="segmented">
+      <legend className="sr-only">{legend}</legend>
+      {options.map(([v, label]) => (
+        <label key={v} className={value === v ? "segment segment-on" : "segment"}>
+          <input type="radio" name={name} value={v} checked={value === v} onChange={() => onChange(v)} />
+          {label}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
 export function OverviewPage() {
   const overview = useApi<OverviewAnswer>("/overview");
   const [group, setGroup] = useState<ChartGroup>("key");
+  const [measure, setMeasure] = useState<ChartMeasure>("tokens");
 
   return (
     <>
@@ -30,7 +59,13 @@ export function OverviewPage() {
       ) : !overview.data ? (
         <Loading what="Loading the overview" />
       ) : (
-        <OverviewBody data={overview.data} group={group} setGroup={setGroup} />
+        <OverviewBody
+          data={overview.data}
+          group={group}
+          setGroup={setGroup}
+          measure={measure}
+          setMeasure={setMeasure}
+        />
       )}
     </>
   );
@@ -40,10 +75,14 @@ function OverviewBody({
   data,
   group,
   setGroup,
+  measure,
+  setMeasure,
 }: {
   data: OverviewAnswer;
   group: ChartGroup;
   setGroup: (g: ChartGroup) => void;
+  measure: ChartMeasure;
+  setMeasure: (m: ChartMeasure) => void;
 }) {
   const { account, today, daily } = data;
   const quota = Number(account.quota_tokens);
@@ -68,6 +107,27 @@ function OverviewBody({
             {fmtInt(used)} used of {fmtInt(quota)}
           </p>
         </div>
+        {account.budget_nanos === null ? (
+          <div className="card stat" data-testid="budget">
+            <h2 className="stat-label">Spent</h2>
+            <p className="stat-value">{fmtUsd(account.spent_nanos)}</p>
+            <p className="muted small">all time; no budget</p>
+          </div>
+        ) : (
+          <div className="card stat stat-wide" data-testid="budget">
+            <h2 className="stat-label">Budget</h2>
+            <p className="stat-value">
+              {fmtUsd(account.left_nanos)} <span className="stat-unit">left</span>
+            </p>
+            <QuotaBar used={Number(account.spent_nanos)} quota={Number(account.budget_nanos)} />
+            <p className="muted small">{budgetText(account)}</p>
+          </div>
+        )}
+        <div className="card stat">
+          <h2 className="stat-label">Spent today</h2>
+          <p className="stat-value">{fmtUsd(today.cost_nanos)}</p>
+          <p className="muted small">since 00:00 UTC</p>
+        </div>
         <div className="card stat">
           <h2 className="stat-label">Tokens today</h2>
           <p className="stat-value">{fmtInt(today.tokens)}</p>
@@ -89,21 +149,28 @@ function OverviewBody({
       <section className="card section" aria-labelledby="chart-title">
         <div className="section-head">
           <h2 id="chart-title">Daily consumption, last 30 days</h2>
-          <fieldset className="segmented">
-            <legend className="sr-only">Split the bars by</legend>
-            {(["key", "model"] as const).map((g) => (
-              <label key={g} className={group === g ? "segment segment-on" : "segment"}>
-                <input
-                  type="radio"
-                  name="chart-group"
-                  value={g}
-                  checked={group === g}
-                  onChange={() => setGroup(g)}
-                />
-                By {g}
-              </label>
-            ))}
-          </fieldset>
+          <div className="chart-controls">
+            <Segments
+              name="chart-measure"
+              legend="Show"
+              value={measure}
+              options={[
+                ["tokens", "Tokens"],
+                ["cost", "Cost"],
+              ]}
+              onChange={setMeasure}
+            />
+            <Segments
+              name="chart-group"
+              legend="Split the bars by"
+              value={group}
+              options={[
+                ["key", "By key"],
+                ["model", "By model"],
+              ]}
+              onChange={setGroup}
+            />
+          </div>
         </div>
         <p className="muted small">
           Bars are UTC days (a UTC day starts at {utcDayStartLocal()} in your time zone, {timeZone()}).
@@ -113,7 +180,7 @@ function OverviewBody({
             <Link to="/keys">Create a key</Link> and make a first call; it shows here the same day.
           </Empty>
         ) : (
-          <DailyChart rows={daily} group={group} />
+          <DailyChart rows={daily} group={group} measure={measure} />
         )}
       </section>
     </>

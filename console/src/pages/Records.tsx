@@ -12,6 +12,7 @@ import {
   fmtMs,
   fmtShortDateTime,
   fmtTime,
+  fmtUsd,
   paramsText,
   timeZone,
   utcDayStartLocal,
@@ -286,6 +287,18 @@ export function RecordsPage() {
             { header: "Out", num: true, cell: (r) => fmtInt(r.completion_tokens) },
             { header: "Total", num: true, cell: (r) => fmtInt(r.total_tokens) },
             {
+              header: "Cost",
+              num: true,
+              cell: (r) =>
+                r.cost_source === "unpriced" ? (
+                  <span className="muted" title="The model has no prices: the call cost nothing">
+                    unpriced
+                  </span>
+                ) : (
+                  fmtUsd(r.cost_nanos)
+                ),
+            },
+            {
               header: "Status",
               className: "nowrap",
               cell: (r) => (
@@ -349,6 +362,17 @@ export function RecordsPage() {
   );
 }
 
+const COST_SOURCES: Record<NonNullable<CallRecordView["cost_source"]>, string> = {
+  config: "the model's configured prices",
+  table: "the price table (genai-prices)",
+  unpriced: "none: the model has no prices",
+};
+
+/** What the prompt and the completion were made of, where the upstream said. */
+function tokenKinds(r: CallRecordView): string {
+  return `${fmtInt(r.cached_tokens)} cache reads, ${fmtInt(r.cache_write_tokens)} cache writes (of the input); ${fmtInt(r.reasoning_tokens)} reasoning (of the output)`;
+}
+
 function RecordDetail({ record }: { record: CallRecordView }) {
   const rows: [string, ReactNode][] = [
     ["Request id", <code key="id">{record.request_id}</code>],
@@ -362,7 +386,10 @@ function RecordDetail({ record }: { record: CallRecordView }) {
       "Tokens",
       `${fmtInt(record.prompt_tokens)} in, ${fmtInt(record.completion_tokens)} out, ${fmtInt(record.total_tokens)} total`,
     ],
+    ["Of which", tokenKinds(record)],
     ["Usage from", record.usage_source],
+    ["Cost", fmtUsd(record.cost_nanos)],
+    ["Prices", record.cost_source ? COST_SOURCES[record.cost_source] : "–"],
     ["Latency", fmtMs(record.latency_ms)],
     ["First token after", fmtMs(record.ttft_ms)],
     ["Streamed", record.stream ? "yes" : "no"],
@@ -379,7 +406,7 @@ function RecordDetail({ record }: { record: CallRecordView }) {
         {rows.map(([label, value]) => (
           <div key={label}>
             <dt>{label}</dt>
-            <dd>{value}</dd>
+            <dd data-field={label}>{value}</dd>
           </div>
         ))}
       </dl>

@@ -1,4 +1,4 @@
-// The account's overview (quota, today, the last 30 days by key and model), the models its
+// The account's overview (quota, budget, today, the last 30 days by key and model), the models its
 // plan offers, and the plans that exist.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
@@ -23,16 +23,18 @@ export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
     const today = utcDay(now);
     let tokens = 0;
     let calls = 0;
+    let costNanos = 0;
     for (const d of daily)
       if (d.day === today) {
         tokens += d.tokens;
         calls += d.calls;
+        costNanos += d.cost_nanos;
       }
     const plan = deps.registry.plan(account.plan_id);
     return {
       account: accountView(deps, account),
       plan: plan ? planView(plan) : null,
-      today: { day: today, tokens, calls },
+      today: { day: today, tokens, calls, cost_nanos: costNanos },
       daily,
     };
   });

@@ -1,9 +1,16 @@
-// Administration (role admin): every account (create, plan, quota, disable) and every user.
-// Account changes bump the store's revision and clear this instance's key cache, so /v1
-// sees a disabled account or a new quota at once.
+// Administration (role admin): every account (create, plan, quota, budget, disable), every
+// key's budget, and every user. Account and key changes bump the store's revision and clear
+// this instance's key cache, so /v1 sees a disabled account, a new quota or a budget at once.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { createAccount, LookupError, listAccounts, updateAccount } from "../../../accounts/repository.ts";
+import {
+  createAccount,
+  LookupError,
+  listAccounts,
+  listEveryKey,
+  setBudget,
+  updateAccount,
+} from "../../../accounts/repository.ts";
 import { ROLES } from "../../../accounts/roles.ts";
 import {
   ConflictError,
@@ -15,9 +22,13 @@ import {
 } from "../../../accounts/users.ts";
 import { PASSWORD_MAX_LENGTH } from "../../../auth/password.ts";
 import { GatewayError } from "../../../errors/index.ts";
+import { BudgetChangeError, type BudgetColumns, changedBudget } from "../../../prices/budgets.ts";
+import { BUDGET_PERIODS, type BudgetPeriod } from "../../../prices/period.ts";
+import { MAX_BUDGET_NANOS } from "../../../prices/usd.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import {
   accountView,
+  adminKeyView,
   findAccountById,
   idParam,
   notFound,
@@ -26,11 +37,27 @@ import {
   userOf,
   userView,
 } from "./context.ts";
-import type { AccountAnswer, AccountView, List, UserAnswer, UserView } from "./views.ts";
+import type {
+  AccountAnswer,
+  AccountView,
+  AdminKeyAnswer,
+  AdminKeyView,
+  List,
+  UserAnswer,
+  UserView,
+} from "./views.ts";
 
 const noQuery = z.object({}).strict();
 const idPath = z.object({ id: z.string() }).strict();
 const quota = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+/** A money budget in nanodollars; null: none. */
+const budgetNanos = z
+  .number()
+  .int("must be a whole number of nanodollars")
+  .nonnegative()
+  .max(MAX_BUDGET_NANOS, `must be at most ${MAX_BUDGET_NANOS} nanodollars ($9,000,000)`)
+  .nullable();
+const budgetPeriod = z.enum(BUDGET_PERIODS);
 
 const accountCreate = z
   .object({
@@ -44,11 +71,42 @@ const accountPatch = z
     plan_id: z.string().min(1).max(128).optional(),
     quota_tokens: quota.nullable().optional(),
     disabled: z.boolean().optional(),
+    budget_nanos: budgetNanos.optional(),
+    budget_period: budgetPeriod.optional(),
   })
   .strict()
-  .refine((b) => b.plan_id !== undefined || b.quota_tokens !== undefined || b.disabled !== undefined, {
-    message: "give at least one of plan_id, quota_tokens, disabled",
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    message: "give at least one of plan_id, quota_tokens, disabled, budget_nanos, budget_period",
   });
+
+const keysQuery = z.object({ account: idParam.optional() }).strict();
+const keyBudgetPatch = z
+  .object({ budget_nanos: budgetNanos.optional(), budget_period: budgetPeriod.optional() })
+  .strict()
+  .refine((b) => b.budget_nanos !== undefined || b.budget_period !== undefined, {
+    message: "give at least one of budget_nanos, budget_period",
+  });
+
+/**
+ * The budget a change leaves (undefined: the change has none), or invalid_request naming
+ * budget_period when a period is given without an amount to apply to.
+ */
+function budgetAfter(
+  current: BudgetColumns,
+  change: { budget_nanos?: number | null | undefined; budget_period?: BudgetPeriod | undefined },
+): { nanos: number | null; period: BudgetPeriod } | undefined {
+  if (change.budget_nanos === undefined && change.budget_period === undefined) return undefined;
+  try {
+    return changedBudget(current, { nanos: change.budget_nanos, period: change.budget_period });
+  } catch (err) {
+    if (err instanceof BudgetChangeError)
+      throw new GatewayError("invalid_request", {
+        message: `Invalid parameter 'budget_period': ${err.message}.`,
+        param: "budget_period",
+      });
+    throw err;
+  }
+}
 
 const usersQuery = z.object({ account: idParam.optional() }).strict();
 const password = z.string().min(1).max(PASSWORD_MAX_LENGTH);
@@ -123,13 +181,34 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
     if (!account) throw notFound("account");
     const body = parseInput(accountPatch, request.body, "body");
     checkPlan(body.plan_id);
+    const budget = budgetAfter(account, body);
     await updateAccount(deps.store.db, account.id, {
       ...(body.plan_id === undefined ? {} : { plan_id: body.plan_id }),
       ...(body.quota_tokens === undefined ? {} : { quota_tokens: body.quota_tokens }),
       ...(body.disabled === undefined ? {} : { disabled: body.disabled }),
     });
+    if (budget) await setBudget(deps.store.db, "accounts", account.id, budget.nanos, budget.period);
     deps.keys.clear();
     return { account: accountView(deps, (await findAccountById(deps, account.id))!) };
+  });
+
+  app.get("/admin/keys", async (request): Promise<List<AdminKeyView>> => {
+    const q = parseInput(keysQuery, request.query, "query");
+    return { data: (await listEveryKey(deps.store.db, { accountId: q.account })).map(adminKeyView) };
+  });
+
+  app.patch("/admin/keys/:id", async (request): Promise<AdminKeyAnswer> => {
+    parseInput(noQuery, request.query, "query");
+    const { id } = parseInput(idPath, request.params, "query");
+    const keyOf = async () =>
+      idParam.safeParse(id).success ? (await listEveryKey(deps.store.db, { keyId: id }))[0] : undefined;
+    const key = await keyOf();
+    if (!key) throw notFound("key");
+    // the schema asks for at least one of the two fields, so there is a budget to set
+    const budget = budgetAfter(key, parseInput(keyBudgetPatch, request.body, "body"))!;
+    await setBudget(deps.store.db, "api_keys", key.id, budget.nanos, budget.period);
+    deps.keys.clear();
+    return { key: adminKeyView((await keyOf())!) };
   });
 
   app.get("/admin/users", async (request): Promise<List<UserView>> => {

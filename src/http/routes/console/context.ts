@@ -10,9 +10,10 @@ import type { Role } from "../../../accounts/roles.ts";
 import type { User } from "../../../accounts/users.ts";
 import type { PlanConfig } from "../../../config/schema.ts";
 import { GatewayError } from "../../../errors/index.ts";
+import { type BudgetColumns, budgetStatus } from "../../../prices/budgets.ts";
 import type { Database } from "../../../store/schema.ts";
 import type { GatewayDeps } from "../../deps.ts";
-import type { AccountView, KeyView, PlanView, UserView } from "./views.ts";
+import type { AccountView, AdminKeyView, BudgetView, KeyView, PlanView, UserView } from "./views.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -138,6 +139,17 @@ export function userView(u: User): UserView {
   };
 }
 
+export function budgetView(row: BudgetColumns, now = Date.now()): BudgetView {
+  const s = budgetStatus(row, now);
+  return {
+    budget_nanos: s.budget,
+    budget_period: s.period,
+    spent_nanos: s.spent,
+    left_nanos: s.left,
+    budget_resets_at: s.resetsAt,
+  };
+}
+
 export function accountView(deps: GatewayDeps, a: Account): AccountView {
   const quota = a.quota_tokens ?? deps.registry.plan(a.plan_id)?.quota_tokens ?? 0;
   const used = Number(a.used_tokens);
@@ -149,6 +161,7 @@ export function accountView(deps: GatewayDeps, a: Account): AccountView {
     quota_source: a.quota_tokens === null ? "plan" : "account",
     used_tokens: used,
     remaining_tokens: Math.max(0, Number(quota) - used),
+    ...budgetView(a),
     disabled: Number(a.disabled) === 1,
     created_at: Number(a.created_at),
   };
@@ -173,7 +186,12 @@ export function keyView(k: ApiKey): KeyView {
     prefix: k.prefix,
     limit_tokens: k.limit_tokens === null ? null : Number(k.limit_tokens),
     used_tokens: Number(k.used_tokens),
+    ...budgetView(k),
     disabled: Number(k.disabled) === 1,
     created_at: Number(k.created_at),
   };
+}
+
+export function adminKeyView(k: ApiKey & { account_name: string }): AdminKeyView {
+  return { ...keyView(k), account_id: k.account_id, account_name: k.account_name };
 }

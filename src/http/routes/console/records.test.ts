@@ -24,3 +24,13 @@ test("other text is left as it is, quoted where RFC 4180 asks", () => {
   assert.equal(csvCell(null), "");
   assert.equal(csvCell(42), "42");
 });
+
+test("numbers are written in plain decimal notation, never with an exponent", () => {
+  assert.equal(csvCell(1.5e-7), "0.00000015");
+  assert.equal(csvCell(1e-9), "0.000000001");
+  assert.equal(csvCell(0.000123456789), "0.000123456789");
+  assert.equal(csvCell(0.03285), "0.03285");
+  assert.equal(csvCell(25), "25");
+  assert.equal(csvCell(1e21), "1000000000000000000000");
+  assert.equal(csvCell(1.25e22), "12500000000000000000000");
+});

@@ -64,9 +64,28 @@ const FORMULA_START = /^[=+\-@\uFF1D\uFF0B\uFF0D\uFF20\s\0]/;
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return "";
   let text =
-    typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value);
+    typeof value === "string"
+      ? value
+      : typeof value === "object"
+        ? JSON.stringify(value)
+        : typeof value === "number"
+          ? plainNumber(value)
+          : String(value);
   if (FORMULA_START.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/**
+ * A number as String() writes it, but never in exponent form: a call's cost in dollars is
+ * often below 1e-6 (String gives "1.5e-7"), which spreadsheets in some locales read as text.
+ */
+export function plainNumber(n: number): string {
+  const text = String(n);
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+  if (!m) return text;
+  const [, sign, lead, rest = "", exp] = m;
+  const e = Number(exp);
+  return e < 0 ? `${sign}0.${"0".repeat(-e - 1)}${lead}${rest}` : `${sign}${lead}${rest.padEnd(e, "0")}`;
 }
 
 const csvHeader = `${RECORD_FIELDS.join(",")}\r\n`;

@@ -5,12 +5,14 @@
 // its bundle gets none at all.
 import type { Role } from "../../../accounts/roles.ts";
 import type { ApiName } from "../../../apis/names.ts";
+import type { BudgetPeriod } from "../../../prices/period.ts";
 import type { CallStatus } from "../../../records/outcomes.ts";
 import type { TicketKind, TicketStatus } from "../../../tickets/kinds.ts";
 
-export type { ApiName, CallStatus, Role, TicketKind, TicketStatus };
+export type { ApiName, BudgetPeriod, CallStatus, Role, TicketKind, TicketStatus };
 
-// Flags are booleans here (0/1 in the store); times are Unix milliseconds.
+// Flags are booleans here (0/1 in the store); times are Unix milliseconds; money is integer
+// nanodollars (1e-9 USD, `*_nanos`), exact as the store keeps it, so sums stay exact.
 
 export interface UserView {
   id: string;
@@ -21,7 +23,21 @@ export interface UserView {
   created_at: number;
 }
 
-export interface AccountView {
+/** A money budget, an account's or a key's, and what counts against it now. */
+export interface BudgetView {
+  /** null: no budget */
+  budget_nanos: number | null;
+  /** "month": resets at the start of each calendar month (UTC); "none" also without a budget */
+  budget_period: BudgetPeriod;
+  /** spent in the budget's period: this UTC month for a monthly budget, else in total (settled calls) */
+  spent_nanos: number;
+  /** budget less spent, never below 0; null without a budget */
+  left_nanos: number | null;
+  /** when a monthly budget starts again; null otherwise */
+  budget_resets_at: number | null;
+}
+
+export interface AccountView extends BudgetView {
   id: string;
   name: string;
   plan_id: string;
@@ -54,7 +70,7 @@ export interface ModelView {
   owned_by: string | null;
 }
 
-export interface KeyView {
+export interface KeyView extends BudgetView {
   id: string;
   name: string | null;
   prefix: string;
@@ -62,6 +78,12 @@ export interface KeyView {
   used_tokens: number;
   disabled: boolean;
   created_at: number;
+}
+
+/** A key in the administrators' list of every account's keys. */
+export interface AdminKeyView extends KeyView {
+  account_id: string;
+  account_name: string;
 }
 
 /** One UTC day of one key and model (null: calls without one). */
@@ -74,6 +96,7 @@ export interface DailyRow {
   tokens: number;
   /** every call, failed ones too */
   calls: number;
+  cost_nanos: number;
 }
 
 /** A call record as the console shows and exports it. */
@@ -100,6 +123,18 @@ export interface CallRecordView {
   usage_source: string;
   safety_verdict: string | null;
   safety_categories: string[] | null;
+  /** of the prompt: cache reads and cache writes; of the completion: reasoning (as the upstream reported them) */
+  cached_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number;
+  /** what the call was charged, in dollars: cost_nanos as a decimal number, for people and spreadsheets */
+  cost_usd: number;
+  cost_nanos: number;
+  /**
+   * where its prices came from: the model's `pricing` (config), the price table (table), or
+   * none (unpriced: the call cost 0); null when no model was resolved (src/prices/pricing.ts)
+   */
+  cost_source: "config" | "table" | "unpriced" | null;
 }
 
 export interface TicketView {
@@ -135,7 +170,7 @@ export interface TicketMessageView {
 
 // The answers, call by call.
 
-/** GET /models, /keys, /tickets, /admin/accounts, /admin/users */
+/** GET /models, /keys, /tickets, /admin/accounts, /admin/keys, /admin/users */
 export interface List<T> {
   data: T[];
 }
@@ -151,7 +186,7 @@ export interface OverviewAnswer {
   account: AccountView;
   /** null when the account's plan is no longer configured */
   plan: PlanView | null;
-  today: { day: string; tokens: number; calls: number };
+  today: { day: string; tokens: number; calls: number; cost_nanos: number };
   /** the last 30 UTC days, today included */
   daily: DailyRow[];
 }
@@ -199,6 +234,11 @@ export interface AccountAnswer {
 /** PATCH /keys/:id */
 export interface KeyAnswer {
   key: KeyView;
+}
+
+/** PATCH /admin/keys/:id */
+export interface AdminKeyAnswer {
+  key: AdminKeyView;
 }
 
 /** POST /tickets, PATCH /tickets/:id */
