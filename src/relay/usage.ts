@@ -6,7 +6,7 @@ import type { Usage } from "../providers/types.ts";
 import type { CallDraft } from "../records/draft.ts";
 import { countText } from "../tokens/count.ts";
 
-/** Every text a choice carries, for counting: content, refusal, tool-call names and arguments. */
+/** Every text a choice carries, for counting: content, refusal, tool-call names, arguments and custom inputs. */
 export function choiceText(part: Record<string, unknown> | undefined): string {
   if (!part) return "";
   let text = "";
@@ -17,6 +17,9 @@ export function choiceText(part: Record<string, unknown> | undefined): string {
       const fn = (call as { function?: { name?: unknown; arguments?: unknown } }).function;
       if (typeof fn?.name === "string") text += fn.name;
       if (typeof fn?.arguments === "string") text += fn.arguments;
+      const custom = (call as { custom?: { name?: unknown; input?: unknown } }).custom;
+      if (typeof custom?.name === "string") text += custom.name;
+      if (typeof custom?.input === "string") text += custom.input;
     }
   return text;
 }

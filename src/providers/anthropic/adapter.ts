@@ -1,6 +1,7 @@
 // Adapter for Anthropic's Messages API: OpenAI chat completions translated to /v1/messages
 // and the answers (whole or streamed) back into OpenAI's shapes, with Anthropic's usage in
 // our convention.
+import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall, Usage } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
@@ -50,7 +51,7 @@ export class AnthropicProvider implements Provider {
         });
       // thinking, redacted_thinking and blocks of later API versions have no OpenAI place
     }
-    return {
+    const completion: Completion = {
       id: message.id,
       object: "chat.completion",
       model: message.model,
@@ -69,11 +70,12 @@ export class AnthropicProvider implements Provider {
       ],
       usage: message.usage ? readUsage(message.usage) : undefined,
     };
+    return restoreCustomCalls(completion, customToolNames(call.request));
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
-    return this.#chunks(call, this.#body(call, true));
+    return restoreCustomCallChunks(this.#chunks(call, this.#body(call, true)), customToolNames(call.request));
   }
 
   async *#chunks(call: UpstreamCall, body: string): AsyncGenerator<Chunk> {
