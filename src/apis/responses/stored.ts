@@ -77,7 +77,7 @@ export class ResponseStore {
 
   /**
    * The conversation `id` ends: every turn's input items then its output items, oldest
-   * first. Throws invalid_request (param previous_response_id) when the account has no such
+   * first. Throws previous_response_not_found when the account has no such
    * response, or when an earlier turn of it is no longer stored (deleted or expired): a
    * conversation continued without its beginning would answer a different question.
    */
@@ -95,16 +95,14 @@ export class ResponseStore {
       )
       select input, response, previous_response_id from chain order by depth desc`.execute(this.#db);
     if (!rows.length)
-      throw new GatewayError("invalid_request", {
+      throw new GatewayError("previous_response_not_found", {
         message: `Previous response with id '${id.slice(0, 128)}' not found.`,
         param: "previous_response_id",
-        code: "previous_response_not_found",
       });
     if (rows[0]!.previous_response_id !== null)
-      throw new GatewayError("invalid_request", {
+      throw new GatewayError("previous_response_not_found", {
         message: `The conversation of '${id.slice(0, 128)}' can no longer be continued: its earlier response '${rows[0]!.previous_response_id.slice(0, 128)}' was deleted or has expired.`,
         param: "previous_response_id",
-        code: "previous_response_not_found",
       });
     const items: InputItem[] = [];
     for (const row of rows) {
