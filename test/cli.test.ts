@@ -21,6 +21,7 @@ const MIGRATIONS = [
   "008-attempts",
   "009-overruns",
   "010-shared-ledger",
+  "012-client-api",
   "013-stored-responses",
 ];
 

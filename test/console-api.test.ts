@@ -747,6 +747,8 @@ for (const store of STORES) {
         assert.equal(r.key_name, "first");
         assert.equal(r.key_prefix, k1.secret.slice(0, r.key_prefix.length));
         assert.equal(r.model, TEST_MODEL);
+        assert.equal(r.api, "chat.completions");
+        assert.equal(stored.api, "chat.completions");
         assert.equal(r.prompt_tokens, words("one mock:tokens=4"));
         assert.equal(r.completion_tokens, 4);
         assert.equal(r.total_tokens, r.prompt_tokens + 4);

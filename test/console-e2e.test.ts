@@ -346,17 +346,18 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     const cells = await row.locator("td").allInnerTexts();
     assert.match(cells[1]!, /e2e-app/);
     assert.equal(cells[2], TEST_MODEL);
-    assert.equal(cells[3], stored.prompt_tokens.toLocaleString("en-US"));
-    assert.equal(cells[4], "7");
-    assert.equal(cells[5], stored.total_tokens.toLocaleString("en-US"));
-    assert.match(cells[6]!, /ok/);
-    assert.match(cells[8]!, new RegExp(okCall));
+    assert.equal(cells[3], "chat.completions");
+    assert.equal(cells[4], stored.prompt_tokens.toLocaleString("en-US"));
+    assert.equal(cells[5], "7");
+    assert.equal(cells[6], stored.total_tokens.toLocaleString("en-US"));
+    assert.match(cells[7]!, /ok/);
+    assert.match(cells[9]!, new RegExp(okCall));
     const failed = owner.locator(`tr[data-request-id="${failedCall}"]`);
     await failed.waitFor();
     const failedStored = await gw.record(failedCall);
     const failedCells = await failed.locator("td").allInnerTexts();
     assert.match(
-      failedCells[6]!,
+      failedCells[7]!,
       new RegExp(`${failedStored.status}\\s+${failedStored.http_status} ${failedStored.error_code}`),
     );
     // the status filter narrows the view to the failed call

@@ -137,7 +137,11 @@ describe("first start on an empty store", () => {
     assert.match(metrics, /gateway_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} 1/);
     assert.match(metrics, /gateway_http_request_duration_seconds_bucket/);
     assert.match(metrics, /gateway_upstream_duration_seconds_count\{provider="demo",outcome="ok"\} 1/);
-    assert.match(metrics, /gateway_tokens_total\{model="demo",kind="completion"\} \d+/);
+    assert.match(
+      metrics,
+      /gateway_tokens_total\{model="demo",kind="completion",api="chat.completions"\} \d+/,
+    );
+    assert.match(metrics, /gateway_calls_total\{api="chat.completions",status="ok"\} 1/);
   });
 });
 

@@ -2,14 +2,16 @@
 // make the gateway read or parse anything. Spec 3 and 5: a key that does not exist, is
 // disabled, or is over its limit is refused; so is a key of a disabled or exhausted account.
 import type { FastifyRequest } from "fastify";
-import { looksLikeKey, parseBearer } from "../auth/key-format.ts";
+import type { ClientApi } from "../apis/types.ts";
+import { looksLikeKey } from "../auth/key-format.ts";
 import { GatewayError } from "../errors/index.ts";
 import type { GatewayDeps } from "./deps.ts";
 
 export function authHook(deps: GatewayDeps) {
-  return async function authenticate(request: FastifyRequest): Promise<void> {
-    const bearer = parseBearer(request.headers.authorization);
-    if (bearer.kind === "missing") throw new GatewayError("missing_api_key");
+  /** `api`: the client API of the route, which says where its key travels */
+  return async function authenticate(request: FastifyRequest, api: ClientApi): Promise<void> {
+    const bearer = api.credential(request.headers);
+    if (bearer.kind === "missing") throw new GatewayError("missing_api_key", { message: api.missingKey });
     if (!looksLikeKey(bearer.token)) throw new GatewayError("invalid_api_key");
     const found = await deps.keys.resolve(bearer.token);
     if (!found) throw new GatewayError("invalid_api_key");

@@ -1,10 +1,12 @@
 // One place where every failure becomes the error envelope (spec 7): thrown GatewayErrors,
-// Fastify's own errors (body too large, bad content type), malformed HTTP, and bugs.
+// Fastify's own errors (body too large, bad content type), malformed HTTP, and bugs. A route
+// of a client API answers in that API's envelope and statuses (src/apis/types.ts).
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors/index.ts";
 import type { GatewayDeps } from "./deps.ts";
+import { routeApi } from "./route-api.ts";
 
 /** Fastify's error codes that a client causes, mapped to our catalog. */
 function fromFastify(err: FastifyError): GatewayError | undefined {
@@ -80,7 +82,8 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
       reply.removeHeader("connection"); // Fastify asks for a close after any body it refused
       discardRest(request.raw, deps.config.server);
     }
-    return reply.code(error.status).type("application/json").send(error.toBody());
+    const answer = routeApi(request).error(error);
+    return reply.code(answer.status).type("application/json").send(answer.body);
   });
 
   app.setNotFoundHandler(async (request, reply) => {

@@ -1,4 +1,4 @@
-// The SSE writer behind a streaming answer: raw Node response, `data: …\n\n` framing, and
+// The SSE writer behind a streaming answer: raw Node response, `[event: …\n]data: …\n\n` framing, and
 // backpressure (a slow client makes the relay wait instead of buffering the answer). A client
 // that reads nothing for `stalledMs` is cut off, so it cannot hold a call (and its upstream
 // connection) open forever; the relay then ends the call as for a disconnect.
@@ -40,9 +40,9 @@ export function sseSink(reply: FastifyReply, options: SseOptions): StreamSink {
         "x-accel-buffering": "no",
       });
     },
-    event(data: string) {
+    event(data: string, name?: string) {
       if (raw.destroyed || raw.writableEnded) return undefined;
-      if (raw.write(`data: ${data}\n\n`)) return undefined;
+      if (raw.write(name ? `event: ${name}\ndata: ${data}\n\n` : `data: ${data}\n\n`)) return undefined;
       return waitForDrain();
     },
     comment(text: string) {

@@ -38,10 +38,22 @@ export class Metrics {
   });
   readonly tokens = new Counter({
     name: "gateway_tokens_total",
-    help: "Tokens charged, by public model and kind (prompt or completion)",
-    labelNames: ["model", "kind"] as const,
+    help: "Tokens charged, by public model, kind (prompt or completion) and client API",
+    labelNames: ["model", "kind", "api"] as const,
     registers: [this.registry],
   });
+  readonly calls = new Counter({
+    name: "gateway_calls_total",
+    help: "Calls recorded, by client API (chat.completions, messages, responses) and record status",
+    labelNames: ["api", "status"] as const,
+    registers: [this.registry],
+  });
+  /** labelled children by API and status, as for requests below */
+  readonly #byCall = new Map<string, { inc(): void }>();
+
+  observeCall(api: string, status: string): void {
+    cached(this.#byCall, `${api} ${status}`, () => this.calls.labels({ api, status })).inc();
+  }
   readonly overrunTokens = new Counter({
     name: "gateway_overrun_tokens_total",
     help: "Tokens upstreams reported beyond what was reserved for the call, by public model",

@@ -2,9 +2,12 @@
 // with the output bound the relay reserved, speaks its upstream's wire format, and returns
 // canonical results: OpenAI-shaped choices, usage in our own figures, finish reasons from
 // one set. The relay never sees a wire format; a new provider is a folder implementing
-// `ProviderModule` plus one line in ./catalog.ts.
+// `ProviderModule` plus one line in ./catalog.ts. A call may also carry the client's request
+// in another client API's own form (`native`): an adapter that speaks that API natively may
+// send it and return the native answer beside the canonical one (src/apis/types.ts).
 import type { z } from "zod";
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ApiName } from "../apis/names.ts";
 import type { PromptOverheads } from "./prompt-bound.ts";
 
 /** Why a choice ended, whatever the upstream called it. */
@@ -51,6 +54,12 @@ export interface Completion {
   }>;
   /** absent when the upstream reported none; the relay then estimates */
   usage?: Usage | undefined;
+  /**
+   * The upstream's answer in the client API's own form, when the call carried a native
+   * request the adapter spoke (see UpstreamCall.native); the fields above still say what
+   * is charged and reviewed.
+   */
+  native?: Record<string, unknown> | undefined;
   [extra: string]: unknown;
 }
 
@@ -67,7 +76,34 @@ export interface Chunk {
     [extra: string]: unknown;
   }>;
   usage?: Usage | undefined;
+  /**
+   * The upstream's events in the client API's own form that this chunk stands for, in order
+   * (a native call only). Events with no canonical content come on chunks without choices.
+   */
+  native?: NativeEvent[] | undefined;
   [extra: string]: unknown;
+}
+
+/**
+ * The client's request in its API's own form, beside the canonical one: an adapter that
+ * speaks that API may send it instead of translating the canonical request, superseding its
+ * model and output bound with the call's.
+ */
+export interface NativeRequest {
+  api: ApiName;
+  /** the validated body as the client sent it */
+  body: Readonly<Record<string, unknown>>;
+  /**
+   * Request headers of that API the client sent (lower-case names), for the adapter to
+   * forward what its configuration allows (Anthropic: `anthropic-beta`).
+   */
+  headers: Readonly<Record<string, string>>;
+}
+
+/** One event of a native stream: its SSE event name and its parsed data. */
+export interface NativeEvent {
+  event: string;
+  data: Record<string, unknown>;
 }
 
 export type OutputBoundField = "max_tokens" | "max_completion_tokens";
@@ -87,6 +123,8 @@ export interface UpstreamCall {
   outputBoundField?: OutputBoundField | undefined;
   /** aborts the upstream call: client gone, total timeout, shutdown */
   signal: AbortSignal;
+  /** the request in the client API's own form; adapters that do not speak that API ignore it */
+  native?: NativeRequest | undefined;
 }
 
 export interface Provider {
@@ -94,9 +132,11 @@ export interface Provider {
   /**
    * An upper bound of the prompt tokens this upstream can count for the request, template
    * and provider-added prompts included (the model's `overheads`): the prompt part of the
-   * reservation. Never an estimate: a bound that is too small lets a key overspend.
+   * reservation. Never an estimate: a bound that is too small lets a key overspend. An
+   * adapter that would send `native` instead must bound what that body carries beyond the
+   * canonical request.
    */
-  promptBound(request: ChatRequest, overheads: PromptOverheads): number;
+  promptBound(request: ChatRequest, overheads: PromptOverheads, native?: NativeRequest): number;
   /** Throws UpstreamError (./upstream-error.ts) or the signal's abort reason. */
   complete(call: UpstreamCall): Promise<Completion>;
   /** Chunks in upstream order, the last carrying usage where the upstream reports it. */

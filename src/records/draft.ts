@@ -1,5 +1,6 @@
 // The call record of one request, filled in as the request goes (auth, model, usage) and
 // finished by whoever ends the request: the relay on success, the error handler otherwise.
+import type { ApiName } from "../apis/names.ts";
 import type { CallOutcome } from "./outcomes.ts";
 import type { CallRecord } from "./writer.ts";
 
@@ -36,6 +37,8 @@ export interface AttemptRecord {
 
 export class CallDraft {
   readonly requestId: string;
+  /** the client API the call came in */
+  readonly api: ApiName;
   readonly startedAt: number;
   readonly #startedHr: number;
   accountId: string | null = null;
@@ -67,11 +70,12 @@ export class CallDraft {
   attempts: readonly AttemptRecord[] = [];
   /** set once the record is queued, so no path writes it twice */
   written = false;
-  /** set when the chat handler takes the call over: from then on the relay records it */
+  /** set when the route's handler takes the call over: from then on the relay records it */
   relayed = false;
 
-  constructor(requestId: string) {
+  constructor(requestId: string, api: ApiName = "chat.completions") {
     this.requestId = requestId;
+    this.api = api;
     this.startedAt = Date.now();
     this.#startedHr = performance.now();
   }
@@ -133,6 +137,7 @@ export class CallDraft {
     return {
       request_id: this.requestId,
       created_at: this.startedAt,
+      api: this.api,
       account_id: this.accountId,
       key_id: this.keyId,
       public_model: this.publicModel,

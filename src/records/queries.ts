@@ -8,6 +8,7 @@
 // The partial index is only chosen when the query states `total_tokens > 0` literally (a bound
 // parameter would not prove the index's condition), hence the raw SQL for it below.
 import { type Expression, type Kysely, type SqlBool, sql } from "kysely";
+import type { ApiName } from "../apis/names.ts";
 import type { CallRecordView, DailyRow } from "../http/routes/console/views.ts";
 import type { Database } from "../store/schema.ts";
 import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
@@ -51,6 +52,7 @@ export const RECORD_FIELDS = [
   "key_prefix",
   "key_name",
   "model",
+  "api",
   "prompt_tokens",
   "completion_tokens",
   "total_tokens",
@@ -118,6 +120,7 @@ async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefi
       "k.prefix as key_prefix",
       "k.name as key_name",
       "r.public_model",
+      "r.api",
       "r.prompt_tokens",
       "r.completion_tokens",
       "r.total_tokens",
@@ -155,6 +158,8 @@ async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefi
     key_prefix: r.key_prefix ?? null,
     key_name: r.key_name ?? null,
     model: r.public_model,
+    // records are written only with an ApiName (records/draft.ts)
+    api: r.api as ApiName,
     prompt_tokens: Number(r.prompt_tokens),
     completion_tokens: Number(r.completion_tokens),
     total_tokens: Number(r.total_tokens),

@@ -89,6 +89,7 @@ function dailyDeltas(records: Iterable<CallRecord>): DailyDelta[] {
 const COLUMNS = [
   "request_id",
   "created_at",
+  "api",
   "account_id",
   "key_id",
   "public_model",

@@ -4,6 +4,7 @@
 // upstream is then cut to what was held, so no upstream can produce more than was reserved.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
+import type { NativeRequest } from "../providers/types.ts";
 import { candidatePromptBound, largestOutputBound } from "../routing/candidates.ts";
 
 /** the smallest answer worth sending upstream; below it the request is refused */
@@ -22,9 +23,10 @@ export interface Budget {
   minimum: number;
 }
 
-export function reservationBudget(model: ResolvedModel, req: ChatRequest): Budget {
-  // Sized for the largest bounds among the call's candidates: any of them may answer.
-  const promptBound = candidatePromptBound(model, req);
+export function reservationBudget(model: ResolvedModel, req: ChatRequest, native?: NativeRequest): Budget {
+  // Sized for the largest bounds among the call's candidates: any of them may answer, some
+  // with the native body.
+  const promptBound = candidatePromptBound(model, req, native);
   const choices = req.n ?? 1;
   const outputBound = req.max_completion_tokens ?? req.max_tokens ?? largestOutputBound(model);
   return {

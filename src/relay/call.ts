@@ -19,8 +19,11 @@ export class ClientGone extends Error {
 export interface StreamSink {
   /** sends the status line and SSE headers; after this, errors travel as SSE events */
   start(): void;
-  /** writes one `data:` event; resolves when the socket can take more (backpressure) */
-  event(data: string): Promise<void> | undefined;
+  /**
+   * Writes one event: an `event: <name>` line when named, then its `data:` line; resolves when
+   * the socket can take more (backpressure).
+   */
+  event(data: string, name?: string): Promise<void> | undefined;
   /** writes an SSE comment line (`: text`), which clients ignore and proxies see as traffic */
   comment(text: string): void;
   end(): void;

@@ -1,15 +1,14 @@
-// JSON delivery: one `chat.completion` body, restamped with our id and the public model,
-// with exact usage, reviewed first when content safety is on.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+// JSON delivery: the whole answer, with exact usage, reviewed first when content safety is
+// on, rendered by the client API's edge (restamped with our id and the public model).
+import type { ClientCall } from "../apis/types.ts";
 import type { Completion } from "../providers/types.ts";
 import { ANSWERED, CLIENT_GONE, WITHHELD } from "../records/outcomes.ts";
 import type { ReviewOutcome } from "../safety/policy.ts";
 import type { CallContext } from "./call.ts";
 import type { CallFinisher } from "./finish.ts";
 import type { Hold } from "./hold.ts";
-import { lastUserText, type ReviewDeps, review, withheldCompletion } from "./review.ts";
-import { completionId } from "./stream/restamp.ts";
-import { choiceText, clientUsage, noteUsage } from "./usage.ts";
+import { lastUserText, type ReviewDeps, review } from "./review.ts";
+import { answerUsage, choiceText, noteUsage } from "./usage.ts";
 
 export interface JsonDeps extends ReviewDeps {
   finisher: CallFinisher;
@@ -19,23 +18,25 @@ export interface JsonDeps extends ReviewDeps {
 export async function deliverJson(
   deps: JsonDeps,
   ctx: CallContext,
-  req: ChatRequest,
+  call: ClientCall,
   completion: Completion,
   reviewed: boolean,
   hold: Hold,
 ): Promise<string | undefined> {
   const { draft } = ctx;
+  const req = call.request;
   draft.markFirstToken();
   const usage = completion.usage;
   let written = "";
   if (!usage) for (const c of completion.choices) written += choiceText(c.message);
   noteUsage(draft, usage, req, written);
-  const body = completion as Record<string, unknown>;
-  body.id = completionId(draft.requestId);
-  body.object = "chat.completion";
-  body.created ??= Math.floor(draft.startedAt / 1000);
-  body.model = req.model;
-  body.usage = clientUsage(draft, usage);
+  const answer = {
+    requestId: draft.requestId,
+    model: req.model,
+    startedAt: draft.startedAt,
+    completion,
+    usage: answerUsage(draft, usage),
+  };
 
   if (reviewed) {
     let text = "";
@@ -50,9 +51,9 @@ export async function deliverJson(
     }
     if (outcome.flagged) {
       await deps.finisher.finish(draft, WITHHELD, hold);
-      return JSON.stringify(withheldCompletion(completion, body.usage, outcome));
+      return call.json({ ...answer, withheld: outcome });
     }
   }
   await deps.finisher.finish(draft, ANSWERED, hold);
-  return JSON.stringify(body);
+  return call.json(answer);
 }

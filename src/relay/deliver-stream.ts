@@ -1,8 +1,10 @@
 // Streamed delivery: the upstream's chunks through small stages (meter -> [review gate] ->
-// restamp -> writer). Plain and reviewed streaming differ by the review gate alone.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+// the client API's renderer -> writer). Plain and reviewed streaming differ by the review
+// gate alone; the APIs differ by their renderer alone.
+import type { ClientCall, SseEvent, StreamRenderer } from "../apis/types.ts";
 import { fromUpstream, type GatewayError } from "../errors/index.ts";
 import { localPromptTokens } from "../providers/prompt-bound.ts";
+import type { Chunk } from "../providers/types.ts";
 import { ANSWERED, type CallOutcome, CLIENT_GONE, WITHHELD } from "../records/outcomes.ts";
 import type { SafetyPolicy } from "../safety/policy.ts";
 import { countText } from "../tokens/count.ts";
@@ -10,12 +12,11 @@ import type { CallContext, StreamSink } from "./call.ts";
 import { type CallFinisher, isGatewayFault } from "./finish.ts";
 import type { Hold } from "./hold.ts";
 import type { OpenedStream } from "./open.ts";
-import { lastUserText, type ReviewDeps, review, safetyExtension } from "./review.ts";
+import { lastUserText, type ReviewDeps, review } from "./review.ts";
 import { Meter } from "./stream/meter.ts";
-import { ChunkStamp } from "./stream/restamp.ts";
 import { ReviewGate } from "./stream/review-gate.ts";
 import { EventWriter } from "./stream/write-events.ts";
-import { clientUsage, noteUsage } from "./usage.ts";
+import { answerUsage, noteUsage } from "./usage.ts";
 
 export interface StreamDeps extends ReviewDeps {
   finisher: CallFinisher;
@@ -32,15 +33,15 @@ export interface StreamDeps extends ReviewDeps {
 export async function deliverStream(
   deps: StreamDeps,
   ctx: CallContext,
-  req: ChatRequest,
+  call: ClientCall,
   open: () => Promise<OpenedStream>,
   reviewed: boolean,
   sink: StreamSink,
   hold: Hold,
 ): Promise<undefined> {
   const { draft } = ctx;
-  const withUsage = req.stream_options?.include_usage === true;
-  const stamp = new ChunkStamp(draft.requestId, req.model, draft.startedAt);
+  const req = call.request;
+  const renderer = call.stream({ requestId: draft.requestId, model: req.model, startedAt: draft.startedAt });
   const meter = new Meter();
   const gate = reviewed
     ? new ReviewGate(
@@ -54,7 +55,7 @@ export async function deliverStream(
   try {
     opened = await open();
     const metered = meter.pass(opened.chunks);
-    await writer.writeAll(stamp.events(gate ? gate.pass(metered) : metered, withUsage));
+    await writer.writeAll(rendered(renderer, gate ? gate.pass(metered) : metered));
     opened.observe("ok");
   } catch (err) {
     if (gate) await opened?.stop();
@@ -74,59 +75,59 @@ export async function deliverStream(
       if (!meter.text) draft.setUsage(0, 0, "none");
       throw failure;
     }
-    return failMidStream(deps, ctx, hold, writer, failure);
+    return failMidStream(deps, ctx, hold, writer, renderer, failure);
   }
 
   const flagged = gate?.flagged;
   if (flagged) await opened.stop();
   // A flag at the very end comes after the upstream's usage; one earlier stopped it first.
   noteUsage(draft, meter.usage, req, meter.text);
-  if (flagged)
-    await writer.write(
-      stamp.event({
-        choices: [...(meter.choices.size ? meter.choices : [0])].map((index) => ({
-          index,
-          delta: {},
-          logprobs: null,
-          finish_reason: "content_filter",
-        })),
-        safety: safetyExtension(flagged),
-      }),
-    );
-  // The client asked for usage and the upstream's never reached it (stopped, or none): ours.
-  if (withUsage && (flagged || !meter.usage))
-    await writer.write(stamp.event({ choices: [], usage: clientUsage(draft, undefined) }));
-  return endStream(deps, ctx, hold, writer, flagged ? WITHHELD : ANSWERED);
+  await writer.writeEvents(
+    renderer.finish({
+      usage: answerUsage(draft, meter.usage),
+      withheld: flagged,
+      choices: meter.choices,
+    }),
+  );
+  return endStream(deps, ctx, hold, writer, renderer, flagged ? WITHHELD : ANSWERED);
+}
+
+/** The renderer's events of each chunk, in order. */
+async function* rendered(renderer: StreamRenderer, chunks: AsyncIterable<Chunk>): AsyncGenerator<SseEvent> {
+  for await (const chunk of chunks) yield* renderer.chunk(chunk);
 }
 
 /**
- * The end of a stream that went well: the record, then `[DONE]`. A record that cannot be
- * written makes it an error event and no `[DONE]`: not recorded, not complete.
+ * The end of a stream that went well: the record, then the API's closing events (`[DONE]`).
+ * A record that cannot be written makes it an error event instead: not recorded, not complete.
  */
 async function endStream(
   deps: StreamDeps,
   ctx: CallContext,
   hold: Hold,
   writer: EventWriter,
+  renderer: StreamRenderer,
   outcome: CallOutcome,
 ): Promise<undefined> {
   try {
     await deps.finisher.finish(ctx.draft, outcome, hold);
   } catch (err) {
-    await writer.write(JSON.stringify(fromUpstream(err).toBody()));
-    await writer.end(false);
+    await writer.writeEvents(renderer.error(fromUpstream(err)));
+    await writer.end();
     return undefined;
   }
-  await writer.end(true);
+  await writer.writeEvents(renderer.done());
+  await writer.end();
   return undefined;
 }
 
-/** A failure after the stream began: an SSE error event, and the stream ends without [DONE]. */
+/** A failure after the stream began: the API's error event, and the stream ends without its closing events. */
 async function failMidStream(
   deps: StreamDeps,
   ctx: CallContext,
   hold: Hold,
   writer: EventWriter,
+  renderer: StreamRenderer,
   failure: GatewayError,
 ): Promise<undefined> {
   const status = isGatewayFault(failure) ? "error" : "upstream_error";
@@ -135,7 +136,7 @@ async function failMidStream(
   await deps.finisher
     .finish(ctx.draft, { status, httpStatus: failure.status, errorCode: failure.code }, hold)
     .catch(() => undefined);
-  await writer.write(JSON.stringify(failure.toBody()));
-  await writer.end(false);
+  await writer.writeEvents(renderer.error(failure));
+  await writer.end();
   return undefined;
 }

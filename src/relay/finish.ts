@@ -55,9 +55,11 @@ export class CallFinisher {
       throw new GatewayErrorClass("store_unavailable", { cause: err });
     }
     await hold?.close(draft.totalTokens);
+    this.#metrics.observeCall(draft.api, outcome.status);
     if (draft.totalTokens && draft.publicModel) {
-      this.#metrics.tokens.inc({ model: draft.publicModel, kind: "prompt" }, draft.promptTokens);
-      this.#metrics.tokens.inc({ model: draft.publicModel, kind: "completion" }, draft.completionTokens);
+      const { publicModel: model, api } = draft;
+      this.#metrics.tokens.inc({ model, kind: "prompt", api }, draft.promptTokens);
+      this.#metrics.tokens.inc({ model, kind: "completion", api }, draft.completionTokens);
     }
     if (draft.overrunTokens && hold) this.#overrun(draft, hold);
   }

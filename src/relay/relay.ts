@@ -1,7 +1,10 @@
-// One chat completion, as its steps: resolve the model -> admit (rate limits and ledger into
-// one hold) -> open the upstream answer (routing: deployments, retries, fallbacks) -> deliver
-// it (JSON or a stream) -> finish (settle and record). Every hold is closed exactly once and every call recorded once, on every path.
+// One call, in whichever client API it came (src/apis/types.ts), as its steps on the
+// canonical request: resolve the model -> admit (rate limits and ledger into one hold) ->
+// open the upstream answer (routing: deployments, retries, fallbacks) -> deliver it (JSON or
+// a stream, rendered by the API's edge) -> finish (settle and record). Every hold is closed
+// exactly once and every call recorded once, on every path.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ClientCall } from "../apis/types.ts";
 import { fromUpstream, GatewayError } from "../errors/index.ts";
 import { localPromptTokens } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
@@ -33,8 +36,8 @@ export class Relay {
    * sent, failures are recorded here and thrown as GatewayError for the HTTP error handler
    * to answer.
    */
-  run(ctx: CallContext, req: ChatRequest, sink: StreamSink): Promise<string | undefined> {
-    const running = this.#run(ctx, req, sink);
+  run(ctx: CallContext, call: ClientCall, sink: StreamSink): Promise<string | undefined> {
+    const running = this.#run(ctx, call, sink);
     this.#running.add(running);
     const forget = () => this.#running.delete(running);
     running.then(forget, forget);
@@ -49,9 +52,10 @@ export class Relay {
     while (this.#running.size) await Promise.allSettled([...this.#running]);
   }
 
-  async #run(ctx: CallContext, req: ChatRequest, sink: StreamSink): Promise<string | undefined> {
+  async #run(ctx: CallContext, client: ClientCall, sink: StreamSink): Promise<string | undefined> {
     const deps = this.#deps;
     const { auth, draft } = ctx;
+    const req = client.request;
     draft.stream = req.stream === true;
     draft.publicModel = req.model;
     draft.params = recordedParams(req);
@@ -62,7 +66,7 @@ export class Relay {
     draft.safetyMode = answer.safetyMode;
     if (answer.headers) ctx.setHeaders(answer.headers);
 
-    const budget = reservationBudget(model, req);
+    const budget = reservationBudget(model, req, client.native);
     let hold: Hold;
     try {
       hold = await admit(deps, auth, plan, ctx.rateTicket, budget, ctx.setHeaders, ctx.clientSignal);
@@ -78,17 +82,18 @@ export class Relay {
       upstreamModel: model.upstreamModel,
       outputBound: cappedOutput(budget, hold.reservation.tokens),
       signal: route.signal,
+      native: client.native,
     };
     try {
       if (safety.enabled && deps.safety.reviewInput && !(await this.#reviewInput(ctx, req, hold)))
         return undefined;
       if (answer.mode !== "json") {
         const open = () => openAnswer(deps.metrics, ctx, route, call, true);
-        return await deliverStream(deps, ctx, req, open, answer.mode === "reviewed", sink, hold);
+        return await deliverStream(deps, ctx, client, open, answer.mode === "reviewed", sink, hold);
       }
       const opened = await this.#open(ctx, req, hold, route, call);
       if (!opened) return undefined;
-      return await deliverJson(deps, ctx, req, opened.completion, safety.enabled, hold);
+      return await deliverJson(deps, ctx, client, opened.completion, safety.enabled, hold);
     } catch (err) {
       // Nothing reached the client yet: the call ends here with the error it is answered with.
       const failure = fromUpstream(err);

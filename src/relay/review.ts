@@ -1,10 +1,9 @@
 // The review step of content safety: one review noted on the call's draft (verdict,
-// categories, time), the input review that can refuse a call, and what a client sees in
-// place of output that was withheld.
+// categories, time), the input review that can refuse a call, and what every client API
+// says in place of output that was withheld.
 import type { Logger } from "pino";
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import { GatewayError } from "../errors/index.ts";
-import type { Completion } from "../providers/types.ts";
 import type { ReviewOutcome, SafetyPolicy } from "../safety/policy.ts";
 import type { ReviewStage } from "../safety/types.ts";
 import { messageText } from "../tokens/count.ts";
@@ -73,22 +72,4 @@ export function lastUserText(messages: ChatRequest["messages"]): string | undefi
 /** The documented extension field of an answer content safety withheld. */
 export function safetyExtension(outcome: ReviewOutcome) {
   return { verdict: "flagged", stage: "output", categories: outcome.categories };
-}
-
-/** A flagged completion as the client gets it: usage and ids kept, every model text replaced. */
-export function withheldCompletion(completion: Completion, usage: unknown, outcome: ReviewOutcome) {
-  return {
-    id: completion.id,
-    object: "chat.completion",
-    created: completion.created,
-    model: completion.model,
-    choices: completion.choices.map((c) => ({
-      index: c.index,
-      message: { role: "assistant", content: WITHHELD_MESSAGE, refusal: null },
-      logprobs: null,
-      finish_reason: "content_filter",
-    })),
-    usage,
-    safety: safetyExtension(outcome),
-  };
 }

@@ -1,6 +1,7 @@
 // Usage as the draft records it and the client reads it: the upstream's figures when it
 // reported them, else a local estimate of what the model read and wrote.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { AnswerUsage } from "../apis/types.ts";
 import { localPromptTokens } from "../providers/prompt-bound.ts";
 import type { Usage } from "../providers/types.ts";
 import type { CallDraft } from "../records/draft.ts";
@@ -35,22 +36,14 @@ export function noteUsage(
   else draft.setUsage(localPromptTokens(req), countText(written), "estimated");
 }
 
-/** OpenAI's usage object for the client: the upstream's detail fields and the draft's totals. */
-export function clientUsage(draft: CallDraft, usage: Usage | undefined) {
+/** The usage a client is told: the draft's figures (as charged) and what the upstream reported. */
+export function answerUsage(draft: CallDraft, reported: Usage | undefined): AnswerUsage {
   return {
-    ...usage?.details,
-    prompt_tokens: draft.promptTokens,
-    completion_tokens: draft.completionTokens,
-    total_tokens: draft.totalTokens,
-  };
-}
-
-/** OpenAI's usage object as the upstream reported it, for a usage chunk passed on. */
-export function openaiUsage(usage: Usage) {
-  return {
-    ...usage.details,
-    prompt_tokens: usage.prompt,
-    completion_tokens: usage.completion,
-    total_tokens: usage.prompt + usage.completion,
+    prompt: draft.promptTokens,
+    completion: draft.completionTokens,
+    cachedInput: draft.cachedTokens,
+    cacheWrite: draft.cacheWriteTokens,
+    reasoning: draft.reasoningTokens,
+    reported,
   };
 }

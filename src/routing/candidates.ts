@@ -2,16 +2,20 @@
 // so its one reservation covers whichever answers.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
-import type { Provider } from "../providers/types.ts";
+import type { NativeRequest, Provider } from "../providers/types.ts";
 
 /** The largest prompt bound the candidates' providers state for the request, each with its model's overheads. */
-export function candidatePromptBound(model: ResolvedModel, request: ChatRequest): number {
+export function candidatePromptBound(
+  model: ResolvedModel,
+  request: ChatRequest,
+  native?: NativeRequest,
+): number {
   let bound = 0;
   for (const m of [model, ...model.fallbacks]) {
     // Deployments of one model sharing a rule (every OpenAI-shaped adapter's) are asked once.
     const rules = new Set<Provider["promptBound"]>();
     for (const d of m.deployments) rules.add(d.provider.promptBound);
-    for (const rule of rules) bound = Math.max(bound, rule(request, m.overheads));
+    for (const rule of rules) bound = Math.max(bound, rule(request, m.overheads, native));
   }
   return bound;
 }

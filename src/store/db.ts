@@ -15,6 +15,7 @@ import * as cacheTokens from "./migrations/007-cache-tokens.ts";
 import * as attempts from "./migrations/008-attempts.ts";
 import * as overruns from "./migrations/009-overruns.ts";
 import * as sharedLedger from "./migrations/010-shared-ledger.ts";
+import * as clientApi from "./migrations/012-client-api.ts";
 import * as storedResponses from "./migrations/013-stored-responses.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   "008-attempts": attempts,
   "009-overruns": overruns,
   "010-shared-ledger": sharedLedger,
+  "012-client-api": clientApi,
   "013-stored-responses": storedResponses,
 };
 

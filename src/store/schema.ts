@@ -57,6 +57,8 @@ export interface LiveUsageTable {
 export interface CallRecordsTable {
   request_id: string;
   created_at: number;
+  /** the client API the call came in: chat.completions | messages | responses */
+  api: string;
   account_id: string | null;
   key_id: string | null;
   public_model: string | null;

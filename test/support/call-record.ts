@@ -9,6 +9,7 @@ export function callRecord(overrides: Partial<CallRecord> = {}): CallRecord {
   return {
     request_id: newId("req"),
     created_at: Date.now(),
+    api: "chat.completions",
     account_id: null,
     key_id: null,
     public_model: "demo",

@@ -281,6 +281,7 @@ export function RecordsPage() {
               className: "nowrap",
               cell: (r) => r.model ?? <span className="muted">–</span>,
             },
+            { header: "API", className: "nowrap", cell: (r) => <code>{r.api}</code> },
             { header: "In", num: true, cell: (r) => fmtInt(r.prompt_tokens) },
             { header: "Out", num: true, cell: (r) => fmtInt(r.completion_tokens) },
             { header: "Total", num: true, cell: (r) => fmtInt(r.total_tokens) },
@@ -354,6 +355,7 @@ function RecordDetail({ record }: { record: CallRecordView }) {
     ["Time", fmtDateTime(record.created_at)],
     ["Key", record.key_prefix ? `${record.key_prefix}… ${record.key_name ?? ""}` : "no key"],
     ["Model", record.model ?? "–"],
+    ["API", <code key="api">{record.api}</code>],
     ["Status", `${record.status} (HTTP ${record.http_status})`],
     ["Error", recordError(record) || "–"],
     [

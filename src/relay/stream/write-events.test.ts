@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import type { SseEvent } from "../../apis/types.ts";
 import type { StreamSink } from "../call.ts";
 import { EventWriter } from "./write-events.ts";
 
@@ -9,8 +10,8 @@ function fakeSink() {
   const held = new Map<string, () => void>();
   const sink: StreamSink = {
     start: () => void calls.push("start"),
-    event(data) {
-      calls.push(`event ${data}`);
+    event(data, name) {
+      calls.push(name ? `event ${name} ${data}` : `event ${data}`);
       if (!held.has(data)) return undefined;
       return new Promise<void>((resolve) => held.set(data, resolve));
     },
@@ -28,8 +29,8 @@ function fakeSink() {
 /** Lets every pending callback run (no time passes). */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
-async function* events(...items: string[]): AsyncGenerator<string> {
-  yield* items;
+async function* events(...items: string[]): AsyncGenerator<SseEvent> {
+  for (const data of items) yield { data };
 }
 
 describe("EventWriter", () => {
@@ -38,11 +39,11 @@ describe("EventWriter", () => {
     let starts = 0;
     const writer = new EventWriter(sink, () => starts++);
     assert.equal(writer.started, false);
-    await writer.write("a");
-    await writer.write("b");
+    await writer.write({ data: "a" });
+    await writer.write({ data: "b", event: "named" });
     writer.start();
     assert.equal(writer.started, true);
-    assert.deepEqual(calls, ["start", "event a", "event b"]);
+    assert.deepEqual(calls, ["start", "event a", "event named b"]);
     assert.equal(starts, 1);
   });
 
@@ -56,10 +57,10 @@ describe("EventWriter", () => {
     const { sink, calls, hold, release } = fakeSink();
     hold("a");
     const pulled: string[] = [];
-    async function* upstream(): AsyncGenerator<string> {
+    async function* upstream(): AsyncGenerator<SseEvent> {
       for (const e of ["a", "b"]) {
         pulled.push(e);
-        yield e;
+        yield { data: e };
       }
     }
     let done = false;
@@ -75,37 +76,36 @@ describe("EventWriter", () => {
     assert.deepEqual(calls, ["start", "event a", "event b"]);
   });
 
-  test("end(true) writes [DONE], waits for it to be taken, then ends", async () => {
+  test("writeEvents waits for each event to be taken; none writes nothing", async () => {
     const { sink, calls, hold, release } = fakeSink();
     const writer = new EventWriter(sink, () => {});
-    await writer.write("a");
-    hold("[DONE]");
-    const ending = writer.end(true);
+    await writer.writeEvents([]);
+    assert.equal(writer.started, false, "no events: the response has not started");
+    hold("a");
+    const writing = writer.writeEvents([{ data: "a" }, { data: "[DONE]" }]);
     await settle();
+    assert.deepEqual(calls, ["start", "event a"]);
+    release("a");
+    await writing;
     assert.deepEqual(calls, ["start", "event a", "event [DONE]"]);
-    release("[DONE]");
-    await ending;
-    assert.deepEqual(calls, ["start", "event a", "event [DONE]", "end"]);
   });
 
-  test("end(false) ends without [DONE]", async () => {
+  test("end() ends after the last event", async () => {
     const { sink, calls } = fakeSink();
     const writer = new EventWriter(sink, () => {});
-    await writer.write('{"error":{}}');
-    await writer.end(false);
+    await writer.write({ data: '{"error":{}}' });
+    await writer.end();
     assert.deepEqual(calls, ["start", 'event {"error":{}}', "end"]);
   });
 
-  test("ending a writer that never wrote starts the response first", async () => {
-    for (const done of [true, false]) {
-      const { sink, calls } = fakeSink();
-      let firstEvents = 0;
-      const writer = new EventWriter(sink, () => firstEvents++);
-      await writer.end(done);
-      assert.equal(writer.started, true);
-      assert.equal(firstEvents, done ? 1 : 0, "[DONE] is the first event of an empty stream");
-      assert.deepEqual(calls, done ? ["start", "event [DONE]", "end"] : ["start", "end"]);
-    }
+  test("ending a writer that never wrote starts the response first, without a first event", async () => {
+    const { sink, calls } = fakeSink();
+    let firstEvents = 0;
+    const writer = new EventWriter(sink, () => firstEvents++);
+    await writer.end();
+    assert.equal(writer.started, true);
+    assert.equal(firstEvents, 0);
+    assert.deepEqual(calls, ["start", "end"]);
   });
 });
 
@@ -119,7 +119,7 @@ describe("keep-alive", () => {
     assert.ok(calls.filter((c) => c === "comment keep-alive").length >= 2, calls.join(", "));
     assert.ok(writer.started, "a failure from now on is a mid-stream error");
     assert.equal(firstEvents, 0, "the time to first token is not the keep-alive's");
-    await writer.end(false);
+    await writer.end();
     const after = calls.length;
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(calls.length, after, "no comment after the end");

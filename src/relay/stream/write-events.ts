@@ -3,6 +3,7 @@
 // first event, or with the first keep-alive comment when nothing came for `keepAliveMs`
 // (reasoning models think for minutes; proxies close connections idle for 60 s). `started`
 // says whether a failure can still be answered with a status.
+import type { SseEvent } from "../../apis/types.ts";
 import type { StreamSink } from "../call.ts";
 
 export class EventWriter {
@@ -28,7 +29,7 @@ export class EventWriter {
     this.#sink.start();
   }
 
-  async write(event: string): Promise<void> {
+  async write(event: SseEvent): Promise<void> {
     this.start();
     if (!this.#wroteEvent) {
       this.#wroteEvent = true;
@@ -36,12 +37,17 @@ export class EventWriter {
     }
     // traffic of its own: the next keep-alive is due a whole interval from now
     this.#keepAlive?.refresh();
-    const wait = this.#sink.event(event);
+    const wait = this.#sink.event(event.data, event.event);
     if (wait) await wait;
   }
 
-  async writeAll(events: AsyncIterable<string>): Promise<void> {
+  async writeAll(events: AsyncIterable<SseEvent>): Promise<void> {
     for await (const event of events) await this.write(event);
+  }
+
+  /** Writes the events in order; none: nothing is written (the response does not start). */
+  async writeEvents(events: readonly SseEvent[]): Promise<void> {
+    for (const event of events) await this.write(event);
   }
 
   /** Stops the keep-alive; for a stream that ends without being written (its failure is a status). */
@@ -49,11 +55,10 @@ export class EventWriter {
     clearInterval(this.#keepAlive);
   }
 
-  /** Ends the stream: with `[DONE]` when it completed, without when it failed. */
-  async end(done: boolean): Promise<void> {
+  /** Ends the stream (after its last events, which the client API decides). */
+  async end(): Promise<void> {
     this.dispose();
     this.start();
-    if (done) await this.write("[DONE]");
     this.#sink.end();
   }
 }

@@ -4,10 +4,11 @@
 // call statuses and ticket kinds), so the console's type check reads no other server code and
 // its bundle gets none at all.
 import type { Role } from "../../../accounts/roles.ts";
+import type { ApiName } from "../../../apis/names.ts";
 import type { CallStatus } from "../../../records/outcomes.ts";
 import type { TicketKind, TicketStatus } from "../../../tickets/kinds.ts";
 
-export type { CallStatus, Role, TicketKind, TicketStatus };
+export type { ApiName, CallStatus, Role, TicketKind, TicketStatus };
 
 // Flags are booleans here (0/1 in the store); times are Unix milliseconds.
 
@@ -83,6 +84,8 @@ export interface CallRecordView {
   key_prefix: string | null;
   key_name: string | null;
   model: string | null;
+  /** the client API the call came in */
+  api: ApiName;
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;

@@ -1,17 +1,16 @@
-// The OpenAI-compatible API under /v1. Every route here is authenticated by key.
+// The client APIs under /v1. Every route here is authenticated by key, in the way its client
+// API sends it (route config `api`; chat completions' when none is set); the routes that run
+// a call (route config `records`) get a call record from their first moment.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { parseChatRequest } from "../../../apis/chat-completions/request.ts";
+import { chatCompletions } from "../../../apis/chat-completions/api.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { CLIENT_GONE } from "../../../records/outcomes.ts";
-import { ClientGone } from "../../../relay/call.ts";
-import { admitRequest } from "../../../relay/hold.ts";
 import { authHook } from "../../auth-hook.ts";
 import type { GatewayDeps } from "../../deps.ts";
-import { sseSink } from "../../sse.ts";
-
-const CHAT_ROUTE = "/v1/chat/completions";
+import { routeApi } from "../../route-api.ts";
+import { callRoute, relayRoute } from "./relay-route.ts";
 
 export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   const authenticate = authHook(deps);
@@ -21,16 +20,17 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
       .catch((err) => deps.logger.error({ err }, "could not record a call the client left"));
 
   app.addHook("onRequest", async (request, reply) => {
-    const draft = request.routeOptions.url === CHAT_ROUTE ? new CallDraft(request.id) : null;
+    const api = routeApi(request);
+    const draft = request.routeOptions.config?.records ? new CallDraft(request.id, api.name) : null;
     if (!draft) {
-      await authenticate(request);
+      await authenticate(request, api);
       return setRateHeaders(request, reply);
     }
-    // Chat calls get a record, rejected ones too. A client that leaves before the handler
+    // Calls get a record, rejected ones too. A client that leaves before the handler
     // runs (during the key lookup, or while its body is read) would otherwise leave none:
     // Fastify waits for the rest of a body that never comes, and no handler runs.
     request.call = draft;
-    // Every chat answer says how many upstream attempts it took; routing sets the real count.
+    // Every call's answer says how many upstream attempts it took; routing sets the real count.
     reply.header("x-gateway-attempts", "0");
     let authenticating = true;
     let goneWhileAuthenticating = false;
@@ -41,7 +41,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
       else void recordGone(draft);
     });
     try {
-      await authenticate(request);
+      await authenticate(request, api);
     } finally {
       authenticating = false;
     }
@@ -53,10 +53,10 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
   });
 
   async function setRateHeaders(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    // Every authenticated /v1 answer carries the rate-limit windows as they stand; a chat
-    // call replaces them with the windows after its own admission. Shared buckets that cannot
-    // be read leave the headers out: listing models consumes nothing, and a chat call fails
-    // closed at its own admission.
+    // Every authenticated /v1 answer carries the rate-limit windows as they stand; a call
+    // replaces them with the windows after its own admission. Shared buckets that cannot be
+    // read leave the headers out: listing models consumes nothing, and a call fails closed at
+    // its own admission.
     const { key, account } = request.auth!;
     const subjects = rateSubjects(key, account.id, deps.registry.plan(account.plan_id));
     try {
@@ -81,36 +81,5 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     return reply.type("application/json").send(json);
   });
 
-  app.post(CHAT_ROUTE, async (request, reply) => {
-    request.call!.relayed = true;
-    const auth = request.auth!;
-    const setHeaders = (headers: Record<string, string>) => reply.headers(headers);
-    // The request counts against the rate limits before anything else is done with it.
-    const rateTicket = await admitRequest(
-      deps.rates,
-      auth,
-      deps.registry.plan(auth.account.plan_id),
-      setHeaders,
-    );
-    const body = parseChatRequest(request.body);
-    const client = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) client.abort(new ClientGone("the client closed the connection"));
-    };
-    reply.raw.once("close", onClose);
-    try {
-      const json = await deps.relay.run(
-        { auth, draft: request.call!, clientSignal: client.signal, setHeaders, rateTicket },
-        body,
-        sseSink(reply, { stalledMs: deps.config.server.stream_stall_ms }),
-      );
-      if (json !== undefined) return reply.type("application/json").send(json);
-      // The relay answered (stream) or there is nobody left to answer.
-      if (!reply.sent) reply.hijack();
-      if (!reply.raw.writableEnded && client.signal.aborted) reply.raw.destroy();
-      return reply;
-    } finally {
-      reply.raw.off("close", onClose);
-    }
-  });
+  app.post("/v1/chat/completions", callRoute(chatCompletions), relayRoute(deps, chatCompletions));
 }

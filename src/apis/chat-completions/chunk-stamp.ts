@@ -1,8 +1,17 @@
-// Stream stage: every chunk of one answer carries our completion id, the public model and
-// one `created` (the upstream's first, else the call's start), and usage only where the
-// client asked for it. Yields each chunk as the JSON of one SSE event.
-import type { Chunk } from "../../providers/types.ts";
-import { openaiUsage } from "../usage.ts";
+// Chat completion chunks as the client gets them: every chunk of one answer carries our
+// completion id, the public model and one `created` (the upstream's first, else the call's
+// start), and usage only where the client asked for it.
+import type { Chunk, Usage } from "../../providers/types.ts";
+
+/** OpenAI's usage object as the upstream reported it, for a usage chunk passed on. */
+function openaiUsage(usage: Usage) {
+  return {
+    ...usage.details,
+    prompt_tokens: usage.prompt,
+    completion_tokens: usage.completion,
+    total_tokens: usage.prompt + usage.completion,
+  };
+}
 
 export function completionId(requestId: string): string {
   return `chatcmpl-${requestId.slice(requestId.indexOf("_") + 1)}`;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Chunk, Usage } from "../../providers/types.ts";
-import { ChunkStamp, completionId } from "./restamp.ts";
+import { ChunkStamp, completionId } from "./chunk-stamp.ts";
 
 async function* source(chunks: Chunk[]): AsyncGenerator<Chunk> {
   for (const c of chunks) yield c;

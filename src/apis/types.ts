@@ -1,0 +1,133 @@
+/**
+ * The client-API seam: how an API the gateway serves (chat completions, Anthropic's Messages,
+ * OpenAI's Responses) plugs into the one pipeline. An API is translation at the edges only:
+ * every call runs as the canonical request (`ChatRequest`) through the same relay (admission,
+ * reservation, routing, review, records), and the edge turns what the relay produces back
+ * into the client's wire format.
+ *
+ * How an edge plugs in:
+ * 1. Implement `ClientApi` (a module under src/apis/<api>/): its `name` (records, metrics),
+ *    how it reads the key from the headers, how it answers an error before its answer
+ *    started, and `parse()`, which validates a body and returns a `ClientCall`.
+ * 2. A `ClientCall` carries the canonical request, optionally the body in the API's own form
+ *    (`native`, for adapters that speak that API: the Anthropic adapter for Messages), and
+ *    renders the answer: `json()` the whole body from the restamped canonical completion and
+ *    the usage as charged; `stream()` a `StreamRenderer` that turns canonical chunks into the
+ *    API's SSE events (named events where the API has them) and ends or fails the stream.
+ * 3. Register the route with `relayRoute(api)` (src/http/routes/v1/relay-route.ts) and the
+ *    route config `{ api, records: true }`: the /v1 hooks then authenticate with the API's
+ *    credential, open a call record saying which API was used (refused calls too), and the
+ *    error handler answers in the API's envelope.
+ *
+ * An adapter given `UpstreamCall.native` of an API it speaks may send that body (overriding
+ * the model and the output bound) and return the upstream's native answer beside the
+ * canonical one (`Completion.native`, `Chunk.native`); the edge then passes the native form on,
+ * restamped, while the canonical fields still drive usage, review, records and charging.
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import type { GatewayError } from "../errors/index.ts";
+import type { Chunk, Completion, NativeRequest, Usage } from "../providers/types.ts";
+import type { ReviewOutcome } from "../safety/policy.ts";
+import type { ChatRequest } from "./chat-completions/request.ts";
+import type { ApiName } from "./names.ts";
+
+export type { ApiName } from "./names.ts";
+
+/** One SSE event as the client API frames it: an `event:` line when named, one `data:` line. */
+export interface SseEvent {
+  data: string;
+  event?: string | undefined;
+}
+
+/** The key a request carries, as the API sends it. */
+export type Credential = { kind: "missing" } | { kind: "token"; token: string };
+
+/** What the identity of an answer is made of: the same for every event of a stream. */
+export interface AnswerContext {
+  /** the gateway's request id (`req_…`): answers derive their ids from it */
+  requestId: string;
+  /** the public model the client asked for */
+  model: string;
+  /** when the call started (ms since the epoch) */
+  startedAt: number;
+}
+
+/** The usage a client is told: the figures as charged, and what the upstream reported. */
+export interface AnswerUsage {
+  /** everything the model read, cache reads and writes included */
+  prompt: number;
+  completion: number;
+  /** of `prompt`, read from the provider's prompt cache */
+  cachedInput: number;
+  /** of `prompt`, written to the provider's prompt cache */
+  cacheWrite: number;
+  /** of `completion`, reasoning */
+  reasoning: number;
+  /** the upstream's own usage, when it reported one (undefined: the figures are an estimate) */
+  reported: Usage | undefined;
+}
+
+/** A whole answer to render. */
+export interface JsonAnswer extends AnswerContext {
+  /** the upstream's completion (with `native` when the adapter answered in the API's form) */
+  completion: Completion;
+  usage: AnswerUsage;
+  /** set when content safety flagged the output: the body says it was withheld */
+  withheld?: ReviewOutcome | undefined;
+}
+
+/** How a stream that went well ends. */
+export interface StreamEnd {
+  usage: AnswerUsage;
+  /** set when content safety flagged the output: what was held back is not sent */
+  withheld: ReviewOutcome | undefined;
+  /** the choice indexes the stream carried */
+  choices: ReadonlySet<number>;
+}
+
+/** The events of one streamed answer. One renderer per call; its methods are called in order. */
+export interface StreamRenderer {
+  /** the events of one canonical chunk (none, one or several) */
+  chunk(chunk: Chunk): readonly SseEvent[];
+  /** after the last chunk, before the call's record is written: what completes the answer */
+  finish(end: StreamEnd): readonly SseEvent[];
+  /** once the record is committed: the events that close a complete stream (chat: `[DONE]`) */
+  done(): readonly SseEvent[];
+  /** a failure after the stream started: the events that say so; the stream then ends */
+  error(error: GatewayError): readonly SseEvent[];
+}
+
+/** One call in a client API, validated: the canonical request and how to answer it. */
+export interface ClientCall {
+  readonly api: ClientApi;
+  /** what the pipeline runs */
+  readonly request: ChatRequest;
+  /** the body in the API's own form, for adapters that speak it natively */
+  readonly native?: NativeRequest | undefined;
+  /** the whole answer as this API's JSON body */
+  json(answer: JsonAnswer): string;
+  /** a renderer for this call's streamed answer */
+  stream(context: AnswerContext): StreamRenderer;
+}
+
+/** An error as this API answers it before the answer started. */
+export interface ErrorAnswer {
+  status: number;
+  /** the JSON body */
+  body: string;
+}
+
+export interface ClientApi {
+  readonly name: ApiName;
+  /** the client's key, from the headers this API sends it in */
+  credential(headers: IncomingHttpHeaders): Credential;
+  /** the message of a missing key, naming those headers (default: the catalog's) */
+  readonly missingKey?: string | undefined;
+  /** the status and envelope of an error answered before any byte of the answer */
+  error(error: GatewayError): ErrorAnswer;
+  /**
+   * Validates a parsed JSON body (and reads the headers the API defines); throws
+   * GatewayError invalid_request naming the bad parameter.
+   */
+  parse(body: unknown, headers: IncomingHttpHeaders): ClientCall;
+}
