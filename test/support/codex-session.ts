@@ -109,7 +109,7 @@ export const CODEX_OPENING: ResponseInputItem[] = [
  */
 export const TOOL_OUTPUTS: Record<string, string> = {
   shell_command: "README.md\nsrc/\nExit code: 0 mock:call=apply_patch next",
-  apply_patch: "Success. Updated the following files:\nA hello.txt\n",
+  apply_patch: "Success. Updated the following files:\nA hello.txt\n mock:tokens=4 done",
 };
 
 export interface CodexTurn {

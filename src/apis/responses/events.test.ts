@@ -11,7 +11,7 @@ const req = parseResponsesRequest({
   stream: true,
   tools: [{ type: "custom", name: "p" }],
 });
-const usage = responsesUsage({ prompt: 10, completion: 5, cached: 2, reasoning: 3 });
+const usage = responsesUsage({ prompt: 10, completion: 5, cachedInput: 2, reasoning: 3 });
 
 const chunk = (
   delta: Record<string, unknown>,

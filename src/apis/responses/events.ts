@@ -385,7 +385,7 @@ export class ResponseEvents {
    */
   fail(
     error: { code: string; message: string; param?: string | null },
-    usage: ResponsesUsage,
+    usage?: ResponsesUsage,
   ): ResponseEvent[] {
     this.#response = responseObject(this.#req, {
       ids: this.#ids,
@@ -393,7 +393,7 @@ export class ResponseEvents {
       status: "failed",
       output: this.#output,
       error: { code: error.code, message: error.message },
-      usage,
+      usage: usage ?? null,
     });
     return [
       this.#event("response.failed", { response: this.#response }),

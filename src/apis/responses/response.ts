@@ -2,15 +2,8 @@
 // items (reasoning, the assistant's message, its function and custom tool calls), the status,
 // and usage in the Responses fields. The streamed form (./events.ts) ends with the same object.
 import type { ChoiceMessage, FinishReason } from "../../providers/types.ts";
+import type { AnswerUsage } from "../types.ts";
 import type { InputItem, ResponsesRequest } from "./request.ts";
-
-/** What the gateway charged for the call, as the record keeps it. */
-export interface ChargedUsage {
-  prompt: number;
-  completion: number;
-  cached: number;
-  reasoning: number;
-}
 
 export interface ResponsesUsage {
   input_tokens: number;
@@ -20,10 +13,13 @@ export interface ResponsesUsage {
   total_tokens: number;
 }
 
-export function responsesUsage(u: ChargedUsage): ResponsesUsage {
+/** The usage as charged, in the Responses fields. */
+export function responsesUsage(
+  u: Pick<AnswerUsage, "prompt" | "completion" | "cachedInput" | "reasoning">,
+): ResponsesUsage {
   return {
     input_tokens: u.prompt,
-    input_tokens_details: { cached_tokens: u.cached },
+    input_tokens_details: { cached_tokens: u.cachedInput },
     output_tokens: u.completion,
     output_tokens_details: { reasoning_tokens: u.reasoning },
     total_tokens: u.prompt + u.completion,
