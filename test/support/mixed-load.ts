@@ -16,6 +16,10 @@
 // used_tokens, the ledger agrees with the store, nothing is reserved any more, and used stays
 // within the quota and the limit. Every request has exactly one record, and each record is
 // consistent with what the client saw.
+//
+// A share of the requests may speak OpenAI's Responses API (POST /v1/responses, the same
+// kinds but the hang-up before the answer, whose record could not be told from another's:
+// a Responses body has no `seed` to tie its record to it) through the same pipeline.
 import type { IncomingMessage, Server } from "node:http";
 import type { Kysely } from "kysely";
 import { Agent, type Dispatcher, fetch } from "undici";
@@ -239,8 +243,19 @@ export async function createSubjects(gw: LoadTarget, options: SubjectOptions): P
 // Requests
 // ---------------------------------------------------------------------------
 
+/** The client APIs the load speaks. */
+export type LoadApi = "chat.completions" | "responses";
+
+const API_PATHS: Record<LoadApi, string> = { "chat.completions": "chat/completions", responses: "responses" };
+
+export interface PlanOptions {
+  /** the share of the requests (0 to 1) sent to POST /v1/responses; default 0 */
+  responsesShare?: number;
+}
+
 export interface PlannedRequest {
   index: number;
+  api: LoadApi;
   kind: RequestKind;
   key: KeySubject;
   stream: boolean;
@@ -253,7 +268,12 @@ export interface PlannedRequest {
  * The requests of one run, all drawn from the seed. The first two of every kind go to a
  * fully open key, so every kind happens at least twice however the limits run out.
  */
-export function planRequests(seed: number, count: number, subjects: Subjects): PlannedRequest[] {
+export function planRequests(
+  seed: number,
+  count: number,
+  subjects: Subjects,
+  { responsesShare = 0 }: PlanOptions = {},
+): PlannedRequest[] {
   const random = prng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
   const open = subjects.keys.filter((k) => k.open);
@@ -335,14 +355,29 @@ export function planRequests(seed: number, count: number, subjects: Subjects): P
         model = FAILOVER_MODEL;
         break;
     }
+    const instructions = "You are a terse test assistant.";
+    const said = `Request ${index}: say something. mock:tokens=${tokens} ${directives.join(" ")}`;
+    // (drawn only when there is a share, so a chat-only load's mix is what it was)
+    const api: LoadApi =
+      responsesShare > 0 && kind !== "abort-before-answer" && random() < responsesShare
+        ? "responses"
+        : "chat.completions";
+    if (api === "responses") {
+      const body: Record<string, unknown> = {
+        model,
+        instructions,
+        input: said,
+        max_output_tokens: maxTokens,
+      };
+      if (stream) body.stream = true;
+      planned.push({ index, api, kind, key, stream, body, abortAfterMs });
+      continue;
+    }
     const body: Record<string, unknown> = {
       model,
       messages: [
-        { role: "system", content: "You are a terse test assistant." },
-        {
-          role: "user",
-          content: `Request ${index}: say something. mock:tokens=${tokens} ${directives.join(" ")}`,
-        },
+        { role: "system", content: instructions },
+        { role: "user", content: said },
       ],
       // recorded in call_records.params: ties every record to its request
       seed: index,
@@ -351,13 +386,14 @@ export function planRequests(seed: number, count: number, subjects: Subjects): P
     if (!kind.startsWith("abort") && (kind === "json" || kind === "stream") && random() < 0.15) body.n = 2;
     if (stream) body.stream = true;
     if (includeUsage !== undefined) body.stream_options = { include_usage: includeUsage };
-    planned.push({ index, kind, key, stream, body, abortAfterMs });
+    planned.push({ index, api, kind, key, stream, body, abortAfterMs });
   }
   return planned;
 }
 
 export interface Outcome {
   index: number;
+  api: LoadApi;
   kind: RequestKind;
   keyId: string;
   stream: boolean;
@@ -365,7 +401,7 @@ export interface Outcome {
   status: number | "aborted" | "failed";
   /** error.code of a JSON error or of an SSE error event */
   code: string | null;
-  /** a stream that ended with [DONE] */
+  /** a stream that ended complete: [DONE] (chat), response.completed or response.incomplete (Responses) */
   done: boolean;
   /** x-request-id, when response headers arrived */
   requestId: string | null;
@@ -431,6 +467,42 @@ function readSseText(text: string): {
   return { done, code, usageTotal, content };
 }
 
+/**
+ * Parses a Responses event stream the same way: complete when response.completed (or
+ * response.incomplete, an answer cut at its bound) came, the `error` event's code, the
+ * usage of the final Response, the output text.
+ */
+function readResponsesSse(text: string): ReturnType<typeof readSseText> {
+  let done = false;
+  let code: string | null = null;
+  let usageTotal: number | null = null;
+  let content = "";
+  const complete = text.slice(0, text.lastIndexOf("\n\n") + 2);
+  for (const event of complete.split("\n\n")) {
+    const data = event.split("\n").find((line) => line.startsWith("data: "));
+    if (!data) continue;
+    try {
+      const parsed = JSON.parse(data.slice(6)) as {
+        type?: string;
+        code?: string | null;
+        delta?: unknown;
+        response?: { usage?: { total_tokens?: number } | null };
+      };
+      if (parsed.type === "error") code ??= parsed.code ?? "error";
+      if (parsed.type === "response.output_text.delta" && typeof parsed.delta === "string")
+        content += parsed.delta;
+      if (parsed.type === "response.completed" || parsed.type === "response.incomplete") {
+        done = true;
+        if (typeof parsed.response?.usage?.total_tokens === "number")
+          usageTotal = parsed.response.usage.total_tokens;
+      }
+    } catch {
+      code ??= "unparsable_event";
+    }
+  }
+  return { done, code, usageTotal, content };
+}
+
 /** The header that tells the gateway-side observer which planned request arrived. */
 export const INDEX_HEADER = "x-load-index";
 
@@ -488,6 +560,7 @@ export async function sendRequest(
 ): Promise<Outcome> {
   const outcome: Outcome = {
     index: req.index,
+    api: req.api,
     kind: req.kind,
     keyId: req.key.id,
     stream: req.stream,
@@ -515,7 +588,8 @@ export async function sendRequest(
     else arm();
   }
   try {
-    const res = await fetch(`${baseURL}/chat/completions`, {
+    const readSse = req.api === "responses" ? readResponsesSse : readSseText;
+    const res = await fetch(`${baseURL}/${API_PATHS[req.api]}`, {
       method: "POST",
       headers: {
         authorization: `Bearer ${req.key.secret}`,
@@ -540,14 +614,14 @@ export async function sendRequest(
         if (done) break;
         text += decoder.decode(value, { stream: true });
         // abort-mid-stream: hang up once some content has arrived
-        if (req.kind === "abort-mid-stream" && readSseText(text).content) {
+        if (req.kind === "abort-mid-stream" && readSse(text).content) {
           controller.abort();
           await reader.read().catch(() => undefined);
           outcome.status = "aborted";
           break;
         }
       }
-      const parsed = readSseText(text);
+      const parsed = readSse(text);
       outcome.done = parsed.done;
       outcome.code = parsed.code;
       outcome.usageTotal = parsed.usageTotal;
@@ -674,6 +748,7 @@ export interface SubjectFigures {
 export type RecordRow = Pick<
   CallRecord,
   | "request_id"
+  | "api"
   | "account_id"
   | "key_id"
   | "params"
@@ -777,6 +852,7 @@ export async function checkInvariants(
       .selectFrom("call_records")
       .select([
         "request_id",
+        "api",
         "account_id",
         "key_id",
         "params",
@@ -965,7 +1041,7 @@ export async function checkInvariants(
     const claimed = new Set<string>();
     const unmatched: Outcome[] = [];
     for (const o of outcomes) {
-      const who = `request #${o.index} (${o.kind}, ${outcomeLabel(o)})`;
+      const who = `request #${o.index} (${o.api} ${o.kind}, ${outcomeLabel(o)})`;
       if (o.status === "failed") violations.push(`${who}: the connection broke without an answer`);
       const r = (o.requestId ? byId.get(o.requestId) : undefined) ?? bySeed.get(o.index);
       if (!r) {
@@ -1047,7 +1123,7 @@ export async function checkInvariants(
 // One whole run
 // ---------------------------------------------------------------------------
 
-export interface MixedLoadOptions extends SubjectOptions {
+export interface MixedLoadOptions extends SubjectOptions, PlanOptions {
   seed: number;
   requests: number;
   /** requests in flight at once (the number of requests: all at once) */
@@ -1070,7 +1146,7 @@ export interface MixedLoadResult {
 
 export async function runMixedLoad(target: LoadTarget, options: MixedLoadOptions): Promise<MixedLoadResult> {
   const subjects = await createSubjects(target, options);
-  const planned = planRequests(options.seed, options.requests, subjects);
+  const planned = planRequests(options.seed, options.requests, subjects, options);
   const books = target.books;
   const arrivals = new Arrivals();
   const unwatch = target.watch(arrivals);
