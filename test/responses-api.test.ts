@@ -48,6 +48,7 @@ let gw: TestGateway;
 let client: OpenAI;
 let other: OpenAI;
 let guarded: OpenAI;
+let live: OpenAI;
 
 /** The three upstreams every behaviour runs on; `body` reads what the upstream was sent. */
 const UPSTREAMS = [
@@ -133,6 +134,9 @@ before(async () => {
   const reviewed = await gw.account("reviewed");
   await updateAccount(gw.gateway.deps.store.db, reviewed, { safety: "on" });
   guarded = new OpenAI({ ...options, apiKey: (await gw.key(reviewed)).secret });
+  const segments = await gw.account("reviewed-streaming");
+  await updateAccount(gw.gateway.deps.store.db, segments, { safety: "on", safety_streaming: "reviewed" });
+  live = new OpenAI({ ...options, apiKey: (await gw.key(segments)).secret });
 });
 
 after(async () => {
@@ -559,6 +563,67 @@ describe("Responses API across upstreams and edge cases", () => {
       flagged.response,
       "stored as withheld",
     );
+  });
+
+  test("reviewed streaming: the events come as reviewed; a flag ends the Response incomplete, withheld", async () => {
+    const clean = await live.responses.create({ model: "gpt", input: "hi mock:tokens=6", stream: true });
+    const types: string[] = [];
+    for await (const event of clean) types.push(event.type);
+    assert.equal(types.at(-1), "response.completed");
+    const flagged = await live.responses.create({
+      model: "gpt",
+      input: `say mock:text=${BLOCKED} mock:tokens=3`,
+      stream: true,
+    });
+    const events: ResponseStreamEvent[] = [];
+    for await (const event of flagged) events.push(event);
+    const end = events.at(-1)!;
+    assert.equal(end.type, "response.incomplete");
+    const response = (end as { response: OpenAI.Responses.Response }).response;
+    assert.deepEqual(response.incomplete_details, { reason: "content_filter" });
+    assert.deepEqual((response as any).safety.categories, ["blocked_terms"]);
+    assert.doesNotMatch(JSON.stringify(events), new RegExp(BLOCKED), "nothing flagged reached the client");
+  });
+
+  test("a stream that breaks after it began: response.failed, then an error event the SDK raises", async () => {
+    const res = await fetch(`${gw.baseURL}/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${client.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt", input: "talk mock:tokens=20 mock:drop-after=3", stream: true }),
+    });
+    const blocks = (await res.text()).trim().split("\n\n");
+    const [failed, error] = blocks.slice(-2).map((b) => ({
+      event: b.split("\n")[0]!.slice("event: ".length),
+      data: JSON.parse(b.split("\n")[1]!.slice("data: ".length)),
+    }));
+    assert.equal(failed!.event, "response.failed");
+    assert.equal(failed!.data.response.status, "failed");
+    assert.equal(failed!.data.response.error.code, "upstream_error");
+    assert.equal(error!.event, "error");
+    assert.equal(error!.data.code, "upstream_error");
+    const record = await gw.record(res.headers.get("x-request-id")!);
+    assert.equal(record.status, "upstream_error");
+    assert.equal(record.api, "responses");
+
+    const stream = await client.responses.create({
+      model: "gpt",
+      input: "talk mock:tokens=20 mock:drop-after=3",
+      stream: true,
+    });
+    const seen: string[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const event of stream) seen.push(event.type);
+      })(),
+      APIError,
+    );
+    assert.ok(seen.includes("response.output_text.delta"), "what came before the break was delivered");
+  });
+
+  test("cache reads are input_tokens_details.cached_tokens", async () => {
+    const { response, record } = await create({ model: "claude", input: "cached mock:cache mock:tokens=2" });
+    assert.equal(response.usage!.input_tokens_details.cached_tokens, 11);
+    assertUsageRecorded(response, record);
   });
 
   test("bad input is a 400 naming the parameter, never a 500, and recorded", async () => {
