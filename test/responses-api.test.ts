@@ -15,7 +15,7 @@ import { runCodexSession } from "./support/codex-session.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { startMockAnthropic } from "./support/mock-anthropic-upstream.ts";
 import { startMockGemini } from "./support/mock-gemini-upstream.ts";
-import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { MOCK_REASONING, type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { MOCK_TOOL_TEXT } from "./support/mock-provider.ts";
 
 const KEYS = { ANTHROPIC_KEY: "sk-ant-test-0123456789", GEMINI_KEY: "AIzaTest0123456789" };
@@ -437,7 +437,7 @@ for (const { model, mock } of UPSTREAMS) {
       assert.match(sent, /shell_command/);
       if (model === "gpt") {
         const reasoning = turns[0]!.items.find((i) => i.type === "reasoning") as any;
-        assert.deepEqual(reasoning?.content, [{ type: "reasoning_text", text: "Thinking it through." }]);
+        assert.deepEqual(reasoning?.content, [{ type: "reasoning_text", text: MOCK_REASONING }]);
       }
     });
   });
@@ -496,14 +496,12 @@ describe("Responses API across upstreams and edge cases", () => {
   test("reasoning: an upstream's reasoning text is a reasoning item, its tokens counted apart", async () => {
     const { response, record } = await create({ model: "gpt", input: "Think mock:reasoning mock:tokens=2" });
     assert.equal(response.output[0]!.type, "reasoning");
-    assert.deepEqual((response.output[0] as any).content, [
-      { type: "reasoning_text", text: "Thinking it through." },
-    ]);
+    assert.deepEqual((response.output[0] as any).content, [{ type: "reasoning_text", text: MOCK_REASONING }]);
     assert.equal(response.usage!.output_tokens_details.reasoning_tokens, 3);
     assertUsageRecorded(response, record);
     const { events } = await stream({ model: "gpt", input: "Think mock:reasoning mock:tokens=2" });
     const deltas = events.filter((e) => e.type === "response.reasoning_text.delta");
-    assert.equal(deltas.map((e) => e.delta).join(""), "Thinking it through.");
+    assert.equal(deltas.map((e) => e.delta).join(""), MOCK_REASONING);
     // Gemini's thinking is counted, though its text is not carried
     const gem = await create({ model: "gemini", input: "Think mock:thinking=7 mock:tokens=2" });
     assert.equal(gem.response.usage!.output_tokens_details.reasoning_tokens, 7);

@@ -4,8 +4,19 @@
  * streaming references, docs.claude.com/en/api/messages and /en/api/messages-streaming) and
  * validates requests as the real API does: an unknown field, a `system` role in `messages`, a
  * missing `max_tokens`, a block of an unknown type, a tool result that answers no tool use,
- * a thinking budget out of range: all are 400 `invalid_request_error`. A wrong `x-api-key` is
- * 401 `authentication_error`; a missing `anthropic-version` is 400.
+ * a thinking budget out of range, a `cache_control` that is not `{type: ephemeral, ttl?}` or
+ * more than 4 of them, a thinking block whose signature this mock did not issue (or redacted
+ * thinking whose data it did not), an assistant turn of a tool loop under thinking that does
+ * not start with its thinking block, an `anthropic-beta` flag it does not know, or a beta
+ * field (`context_management`) without its flag: all are 400 `invalid_request_error`. A wrong
+ * `x-api-key` is 401 `authentication_error`; a missing `anthropic-version` is 400.
+ *
+ * Thinking: with `thinking` enabled (or adaptive), or the directive, the answer starts with a
+ * thinking block signed by this mock (the signature is an HMAC of the thinking text: any byte
+ * changed on the way back is refused). Prompt caching as the real API counts it: the prefix
+ * up to each `cache_control` breakpoint (tools, then system, then messages) is cached per mock;
+ * the longest cached prefix is read (`cache_read_input_tokens`), the rest up to the last
+ * breakpoint written (`cache_creation_input_tokens`), and `input_tokens` is what remains.
  *
  * Directives in the text of the last user turn (`mock:` …), as in mock-openai-upstream.ts:
  *   tokens=N         answer N words (one output token each), capped by max_tokens (then max_tokens)
@@ -15,7 +26,7 @@
  *   stop-sequence    stop_reason stop_sequence;  refusal: stop_reason refusal
  *   cache            usage with cache writes (7) and cache reads (11) besides input_tokens
  *   split-usage      the stream sends two message_delta events (running totals, as with server tools)
- *   thinking         a thinking block before the text
+ *   thinking         a thinking block before the text;  redacted: a redacted_thinking block before it
  *   status=CODE      answer HTTP CODE with Anthropic's error body for it (529 overloaded_error, …)
  *   spend-limit      429 whose error says the spend limit is reached
  *   error-event      stream: an overloaded `error` event right after message_start
@@ -25,6 +36,7 @@
  *
  * Run as a process (for the benchmark): node test/support/mock-anthropic-upstream.ts --port 0 --latency 20
  */
+import { createHash, createHmac } from "node:crypto";
 import type { MockUpstream, MockUpstreamOptions } from "./mock-openai-upstream.ts";
 import {
   countOf,
@@ -56,13 +68,37 @@ const TOP_FIELDS = new Set([
   "tool_choice",
   "thinking",
   "service_tier",
+  "context_management",
+]);
+/** Body fields that exist only under a beta flag. */
+const BETA_FIELDS: Record<string, string> = { context_management: "context-management-2025-06-27" };
+/** The beta flags this mock knows; any other is refused, as Anthropic refuses unknown flags. */
+export const MOCK_BETAS = new Set([
+  "claude-code-20250219",
+  "interleaved-thinking-2025-05-14",
+  "fine-grained-tool-streaming-2025-05-14",
+  "token-efficient-tools-2025-02-19",
+  "prompt-caching-2024-07-31",
+  "context-management-2025-06-27",
+  "output-128k-2025-02-19",
+  "context-1m-2025-08-07",
 ]);
 const BLOCK_FIELDS: Record<string, Set<string>> = {
   text: new Set(["type", "text", "cache_control", "citations"]),
   image: new Set(["type", "source", "cache_control"]),
   tool_use: new Set(["type", "id", "name", "input", "cache_control"]),
   tool_result: new Set(["type", "tool_use_id", "content", "is_error", "cache_control"]),
+  thinking: new Set(["type", "thinking", "signature"]),
+  redacted_thinking: new Set(["type", "data"]),
 };
+const SIGNING_KEY = "mock-anthropic-thinking-key";
+/** The signature of a thinking text, as this mock issues it. */
+export function thinkingSignature(thinking: string): string {
+  return createHmac("sha256", SIGNING_KEY).update(thinking).digest("base64");
+}
+/** Redacted thinking this mock issues: opaque, and checked on the way back like a signature. */
+const REDACTED_DATA = `EmwKAhgB${createHmac("sha256", SIGNING_KEY).update("redacted").digest("base64")}`;
+const MAX_CACHE_BREAKPOINTS = 4;
 const IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
 const ERROR_TYPES: Record<number, [string, string]> = {
   400: ["invalid_request_error", "The mock was asked to refuse this request."],
@@ -99,11 +135,62 @@ function textOf(content: unknown): string {
     .join(" ");
 }
 
+function checkCacheControl(value: any, at: string): void {
+  if (value === undefined || value === null) return;
+  if (typeof value !== "object" || value.type !== "ephemeral")
+    invalid(`${at}.cache_control.type: Input should be 'ephemeral'`);
+  for (const key of Object.keys(value))
+    if (key !== "type" && key !== "ttl")
+      invalid(`${at}.cache_control.${key}: Extra inputs are not permitted`);
+  if (value.ttl !== undefined && value.ttl !== "5m" && value.ttl !== "1h")
+    invalid(`${at}.cache_control.ttl: Input should be '5m' or '1h'`);
+}
+
+/** The beta flags of a request; an unknown one is refused. */
+function betasOf(header: string | string[] | undefined): Set<string> {
+  const flags = new Set(
+    (Array.isArray(header) ? header.join(",") : (header ?? ""))
+      .split(",")
+      .map((b) => b.trim())
+      .filter(Boolean),
+  );
+  const unknown = [...flags].filter((b) => !MOCK_BETAS.has(b));
+  if (unknown.length)
+    invalid(
+      `Unexpected value(s) \`${unknown.join(", ")}\` for the \`anthropic-beta\` header. Please consult our documentation at docs.claude.com or try again without the header.`,
+    );
+  return flags;
+}
+
+/**
+ * The prompt's words and its prefixes at each cache breakpoint, in the order the cache reads
+ * a request: tools, system, messages. A prefix is known by a hash of what it holds (markers
+ * left out), as the real cache matches exact prefixes.
+ */
+class PromptWalk {
+  words = 0;
+  readonly #hash = createHash("sha256");
+  readonly breakpoints: { hash: string; words: number }[] = [];
+
+  add(part: unknown, words: number, cacheControl: unknown): void {
+    const { cache_control: _marker, ...rest } = (part ?? {}) as Record<string, unknown>;
+    this.#hash.update(JSON.stringify(rest));
+    this.words += words;
+    if (cacheControl) this.breakpoints.push({ hash: this.#hash.copy().digest("base64"), words: this.words });
+  }
+}
+
 /** Checks a request as the Messages API does; returns the words read and the last user text. */
-function validate(body: any): { promptWords: number; lastUser: string } {
+function validate(
+  body: any,
+  betas: Set<string>,
+): { promptWords: number; lastUser: string; walk: PromptWalk } {
   if (body === null || typeof body !== "object" || Array.isArray(body)) invalid("Invalid JSON body.");
   for (const key of Object.keys(body))
-    if (!TOP_FIELDS.has(key)) invalid(`${key}: Extra inputs are not permitted`);
+    if (!TOP_FIELDS.has(key) || (BETA_FIELDS[key] && !betas.has(BETA_FIELDS[key])))
+      invalid(`${key}: Extra inputs are not permitted`);
+  if (body.top_k !== undefined && !(Number.isInteger(body.top_k) && body.top_k >= 0))
+    invalid("top_k: Input should be a valid integer greater than or equal to 0");
   if (typeof body.model !== "string") invalid("model: Field required");
   if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) invalid("max_tokens: Field required");
   if (body.temperature !== undefined && !(body.temperature >= 0 && body.temperature <= 1))
@@ -113,28 +200,35 @@ function validate(body: any): { promptWords: number; lastUser: string } {
       if (key !== "user_id") invalid(`metadata.${key}: Extra inputs are not permitted`);
   if (body.stop_sequences !== undefined && !Array.isArray(body.stop_sequences))
     invalid("stop_sequences: Input should be a valid list");
-  let words = 0;
-  if (body.system !== undefined) {
-    if (typeof body.system === "string") words += countWords(body.system);
-    else if (Array.isArray(body.system))
-      for (const [i, b] of body.system.entries()) {
-        if (b?.type !== "text" || typeof b.text !== "string" || !b.text)
-          invalid(`system.${i}: system blocks must be non-empty text blocks`);
-        words += countWords(b.text);
-      }
-    else invalid("system: Input should be a valid string or list");
-  }
+  const walk = new PromptWalk();
   if (!Array.isArray(body.messages) || !body.messages.length) invalid("messages: Field required");
   const tools = new Set<string>();
   for (const [i, t] of (body.tools ?? []).entries()) {
     for (const key of Object.keys(t)) {
-      if (!["name", "description", "input_schema", "cache_control"].includes(key))
+      if (!["type", "name", "description", "input_schema", "cache_control", "strict"].includes(key))
         invalid(`tools.${i}.${key}: Extra inputs are not permitted`);
     }
+    if (t.type !== undefined && t.type !== null && t.type !== "custom")
+      invalid(`tools.${i}.type: Input tag '${t.type}' does not match the expected tag 'custom'`);
     if (typeof t.name !== "string" || t.input_schema?.type !== "object")
       invalid(`tools.${i}: name and an input_schema of type object are required`);
+    checkCacheControl(t.cache_control, `tools.${i}`);
     tools.add(t.name);
-    words += countWords(JSON.stringify(t));
+    const { cache_control: _marker, ...counted } = t;
+    walk.add(t, countWords(JSON.stringify(counted)), t.cache_control);
+  }
+  if (body.system !== undefined) {
+    if (typeof body.system === "string") walk.add({ text: body.system }, countWords(body.system), undefined);
+    else if (Array.isArray(body.system))
+      for (const [i, b] of body.system.entries()) {
+        if (b?.type !== "text" || typeof b.text !== "string" || !b.text)
+          invalid(`system.${i}: system blocks must be non-empty text blocks`);
+        for (const key of Object.keys(b))
+          if (!BLOCK_FIELDS.text!.has(key)) invalid(`system.${i}.${key}: Extra inputs are not permitted`);
+        checkCacheControl(b.cache_control, `system.${i}`);
+        walk.add(b, countWords(b.text), b.cache_control);
+      }
+    else invalid("system: Input should be a valid string or list");
   }
   const choice = body.tool_choice;
   if (choice !== undefined) {
@@ -142,14 +236,15 @@ function validate(body: any): { promptWords: number; lastUser: string } {
       invalid("tool_choice.type: Input tag does not match");
     if (choice.type === "tool" && !tools.has(choice.name)) invalid("tool_choice.name: no tool of that name");
   }
-  if (body.thinking !== undefined) {
+  const thinks = body.thinking?.type === "enabled" || body.thinking?.type === "adaptive";
+  if (body.thinking !== undefined && body.thinking.type !== "disabled" && body.thinking.type !== "adaptive") {
     const budget = body.thinking.budget_tokens;
     if (body.thinking.type !== "enabled" || !Number.isInteger(budget) || budget < 1024)
       invalid("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
     if (budget >= body.max_tokens) invalid("`max_tokens` must be greater than `thinking.budget_tokens`.");
-    if (body.temperature !== undefined && body.temperature !== 1)
-      invalid("`temperature` may only be set to 1 when thinking is enabled.");
   }
+  if (thinks && body.temperature !== undefined && body.temperature !== 1)
+    invalid("`temperature` may only be set to 1 when thinking is enabled.");
   let pendingToolUses: string[] = [];
   let lastUser = "";
   body.messages.forEach((m: any, i: number) => {
@@ -159,6 +254,7 @@ function validate(body: any): { promptWords: number; lastUser: string } {
     if (!Array.isArray(blocks) || !blocks.length)
       invalid(`messages.${i}: all messages must have non-empty content`);
     const results: string[] = [];
+    const at = (j: number) => `messages.${i}.content.${j}`;
     blocks.forEach((b: any, j: number) => {
       const allowed = BLOCK_FIELDS[b?.type];
       if (!allowed)
@@ -168,6 +264,23 @@ function validate(body: any): { promptWords: number; lastUser: string } {
           invalid(`messages.${i}.content.${j}.${b.type}.${key}: Extra inputs are not permitted`);
       if (b.type === "text" && !b.text)
         invalid(`messages.${i}.content.${j}: text content blocks must be non-empty`);
+      checkCacheControl(b.cache_control, at(j));
+      if (b.type === "thinking" || b.type === "redacted_thinking") {
+        if (m.role !== "assistant") invalid(`${at(j)}: thinking blocks belong to assistant turns`);
+        if (
+          b.type === "thinking" &&
+          (typeof b.thinking !== "string" || b.signature !== thinkingSignature(b.thinking))
+        )
+          invalid(`${at(j)}: Invalid \`signature\` in \`thinking\` block`);
+        if (b.type === "redacted_thinking" && b.data !== REDACTED_DATA)
+          invalid(`${at(j)}: Invalid \`data\` in \`redacted_thinking\` block`);
+      }
+      if (b.type === "tool_result" && Array.isArray(b.content))
+        for (const [k, c] of b.content.entries()) {
+          if (c?.type !== "text" && c?.type !== "image")
+            invalid(`${at(j)}.tool_result.content.${k}.type: Input tag '${c?.type}' does not match`);
+          checkCacheControl(c.cache_control, `${at(j)}.tool_result.content.${k}`);
+        }
       if (b.type === "image") {
         const s = b.source;
         const ok =
@@ -194,12 +307,26 @@ function validate(body: any): { promptWords: number; lastUser: string } {
       invalid(
         `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(", ")}`,
       );
+    // Under thinking, the assistant turn a tool loop continues must open with its thinking
+    // block, signed: the reason clients must send those blocks back unchanged.
+    if (thinks && results.length && i > 0) {
+      const before = body.messages[i - 1];
+      const first = Array.isArray(before?.content) ? before.content[0]?.type : "text";
+      if (i === body.messages.length - 1 && first !== "thinking" && first !== "redacted_thinking")
+        invalid(
+          `messages.${i - 1}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${first}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block.`,
+        );
+    }
     pendingToolUses =
       m.role === "assistant" ? blocks.filter((b: any) => b.type === "tool_use").map((b: any) => b.id) : [];
-    words += countWords(textOf(blocks));
+    for (const b of blocks) walk.add(b, countWords(textOf([b])), b.cache_control);
     if (m.role === "user") lastUser = textOf(blocks);
   });
-  return { promptWords: Math.max(1, words), lastUser };
+  if (walk.breakpoints.length > MAX_CACHE_BREAKPOINTS)
+    invalid(
+      `A maximum of ${MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found ${walk.breakpoints.length}.`,
+    );
+  return { promptWords: Math.max(1, walk.words), lastUser, walk };
 }
 
 interface Plan {
@@ -208,12 +335,35 @@ interface Plan {
   words: string[];
   tools: { id: string; name: string; input: Record<string, unknown> }[];
   thinking: boolean;
+  redacted: boolean;
   stopReason: string;
   usage: Record<string, number>;
   d: Map<string, string>;
 }
 
-function plan(body: any, promptWords: number, d: Map<string, string>): Plan {
+/** The thinking text of every answer that thinks. */
+const THINKING = "Let me think.";
+
+/**
+ * Cache figures as the real API counts them: the longest prefix cached before is read, the
+ * prefix up to the last breakpoint is written when it was not, and input_tokens is the rest.
+ */
+function cacheUsage(walk: PromptWalk, cache: Set<string>) {
+  const last = walk.breakpoints.at(-1);
+  if (!last) return { input: Math.max(1, walk.words), read: 0, write: 0 };
+  const hit = walk.breakpoints.findLast((b) => cache.has(b.hash));
+  const read = hit?.words ?? 0;
+  const write = hit === last ? 0 : last.words - read;
+  for (const b of walk.breakpoints) cache.add(b.hash);
+  return { input: Math.max(1, walk.words - read - write), read, write };
+}
+
+function plan(
+  body: any,
+  checked: ReturnType<typeof validate>,
+  d: Map<string, string>,
+  cache: Set<string>,
+): Plan {
   const bound = body.max_tokens as number;
   const tools: Plan["tools"] = [];
   if (d.has("tool") || d.has("tools")) {
@@ -232,19 +382,23 @@ function plan(body: any, promptWords: number, d: Map<string, string>): Plan {
     n = bound;
     stopReason = "max_tokens";
   }
-  const output = n + tools.length * 8 + (d.has("thinking") ? 5 : 0);
-  const cache = d.has("cache");
+  const thinking =
+    d.has("thinking") || body.thinking?.type === "enabled" || body.thinking?.type === "adaptive";
+  const output = n + tools.length * 8 + (thinking ? 5 : 0);
+  const fixed = d.has("cache");
+  const cached = cacheUsage(checked.walk, cache);
   return {
     id: mockId("msg_"),
     model: body.model,
     words: replyWords(n),
     tools,
-    thinking: d.has("thinking"),
+    thinking,
+    redacted: d.has("redacted"),
     stopReason,
     usage: {
-      input_tokens: promptWords,
-      cache_creation_input_tokens: cache ? MOCK_CACHE_WRITE : 0,
-      cache_read_input_tokens: cache ? MOCK_CACHE_READ : 0,
+      input_tokens: fixed ? checked.promptWords : cached.input,
+      cache_creation_input_tokens: fixed ? MOCK_CACHE_WRITE : cached.write,
+      cache_read_input_tokens: fixed ? MOCK_CACHE_READ : cached.read,
       output_tokens: output,
     },
     d,
@@ -253,12 +407,9 @@ function plan(body: any, promptWords: number, d: Map<string, string>): Plan {
 
 function message(p: Plan) {
   const content: unknown[] = [];
+  if (p.redacted) content.push({ type: "redacted_thinking", data: REDACTED_DATA });
   if (p.thinking)
-    content.push({
-      type: "thinking",
-      thinking: "Let me think.",
-      signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxB",
-    });
+    content.push({ type: "thinking", thinking: THINKING, signature: thinkingSignature(THINKING) });
   if (p.words.length) content.push({ type: "text", text: p.words.join("") });
   for (const t of p.tools) content.push({ type: "tool_use", id: t.id, name: t.name, input: t.input });
   return {
@@ -288,13 +439,28 @@ function events(p: Plan): { events: string[]; textAt: number } {
     },
   });
   let index = 0;
+  if (p.redacted) {
+    ev({
+      type: "content_block_start",
+      index,
+      content_block: { type: "redacted_thinking", data: REDACTED_DATA },
+    });
+    ev({ type: "content_block_stop", index: index++ });
+  }
   if (p.thinking) {
-    ev({ type: "content_block_start", index, content_block: { type: "thinking", thinking: "" } });
-    ev({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: "Let me think." } });
+    ev({
+      type: "content_block_start",
+      index,
+      content_block: { type: "thinking", thinking: "", signature: "" },
+    });
+    // the thinking in two deltas, as it streams: only the whole is signed
+    const cut = Math.ceil(THINKING.length / 2);
+    for (const thinking of [THINKING.slice(0, cut), THINKING.slice(cut)])
+      ev({ type: "content_block_delta", index, delta: { type: "thinking_delta", thinking } });
     ev({
       type: "content_block_delta",
       index,
-      delta: { type: "signature_delta", signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxB" },
+      delta: { type: "signature_delta", signature: thinkingSignature(THINKING) },
     });
     ev({ type: "content_block_stop", index: index++ });
   }
@@ -333,7 +499,7 @@ function events(p: Plan): { events: string[]; textAt: number } {
   return { events: out, textAt };
 }
 
-function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) {
+function answer(request: MockRequest, reply: Reply, apiKey: string | undefined, cache: Set<string>) {
   if (request.method !== "POST" || request.path !== "/v1/messages")
     return reply.json(404, errorBody("not_found_error", "Not found"));
   if (apiKey !== undefined && request.headers["x-api-key"] !== apiKey)
@@ -342,7 +508,7 @@ function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) 
     return reply.json(400, errorBody("invalid_request_error", "anthropic-version: header is required"));
   let checked: ReturnType<typeof validate>;
   try {
-    checked = validate(request.body);
+    checked = validate(request.body, betasOf(request.headers["anthropic-beta"]));
   } catch (err) {
     if (err instanceof Invalid) return reply.json(400, errorBody("invalid_request_error", err.message));
     throw err;
@@ -361,7 +527,7 @@ function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) 
     const [type, text] = ERROR_TYPES[status] ?? ["api_error", `status ${status}`];
     return reply.json(status, errorBody(type, text), status === 429 ? { "retry-after": "3" } : {});
   }
-  const p = plan(request.body, checked.promptWords, d);
+  const p = plan(request.body, checked, d, cache);
   if (request.body.stream !== true) {
     if (d.has("drop-after")) return reply.drop();
     return reply.json(200, message(p), { "request-id": mockId("req_") });
@@ -384,7 +550,9 @@ function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) 
 export function startMockAnthropic(
   options: MockUpstreamOptions & { record?: boolean } = {},
 ): Promise<MockUpstream> {
-  return startMockProvider((request, reply) => answer(request, reply, options.apiKey), options);
+  /** the prompt prefixes cached so far (hashes of what they hold), for this mock's lifetime */
+  const cache = new Set<string>();
+  return startMockProvider((request, reply) => answer(request, reply, options.apiKey, cache), options);
 }
 
 if (isMain(import.meta.url)) void runMockCli("mock-anthropic-upstream", startMockAnthropic);

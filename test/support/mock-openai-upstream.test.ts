@@ -5,7 +5,7 @@ import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
-import { type MockUpstream, startMockUpstream } from "./mock-openai-upstream.ts";
+import { MOCK_REASONING, type MockUpstream, startMockUpstream } from "./mock-openai-upstream.ts";
 import { MOCK_TOOL_TEXT } from "./mock-provider.ts";
 
 const MOCK_FILE = fileURLToPath(new URL("./mock-openai-upstream.ts", import.meta.url));
@@ -278,7 +278,7 @@ describe("OpenAI SDK against the mock", () => {
       model: "m",
       messages: [{ role: "user", content: "mock:reasoning mock:tokens=2" }],
     });
-    assert.equal((r.choices[0]!.message as any).reasoning_content, "Thinking it through.");
+    assert.equal((r.choices[0]!.message as any).reasoning_content, MOCK_REASONING);
     assert.equal(r.usage!.completion_tokens, 5);
     assert.equal(r.usage!.completion_tokens_details!.reasoning_tokens, 3);
   });

@@ -21,10 +21,11 @@
  *   mock:call=NAME      one call of the request's tool NAME: a function's arguments filled from its
  *                       parameters, a custom tool's input MOCK_TOOL_TEXT (test/support/mock-provider.ts);
  *                       text as usual when the request has no such tool
- *   mock:reasoning      the answer carries `reasoning_content` ("Thinking it through.", 3 tokens, counted
- *                       in completion_tokens_details.reasoning_tokens), as vLLM and DeepSeek send it
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
  *   mock:cache          usage says 3 of the prompt tokens were cached
+ *   mock:reasoning      the answer reasons first, as vLLM, DeepSeek and SGLang report it:
+ *                       `reasoning_content` on the message (stream: its own deltas before the
+ *                       content), its words counted as completion and as reasoning_tokens
  *
  * Azure OpenAI mode (`azure: true`): the routes are Azure's,
  * `/openai/deployments/{deployment}/chat/completions?api-version=…` (a missing api-version is
@@ -170,9 +171,6 @@ const TOOL_ARGS_PIECES = ['{"', "city", '":"', "Paris", '"}'];
 const TOOL_ARGUMENTS = TOOL_ARGS_PIECES.join("");
 const TOOL_ARGS_PIECES_JSON = TOOL_ARGS_PIECES.map((p) => JSON.stringify(p));
 
-const REASONING_TEXT = "Thinking it through.";
-const REASONING_TOKENS = 3;
-
 /** A text in two pieces, as a model streams it. */
 function halves(text: string): string[] {
   const cut = Math.ceil(text.length / 2);
@@ -295,13 +293,17 @@ interface Directives {
   refusal: boolean;
   tool: boolean;
   call: string | undefined;
-  reasoning: boolean;
   text: string | undefined;
   cache: boolean;
   blocked: boolean;
   filtered: boolean;
   errorEvent: boolean;
+  reasoning: boolean;
 }
+
+/** What `mock:reasoning` answers reason; three words, three reasoning tokens. */
+export const MOCK_REASONING = "Let me think.";
+const MOCK_REASONING_TOKENS = 3;
 
 const DIRECTIVE_RE = /(?<![\w-])mock:([a-z][a-z-]*)(?:=(\S+))?/g;
 
@@ -325,12 +327,12 @@ function parseDirectives(text: string): Directives {
     refusal: false,
     tool: false,
     call: undefined,
-    reasoning: false,
     text: undefined,
     cache: false,
     blocked: false,
     filtered: false,
     errorEvent: false,
+    reasoning: false,
   };
   if (text.indexOf("mock:") === -1) return d;
   DIRECTIVE_RE.lastIndex = 0;
@@ -375,9 +377,6 @@ function parseDirectives(text: string): Directives {
       case "call":
         d.call = value;
         break;
-      case "reasoning":
-        d.reasoning = true;
-        break;
       case "text":
         if (value !== undefined) d.text = value;
         break;
@@ -392,6 +391,9 @@ function parseDirectives(text: string): Directives {
         break;
       case "error-event":
         d.errorEvent = true;
+        break;
+      case "reasoning":
+        d.reasoning = true;
         break;
     }
   }
@@ -526,8 +528,8 @@ function statusError(status: number, model: string): ErrorSpec {
 function usageObject(prompt: number, completion: number, cached = 0, reasoning = 0) {
   return {
     prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: prompt + completion,
+    completion_tokens: completion + reasoning,
+    total_tokens: prompt + completion + reasoning,
     prompt_tokens_details: { cached_tokens: cached },
     completion_tokens_details: { reasoning_tokens: reasoning },
   };
@@ -549,9 +551,6 @@ interface Plan {
   toolName: string;
   /** the whole arguments (tool) or input (custom) */
   toolArguments: string;
-  /** reasoning_content sent before the answer (tokens in reasoningTokens, part of completionPerChoice) */
-  reasoning: boolean;
-  reasoningTokens: number;
   /** Reply text for `kind: "text"` (N words joined by single spaces). */
   text: string;
   finishReason: "stop" | "length" | "tool_calls" | "content_filter";
@@ -564,6 +563,8 @@ interface Plan {
   /** Azure: the prompt-filter frame opens the stream */
   azure: boolean;
   errorEvent: boolean;
+  /** reasoning tokens per choice (mock:reasoning), 0 when the answer does not reason */
+  reasoning: number;
 }
 
 /** The request's tool `name` (mock:call=NAME) and what the model writes for it. */
@@ -630,7 +631,7 @@ function buildCompletionJson(plan: Plan): string {
             };
       message = { role: "assistant", content: null, refusal: null, tool_calls: [call] };
     }
-    if (plan.reasoning) message.reasoning_content = REASONING_TEXT;
+    if (plan.reasoning) message.reasoning_content = MOCK_REASONING;
     choices[i] = { index: i, message, logprobs: null, finish_reason: plan.finishReason };
   }
   const body: Record<string, unknown> = {
@@ -646,7 +647,7 @@ function buildCompletionJson(plan: Plan): string {
       plan.promptTokens,
       plan.completionPerChoice * plan.n,
       plan.cached,
-      plan.reasoningTokens * plan.n,
+      plan.reasoning * plan.n,
     );
   return JSON.stringify(body);
 }
@@ -686,11 +687,12 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
         `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"${callId(plan, i)}",` +
         `"type":"function","function":{"name":${JSON.stringify(plan.toolName)},"arguments":""}}],"refusal":null}`;
     open += chunk(i, delta, "null");
-    if (plan.reasoning)
-      for (const piece of halves(REASONING_TEXT))
-        open += chunk(i, `{"reasoning_content":${JSON.stringify(piece)}}`, "null");
   }
   steps.push(open);
+  if (plan.reasoning) {
+    const delta = `{"reasoning_content":${JSON.stringify(MOCK_REASONING)}}`;
+    for (let i = 0; i < n; i++) steps.push(chunk(i, delta, "null"));
+  }
 
   for (let p = 0; p < pieces.length; p++) {
     const piece = pieces[p]!;
@@ -710,7 +712,7 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
     end +=
       `data: {"id":"${plan.id}","object":"chat.completion.chunk","created":${plan.created},` +
       `"model":${JSON.stringify(plan.model)},"system_fingerprint":"${SYSTEM_FINGERPRINT}","choices":[],` +
-      `"usage":${JSON.stringify(usageObject(plan.promptTokens, plan.completionPerChoice * n, plan.cached, plan.reasoningTokens * n))}}\n\n`;
+      `"usage":${JSON.stringify(usageObject(plan.promptTokens, plan.completionPerChoice * n, plan.cached, plan.reasoning * n))}}\n\n`;
   }
   end += SSE_DONE;
   steps.push(end);
@@ -1006,9 +1008,7 @@ export function startMockUpstream(
       finishReason,
       toolName: called?.name ?? TOOL_NAME,
       toolArguments: called?.arguments ?? TOOL_ARGUMENTS,
-      reasoning: d.reasoning,
-      reasoningTokens: d.reasoning ? REASONING_TOKENS : 0,
-      completionPerChoice: piecesJson.length + (d.reasoning ? REASONING_TOKENS : 0),
+      completionPerChoice: piecesJson.length,
       promptTokens: Math.max(1, promptWords),
       usage,
       includeUsage,
@@ -1016,6 +1016,7 @@ export function startMockUpstream(
       cached: d.cache ? Math.min(3, promptWords) : 0,
       azure,
       errorEvent: azure && d.errorEvent,
+      reasoning: d.reasoning ? MOCK_REASONING_TOKENS : 0,
     };
   }
 
