@@ -852,6 +852,86 @@ describe("POST /v1/messages: bad input in Anthropic's envelope, recorded, never 
   });
 });
 
+describe("the Responses API's bodies and ids", () => {
+  const postResponses = (body: string) =>
+    viaFetch("/v1/responses", {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body,
+    });
+  const cases: Array<[name: string, body: string, code: string, param?: string | null]> = [
+    ["malformed JSON", '{"model": "gpt-test", "input": [', "invalid_json"],
+    ["a JSON array", "[]", "invalid_request", null],
+    ["JSON null", "null", "invalid_request", null],
+    ["no input", `{"model":"${TEST_MODEL}"}`, "invalid_request", "input"],
+    ["input of the wrong type", `{"model":"${TEST_MODEL}","input":{"a":1}}`, "invalid_request", "input"],
+    [
+      "an item of no known type",
+      `{"model":"${TEST_MODEL}","input":[{"type":"x"}]}`,
+      "invalid_request",
+      "input[0].type",
+    ],
+    ["an item that is a number", `{"model":"${TEST_MODEL}","input":[7]}`, "invalid_request", "input[0]"],
+    [
+      "a function_call without its call_id",
+      `{"model":"${TEST_MODEL}","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`,
+      "invalid_request",
+      "input[0].call_id",
+    ],
+    [
+      "a tool without a type",
+      `{"model":"${TEST_MODEL}","input":"x","tools":[{}]}`,
+      "invalid_request",
+      "tools[0].type",
+    ],
+    [
+      "metadata of numbers",
+      `{"model":"${TEST_MODEL}","input":"x","metadata":{"a":1}}`,
+      "invalid_request",
+      "metadata.a",
+    ],
+    [
+      "a tool's parameters nested 20,000 deep",
+      `{"model":"${TEST_MODEL}","input":"x","tools":[{"type":"function","name":"f","parameters":{"a":${"[".repeat(20_000)}${"]".repeat(20_000)}}}]}`,
+      "invalid_json",
+    ],
+  ];
+  for (const [name, body, code, param] of cases) {
+    test(`${name} -> 400 ${code}, nothing forwarded`, async () => {
+      const before = upstream.requests.length;
+      const answer = await postResponses(body);
+      assert.notEqual(answer.status, 500, answer.body);
+      const envelope = assertEnvelope(answer, 400, code, param === undefined ? {} : { param });
+      assert.ok(envelope.error.message);
+      assert.equal(upstream.requests.length, before, "nothing forwarded");
+    });
+  }
+
+  test("an id longer than a path parameter may be is refused in the envelope", async () => {
+    const answer = await viaFetch(`/v1/responses/${"x".repeat(2_000)}`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    assertEnvelope(answer, 400, "http_error");
+  });
+
+  test("ids that name nothing, however odd, are 404 response_not_found", async () => {
+    const headers = { authorization: `Bearer ${secret}` };
+    for (const id of ["resp_nope", "x".repeat(90), "%E2%82%AC%00", "resp_%27%20OR%201%3D1"]) {
+      assertEnvelope(await viaFetch(`/v1/responses/${id}`, { headers }), 404, "response_not_found", {
+        what: id,
+      });
+      assertEnvelope(
+        await viaFetch(`/v1/responses/${id}`, { method: "DELETE", headers }),
+        404,
+        "response_not_found",
+        {
+          what: id,
+        },
+      );
+    }
+  });
+});
+
 describe("the gateway survived all of the above", () => {
   test("a normal call still works and nothing above crashed it", async () => {
     const answer = await post(

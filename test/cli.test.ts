@@ -23,6 +23,7 @@ const MIGRATIONS = [
   "010-shared-ledger",
   "011-prices",
   "012-client-api",
+  "013-stored-responses",
   "015-shared-money",
 ];
 

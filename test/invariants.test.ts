@@ -1,7 +1,8 @@
 // Issue: the accounting invariants hold under a concurrent mixed load. 200 requests at once
 // (plain, streaming, upstream 500, upstream timeout, mid-stream drop, client hang-ups,
 // over-limit, over-quota, failover to a second deployment) against several keys and accounts, on SQLite and on PostgreSQL,
-// with chat completions alone and mixed with Anthropic Messages API calls;
+// with chat completions alone, with about a third of them through the Responses API, and mixed
+// with Anthropic Messages API calls;
 // afterwards, for every key and account, its records add up to its used counter, no
 // reservation is open, and used stays within the quota and the limit.
 // The mix is drawn from a seed, printed as a diagnostic; INVARIANT_SEED=N replays it.
@@ -29,6 +30,8 @@ import { storeSuite } from "./support/postgres.ts";
 import { needsRedis } from "./support/redis-instance.ts";
 
 const REQUESTS = 200;
+/** the share of the requests sent to POST /v1/responses */
+const RESPONSES_SHARE = 0.3;
 const SEED = seedFrom(process.env.INVARIANT_SEED);
 
 /** Resolves with the promise, or fails the test after `ms`: no wait here is unbounded. */
@@ -66,6 +69,7 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
           concurrency: REQUESTS,
           ...INVARIANT_SUBJECTS,
           label: store,
+          responsesShare: RESPONSES_SHARE,
         });
       });
       after(async () => {
@@ -178,6 +182,24 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
         assert.ok(
           failedOver.some((r) => r.stream === 1),
           "a stream answered after a failover",
+        );
+        // The Responses API's calls ran the same paths, recorded as such.
+        const responses = records.filter((r) => r.api === "responses");
+        assert.ok(
+          responses.some((r) => r.status === "ok" && r.stream === 0),
+          "a Responses answer",
+        );
+        assert.ok(
+          responses.some((r) => r.status === "ok" && r.stream === 1),
+          "a Responses stream",
+        );
+        assert.ok(
+          responses.some((r) => r.status === "upstream_error" || r.http_status >= 500),
+          "a Responses call that failed upstream",
+        );
+        assert.ok(
+          result.outcomes.some((o) => o.api === "responses" && o.stream && o.done && o.usageTotal !== null),
+          "a Responses stream that completed with its usage",
         );
         const byRequest = new Map(result.outcomes.map((o) => [o.requestId, o]));
         for (const r of failedOver) {

@@ -29,6 +29,7 @@
  * restamped, while the canonical fields still drive usage, review, records and charging.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import type { AuthContext } from "../auth/key-cache.ts";
 import type { GatewayError } from "../errors/index.ts";
 import type { Chunk, Completion, NativeRequest, Usage } from "../providers/types.ts";
 import type { ReviewOutcome } from "../safety/policy.ts";
@@ -93,8 +94,11 @@ export interface StreamEnd {
 export interface StreamRenderer {
   /** the events of one canonical chunk (none, one or several) */
   chunk(chunk: Chunk): readonly SseEvent[];
-  /** after the last chunk, before the call's record is written: what completes the answer */
-  finish(end: StreamEnd): readonly SseEvent[];
+  /**
+   * after the last chunk, before the call's record is written: what completes the answer
+   * (asynchronously where the API keeps the answer before releasing it: Responses' store)
+   */
+  finish(end: StreamEnd): readonly SseEvent[] | Promise<readonly SseEvent[]>;
   /** once the record is committed: the events that close a complete stream (chat: `[DONE]`) */
   done(): readonly SseEvent[];
   /** a failure after the stream started: the events that say so; the stream then ends */
@@ -108,8 +112,8 @@ export interface ClientCall {
   readonly request: ChatRequest;
   /** the body in the API's own form, for adapters that speak it natively */
   readonly native?: NativeRequest | undefined;
-  /** the whole answer as this API's JSON body */
-  json(answer: JsonAnswer): string;
+  /** the whole answer as this API's JSON body (asynchronously where the API keeps it first) */
+  json(answer: JsonAnswer): string | Promise<string>;
   /** a renderer for this call's streamed answer */
   stream(context: AnswerContext): StreamRenderer;
 }
@@ -133,7 +137,9 @@ export interface ClientApi {
   error(error: GatewayError): ErrorAnswer;
   /**
    * Validates a parsed JSON body (and reads the headers the API defines); throws
-   * GatewayError invalid_request naming the bad parameter.
+   * GatewayError invalid_request naming the bad parameter. `caller` is the authenticated key
+   * and account, for what the call reads of the account's own (Responses: the stored
+   * conversation a previous_response_id continues, which makes the parse asynchronous).
    */
-  parse(body: unknown, headers: IncomingHttpHeaders): ClientCall;
+  parse(body: unknown, headers: IncomingHttpHeaders, caller: AuthContext): ClientCall | Promise<ClientCall>;
 }

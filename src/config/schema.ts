@@ -233,6 +233,8 @@ const retentionSchema = z
     records_kept: positiveInt.max(1_000_000).default(1_000),
     /** records older than this many UTC days (today included) are deleted */
     days: positiveInt.max(36_500).default(365),
+    /** stored Responses API responses are kept this many days (OpenAI keeps its own 30) */
+    responses_days: positiveInt.max(36_500).default(30),
   })
   .strict()
   .prefault({});

@@ -155,6 +155,20 @@ export const catalog = {
     "The model does not exist or your plan does not include it.",
     "`model` is unknown or not in the account's plan",
   ),
+  response_not_found: entry(
+    404,
+    "invalid_request_error",
+    "response_not_found",
+    "No stored response with that id.",
+    "`GET` or `DELETE /v1/responses/{id}` of a response the account does not have: never stored (`store: false`), deleted, expired (`retention.responses_days`), or another account's",
+  ),
+  previous_response_not_found: entry(
+    400,
+    "invalid_request_error",
+    "previous_response_not_found",
+    "The previous response was not found.",
+    "`previous_response_id` names no stored response of the account, or a conversation one of whose earlier responses was deleted or has expired",
+  ),
   console_unauthenticated: entry(
     401,
     "authentication_error",

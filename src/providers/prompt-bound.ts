@@ -6,6 +6,7 @@
 // have a bound of their own per part. The local tokenizer stays for estimates only.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import { countPromptTokens } from "../tokens/count.ts";
+import { customToolsAsFunctions } from "./custom-tools.ts";
 
 /** What a model's chat template adds around the texts, and what a non-text part can cost. */
 export interface PromptOverheads {
@@ -87,7 +88,10 @@ function contentBound(content: unknown, o: PromptOverheads): number {
 }
 
 /** The most prompt tokens any upstream can count for the request, under these overheads. */
-export function promptUpperBound(request: ChatRequest, o: PromptOverheads): number {
+export function promptUpperBound(original: ChatRequest, o: PromptOverheads): number {
+  // Custom tools may go upstream as function tools (./custom-tools.ts), whose text holds all
+  // of theirs and more: the bound is taken on that form, which covers both.
+  const request = customToolsAsFunctions(original);
   let n = o.per_request;
   for (const m of request.messages as ReadonlyArray<Record<string, unknown>>) {
     n += o.per_message;

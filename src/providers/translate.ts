@@ -70,6 +70,18 @@ export function toolArguments(args: string, param: string): Record<string, unkno
   return parsed as Record<string, unknown>;
 }
 
+/** An assistant message's tool call as a function call; calls of custom tools are refused. */
+export function functionCall(
+  call: NonNullable<Extract<Message, { role: "assistant" }>["tool_calls"]>[number],
+  param: string,
+  provider: string,
+): { id: string; name: string; arguments: string } {
+  if (!("function" in call) || call.type === "custom")
+    throw unsupportedPart(param, provider, `A tool call of type '${call.type}'`);
+  const fn = call.function as { name: string; arguments: string };
+  return { id: call.id, name: fn.name, arguments: fn.arguments };
+}
+
 export interface FunctionTool {
   name: string;
   description: string | undefined;

@@ -184,7 +184,11 @@ for (const kind of ["sqlite", "postgres"] as const) {
           },
         }),
       );
-      const job = new RetentionJob(store.db, { enabled: true, interval_minutes: 60, ...SETTINGS }, logger);
+      const job = new RetentionJob(
+        store.db,
+        { enabled: true, interval_minutes: 60, responses_days: 30, ...SETTINGS },
+        logger,
+      );
       const counts = await job.run();
       assert.ok(counts);
       await job.stop();

@@ -6,12 +6,14 @@
 //   3. per account, consumption records of past days beyond the account's newest
 //      `records_kept` consumption records (today's count towards them but are never deleted).
 //   4. daily_usage rows of days older than `days` UTC days (the charts show no further back).
+// The same run deletes the Responses API's stored responses older than `responses_days`.
 // Today's records are all kept until the day ends. Within `days`, daily_usage outlives the
 // records: the charts keep the days whose records were pruned. Deletes run in chunks of CHUNK rows, each its own statement, with a
 // turn of the event loop between them, so SQLite's single writer (the record writer) is never
 // held up for long. Several instances may each run it: every delete is idempotent.
 import { type Kysely, type SqlBool, sql } from "kysely";
 import type { Logger } from "pino";
+import { pruneStoredResponses } from "../apis/responses/stored.ts";
 import type { Database } from "../store/schema.ts";
 import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
 
@@ -22,6 +24,8 @@ export interface RetentionSettings {
   interval_minutes: number;
   records_kept: number;
   days: number;
+  /** stored responses of the Responses API (src/apis/responses/stored.ts) */
+  responses_days: number;
 }
 
 export interface RetentionCounts {
@@ -176,11 +180,19 @@ export class RetentionJob {
     this.#timer.unref();
   }
 
-  /** One run, logged as one line with its counts; failures are logged, never thrown. */
-  async run(): Promise<RetentionCounts | undefined> {
+  /**
+   * One run, logged as one line with its counts; failures are logged, never thrown. Stored
+   * responses expire in the same run: one job prunes the store.
+   */
+  async run(): Promise<(RetentionCounts & { stored_responses: number }) | undefined> {
     const started = performance.now();
     try {
-      const counts = await pruneRecords(this.#db, this.#settings, Date.now(), () => this.#stopped);
+      const now = Date.now();
+      const stopped = () => this.#stopped;
+      const counts = {
+        ...(await pruneRecords(this.#db, this.#settings, now, stopped)),
+        stored_responses: await pruneStoredResponses(this.#db, this.#settings.responses_days, now, stopped),
+      };
       this.#logger.info(
         { retention: counts, ms: Math.round(performance.now() - started) },
         "record retention run",

@@ -51,9 +51,9 @@ export async function deliverJson(
     }
     if (outcome.flagged) {
       await deps.finisher.finish(draft, WITHHELD, hold);
-      return call.json({ ...answer, withheld: outcome });
+      return await call.json({ ...answer, withheld: outcome });
     }
   }
   await deps.finisher.finish(draft, ANSWERED, hold);
-  return call.json(answer);
+  return await call.json(answer);
 }

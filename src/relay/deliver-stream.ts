@@ -83,7 +83,7 @@ export async function deliverStream(
   // A flag at the very end comes after the upstream's usage; one earlier stopped it first.
   noteUsage(draft, meter.usage, req, meter.text);
   await writer.writeEvents(
-    renderer.finish({
+    await renderer.finish({
       usage: answerUsage(draft, meter.usage),
       withheld: flagged,
       choices: meter.choices,

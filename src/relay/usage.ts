@@ -10,7 +10,7 @@ import { countText } from "../tokens/count.ts";
 /**
  * Every text a choice carries, for counting and review: content, refusal, reasoning (the
  * `reasoning_content` OpenAI-compatible servers and native Anthropic answers carry), tool-call
- * names and arguments.
+ * names, arguments and custom inputs.
  */
 export function choiceText(part: Record<string, unknown> | undefined): string {
   if (!part) return "";
@@ -23,6 +23,9 @@ export function choiceText(part: Record<string, unknown> | undefined): string {
       const fn = (call as { function?: { name?: unknown; arguments?: unknown } }).function;
       if (typeof fn?.name === "string") text += fn.name;
       if (typeof fn?.arguments === "string") text += fn.arguments;
+      const custom = (call as { custom?: { name?: unknown; input?: unknown } }).custom;
+      if (typeof custom?.name === "string") text += custom.name;
+      if (typeof custom?.input === "string") text += custom.input;
     }
   return text;
 }

@@ -17,6 +17,7 @@ import * as overruns from "./migrations/009-overruns.ts";
 import * as sharedLedger from "./migrations/010-shared-ledger.ts";
 import * as prices from "./migrations/011-prices.ts";
 import * as clientApi from "./migrations/012-client-api.ts";
+import * as storedResponses from "./migrations/013-stored-responses.ts";
 import * as sharedMoney from "./migrations/015-shared-money.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   "010-shared-ledger": sharedLedger,
   "011-prices": prices,
   "012-client-api": clientApi,
+  "013-stored-responses": storedResponses,
   "015-shared-money": sharedMoney,
 };
 

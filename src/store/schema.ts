@@ -251,6 +251,19 @@ export interface LedgerWaitersTable {
   expires_at: number;
 }
 
+/** Responses of the Responses API kept for their account (migrations/013-stored-responses.ts). */
+export interface StoredResponsesTable {
+  /** resp_… */
+  id: string;
+  account_id: string;
+  created_at: number;
+  previous_response_id: string | null;
+  /** JSON: this request's input items */
+  input: string;
+  /** JSON: the Response object as the client received it */
+  response: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -267,4 +280,5 @@ export interface Database {
   ledger_instances: LedgerInstancesTable;
   ledger_reservations: LedgerReservationsTable;
   ledger_waiters: LedgerWaitersTable;
+  stored_responses: StoredResponsesTable;
 }

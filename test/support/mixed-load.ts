@@ -18,6 +18,10 @@
 // used_tokens, the ledger agrees with the store, nothing is reserved any more, and used stays
 // within the quota and the limit. Every request has exactly one record, and each record is
 // consistent with what the client saw.
+//
+// A share of the requests may speak OpenAI's Responses API (POST /v1/responses, the same
+// kinds but the hang-up before the answer, whose record could not be told from another's:
+// a Responses body has no `seed` to tie its record to it) through the same pipeline.
 import type { IncomingMessage, Server } from "node:http";
 import type { Kysely } from "kysely";
 import { Agent, type Dispatcher, fetch } from "undici";
@@ -280,8 +284,14 @@ export async function createSubjects(gw: LoadTarget, options: SubjectOptions): P
 // Requests
 // ---------------------------------------------------------------------------
 
-/** The client API a request speaks. */
-export type LoadApi = "chat.completions" | "messages";
+/** The client APIs the load speaks. */
+export type LoadApi = "chat.completions" | "messages" | "responses";
+
+const API_PATHS: Record<LoadApi, string> = {
+  "chat.completions": "chat/completions",
+  messages: "messages",
+  responses: "responses",
+};
 
 export interface PlannedRequest {
   index: number;
@@ -298,6 +308,8 @@ export interface PlannedRequest {
 export interface PlanOptions {
   /** the share (0 to 1) of the requests sent as Messages API calls; default none */
   messagesShare?: number;
+  /** the share (0 to 1) of the requests sent to POST /v1/responses; default none */
+  responsesShare?: number;
   /** send the Messages calls that the Anthropic mock can play to NATIVE_MODEL (half of them) */
   native?: boolean;
 }
@@ -343,6 +355,7 @@ export function planRequests(
   subjects: Subjects,
   options: PlanOptions = {},
 ): PlannedRequest[] {
+  const responsesShare = options.responsesShare ?? 0;
   const random = prng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
   const open = subjects.keys.filter((k) => k.open);
@@ -424,14 +437,29 @@ export function planRequests(
         model = FAILOVER_MODEL;
         break;
     }
+    const instructions = "You are a terse test assistant.";
+    const said = `Request ${index}: say something. mock:tokens=${tokens} ${directives.join(" ")}`;
+    // (drawn only when there is a share, so a chat-only load's mix is what it was)
+    const api: LoadApi =
+      responsesShare > 0 && kind !== "abort-before-answer" && random() < responsesShare
+        ? "responses"
+        : "chat.completions";
+    if (api === "responses") {
+      const body: Record<string, unknown> = {
+        model,
+        instructions,
+        input: said,
+        max_output_tokens: maxTokens,
+      };
+      if (stream) body.stream = true;
+      planned.push({ index, api, kind, key, stream, body, abortAfterMs });
+      continue;
+    }
     const body: Record<string, unknown> = {
       model,
       messages: [
-        { role: "system", content: "You are a terse test assistant." },
-        {
-          role: "user",
-          content: `Request ${index}: say something. mock:tokens=${tokens} ${directives.join(" ")}`,
-        },
+        { role: "system", content: instructions },
+        { role: "user", content: said },
       ],
       // recorded in call_records.params: ties every record to its request
       seed: index,
@@ -460,7 +488,7 @@ export interface Outcome {
   status: number | "aborted" | "failed";
   /** error.code of a JSON error or of an SSE error event */
   code: string | null;
-  /** a stream that ended with [DONE] */
+  /** a stream that ended complete: [DONE] (chat), response.completed or response.incomplete (Responses) */
   done: boolean;
   /** x-request-id, when response headers arrived */
   requestId: string | null;
@@ -571,6 +599,42 @@ function messagesTotal(u: Record<string, number | null | undefined>): number {
   );
 }
 
+/**
+ * Parses a Responses event stream the same way: complete when response.completed (or
+ * response.incomplete, an answer cut at its bound) came, the `error` event's code, the
+ * usage of the final Response, the output text.
+ */
+function readResponsesSse(text: string): ReturnType<typeof readSseText> {
+  let done = false;
+  let code: string | null = null;
+  let usageTotal: number | null = null;
+  let content = "";
+  const complete = text.slice(0, text.lastIndexOf("\n\n") + 2);
+  for (const event of complete.split("\n\n")) {
+    const data = event.split("\n").find((line) => line.startsWith("data: "));
+    if (!data) continue;
+    try {
+      const parsed = JSON.parse(data.slice(6)) as {
+        type?: string;
+        code?: string | null;
+        delta?: unknown;
+        response?: { usage?: { total_tokens?: number } | null };
+      };
+      if (parsed.type === "error") code ??= parsed.code ?? "error";
+      if (parsed.type === "response.output_text.delta" && typeof parsed.delta === "string")
+        content += parsed.delta;
+      if (parsed.type === "response.completed" || parsed.type === "response.incomplete") {
+        done = true;
+        if (typeof parsed.response?.usage?.total_tokens === "number")
+          usageTotal = parsed.response.usage.total_tokens;
+      }
+    } catch {
+      code ??= "unparsable_event";
+    }
+  }
+  return { done, code, usageTotal, content };
+}
+
 /** The header that tells the gateway-side observer which planned request arrived. */
 export const INDEX_HEADER = "x-load-index";
 
@@ -656,9 +720,10 @@ export async function sendRequest(
     else arm();
   }
   const messages = req.api === "messages";
-  const readSse = messages ? readNamedSseText : readSseText;
+  const readSse =
+    req.api === "messages" ? readNamedSseText : req.api === "responses" ? readResponsesSse : readSseText;
   try {
-    const res = await fetch(`${baseURL}${messages ? "/messages" : "/chat/completions"}`, {
+    const res = await fetch(`${baseURL}/${API_PATHS[req.api]}`, {
       method: "POST",
       headers: {
         ...(messages ? { "x-api-key": req.key.secret } : { authorization: `Bearer ${req.key.secret}` }),
@@ -822,6 +887,7 @@ export interface SubjectFigures {
 export type RecordRow = Pick<
   CallRecord,
   | "request_id"
+  | "api"
   | "account_id"
   | "key_id"
   | "params"
@@ -928,6 +994,7 @@ export async function checkInvariants(
       .selectFrom("call_records")
       .select([
         "request_id",
+        "api",
         "account_id",
         "key_id",
         "params",

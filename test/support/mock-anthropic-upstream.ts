@@ -22,6 +22,8 @@
  * Directives in the text of the last user turn (`mock:` …), as in mock-openai-upstream.ts:
  *   tokens=N         answer N words (one output token each), capped by max_tokens (then max_tokens)
  *   tool             one get_weather call; tools=2: get_weather and get_time, in parallel
+ *   call=NAME        one call of the request's tool NAME, its input filled from the tool's schema
+ *                    (mockArguments); text as usual when the request has no such tool
  *   stop-sequence    stop_reason stop_sequence;  refusal: stop_reason refusal
  *   cache            usage with cache writes (7) and cache reads (11) besides input_tokens
  *   split-usage      the stream sends two message_delta events (running totals, as with server tools)
@@ -43,6 +45,7 @@ import {
   directives,
   isMain,
   type MockRequest,
+  mockArguments,
   mockId,
   type Reply,
   replyWords,
@@ -336,7 +339,7 @@ interface Plan {
   id: string;
   model: string;
   words: string[];
-  tools: { id: string; name: string; input: Record<string, string> }[];
+  tools: { id: string; name: string; input: Record<string, unknown> }[];
   thinking: boolean;
   redacted: boolean;
   stopReason: string;
@@ -383,6 +386,9 @@ function plan(
     if (countOf(d, "tools") === 2)
       tools.push({ id: mockId("toolu_"), name: "get_time", input: { timezone: "CET" } });
   }
+  const called = (body.tools ?? []).find((t: { name?: unknown }) => t.name === d.get("call"));
+  if (called)
+    tools.push({ id: mockId("toolu_"), name: called.name, input: mockArguments(called.input_schema) });
   let n = tools.length ? 0 : (countOf(d, "tokens") ?? 10);
   let stopReason = tools.length ? "tool_use" : "end_turn";
   if (d.has("stop-sequence")) stopReason = "stop_sequence";

@@ -12,6 +12,8 @@
  * Directives in the text of the last user turn (`mock:` …):
  *   tokens=N        answer N words (candidatesTokenCount N), capped by maxOutputTokens (then MAX_TOKENS)
  *   tool            one get_weather call; tools=2: get_weather and get_time in one turn
+ *   call=NAME       one call of the request's function NAME, its args filled from its parameters
+ *                   (mockArguments); text as usual when the request has no such function
  *   thinking=N      thoughtsTokenCount N;  cache: cachedContentTokenCount 5
  *   finish=REASON   the candidate's finishReason (SAFETY, RECITATION, …)
  *   blocked         promptFeedback.blockReason SAFETY and no candidates
@@ -29,6 +31,7 @@ import {
   directives,
   isMain,
   type MockRequest,
+  mockArguments,
   mockId,
   type Reply,
   replyWords,
@@ -220,7 +223,7 @@ function validate(body: any): { promptWords: number; lastUser: string } {
 interface Plan {
   candidates: number;
   words: string[];
-  calls: { name: string; args: Record<string, string> }[];
+  calls: { name: string; args: Record<string, unknown> }[];
   finish: string;
   usage: Record<string, number>;
   model: string;
@@ -235,6 +238,11 @@ function plan(body: any, model: string, promptWords: number, d: Map<string, stri
     calls.push({ name: "get_weather", args: { city: "Paris" } });
     if (countOf(d, "tools") === 2) calls.push({ name: "get_time", args: { timezone: "CET" } });
   }
+  const declared = (body.tools ?? []).flatMap(
+    (t: { functionDeclarations?: unknown[] }) => t.functionDeclarations ?? [],
+  );
+  const called = declared.find((f: { name?: unknown }) => f.name === d.get("call"));
+  if (called) calls.push({ name: called.name, args: mockArguments(called.parameters) });
   const thoughts = countOf(d, "thinking") ?? 0;
   let n = calls.length ? 0 : (countOf(d, "tokens") ?? 10);
   let finish = d.get("finish") || "STOP";

@@ -5,7 +5,8 @@ import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
-import { type MockUpstream, startMockUpstream } from "./mock-openai-upstream.ts";
+import { MOCK_REASONING, type MockUpstream, startMockUpstream } from "./mock-openai-upstream.ts";
+import { MOCK_TOOL_TEXT } from "./mock-provider.ts";
 
 const MOCK_FILE = fileURLToPath(new URL("./mock-openai-upstream.ts", import.meta.url));
 
@@ -221,6 +222,91 @@ describe("OpenAI SDK against the mock", () => {
       refusal: "I can't help with that.",
     });
     assert.equal(refusal.choices[0]!.finish_reason, "stop");
+  });
+
+  test("mock:call=NAME calls the request's function or custom tool; a tool result is answered", async () => {
+    const tools = [
+      {
+        type: "function" as const,
+        function: { name: "shell", parameters: { type: "object", properties: { cmd: { type: "string" } } } },
+      },
+      { type: "custom" as const, custom: { name: "apply_patch" } },
+    ];
+    const fn = await client.chat.completions.create({
+      model: "m",
+      tools,
+      messages: [{ role: "user", content: "mock:call=shell" }],
+    });
+    const fnCall = fn.choices[0]!.message.tool_calls![0]!;
+    assert.ok(fnCall.type === "function");
+    assert.deepEqual(JSON.parse(fnCall.function.arguments), { cmd: MOCK_TOOL_TEXT });
+
+    const stream = await client.chat.completions.create({
+      model: "m",
+      tools,
+      stream: true,
+      messages: [{ role: "user", content: "mock:call=apply_patch" }],
+    });
+    let input = "";
+    let name = "";
+    for await (const chunk of stream)
+      for (const call of chunk.choices[0]?.delta.tool_calls ?? []) {
+        name ||= call.custom?.name ?? "";
+        input += call.custom?.input ?? "";
+      }
+    assert.equal(name, "apply_patch");
+    assert.equal(input, MOCK_TOOL_TEXT);
+
+    const answered = await client.chat.completions.create({
+      model: "m",
+      tools,
+      messages: [
+        { role: "user", content: "mock:call=apply_patch" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "custom", custom: { name: "apply_patch", input: MOCK_TOOL_TEXT } }],
+        },
+        { role: "tool", tool_call_id: "c1", content: "Done" },
+      ],
+    });
+    assert.equal(answered.choices[0]!.finish_reason, "stop", "the tool's result is answered with text");
+  });
+
+  test("mock:reasoning sends reasoning_content and counts it as reasoning tokens", async () => {
+    const r = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "mock:reasoning mock:tokens=2" }],
+    });
+    assert.equal((r.choices[0]!.message as any).reasoning_content, MOCK_REASONING);
+    assert.equal(r.usage!.completion_tokens, 5);
+    assert.equal(r.usage!.completion_tokens_details!.reasoning_tokens, 3);
+  });
+
+  test("tools and tool calls of shapes OpenAI does not take are refused as OpenAI refuses them", async () => {
+    const refused = async (body: Record<string, unknown>) => {
+      const res = await post(mock, { model: "m", messages: [{ role: "user", content: "x" }], ...body });
+      assert.equal(res.status, 400);
+      return (await json(res)).error;
+    };
+    assert.deepEqual(await refused({ tools: [{ type: "web_search" }] }), {
+      message: "Invalid value: 'web_search'. Supported values are: 'function' and 'custom'.",
+      type: "invalid_request_error",
+      param: "tools[0].type",
+      code: "invalid_value",
+    });
+    assert.equal((await refused({ tools: [{ type: "custom", custom: {} }] })).param, "tools[0].custom.name");
+    assert.equal(
+      (
+        await refused({
+          messages: [
+            { role: "user", content: "x" },
+            { role: "assistant", tool_calls: [{ id: "c", type: "custom", custom: { name: "p" } }] },
+          ],
+        })
+      ).param,
+      "messages[1].tool_calls[0].custom.input",
+    );
   });
 });
 

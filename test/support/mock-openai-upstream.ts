@@ -18,6 +18,9 @@
  *   mock:no-usage       omit `usage` (JSON) and never send the usage chunk / `usage` keys (stream)
  *   mock:refusal        refusal instead of content
  *   mock:tool           one `get_weather` tool call
+ *   mock:call=NAME      one call of the request's tool NAME: a function's arguments filled from its
+ *                       parameters, a custom tool's input MOCK_TOOL_TEXT (test/support/mock-provider.ts);
+ *                       text as usual when the request has no such tool
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
  *   mock:cache          usage says 3 of the prompt tokens were cached
  *   mock:reasoning      the answer reasons first, as vLLM, DeepSeek and SGLang report it:
@@ -37,6 +40,14 @@
  * appended to its last user message: how a test makes one of several upstreams fail. A
  * request's `x-mock-directives` header is applied the same way (a provider configured with
  * that header is a failing deployment on a healthy mock).
+ *
+ * Directives are read from the last user message, or from the last message when that is a tool
+ * result (a model that has its tool's result answers it; as the Anthropic and Gemini mocks read
+ * the last user turn, where tool results are).
+ *
+ * Tools are checked as OpenAI does: each a function (`function.name`) or a custom tool
+ * (`custom.name`), any other type 400 `invalid_value`; an assistant message's custom tool call
+ * needs `custom.name` and `custom.input`.
  *
  * Prompt tokens are the words of the messages' texts by default. With `promptCount: "template"`
  * (`--prompt-count template`) the mock counts as a chat template does, more than the text:
@@ -66,7 +77,14 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import { listenForTests } from "./listen.ts";
-import { type Active, isMain, requestTracker, runMockCli } from "./mock-provider.ts";
+import {
+  type Active,
+  isMain,
+  MOCK_TOOL_TEXT,
+  mockArguments,
+  requestTracker,
+  runMockCli,
+} from "./mock-provider.ts";
 
 export interface MockUpstreamOptions {
   /** Delay before the response headers (default 0); the per-request `mock:latency=MS` directive overrides. */
@@ -152,6 +170,12 @@ const TOOL_NAME = "get_weather";
 const TOOL_ARGS_PIECES = ['{"', "city", '":"', "Paris", '"}'];
 const TOOL_ARGUMENTS = TOOL_ARGS_PIECES.join("");
 const TOOL_ARGS_PIECES_JSON = TOOL_ARGS_PIECES.map((p) => JSON.stringify(p));
+
+/** A text in two pieces, as a model streams it. */
+function halves(text: string): string[] {
+  const cut = Math.ceil(text.length / 2);
+  return [text.slice(0, cut), text.slice(cut)];
+}
 
 const MODELS_BODY = JSON.stringify({
   object: "list",
@@ -268,6 +292,7 @@ interface Directives {
   contextOverflow: boolean;
   refusal: boolean;
   tool: boolean;
+  call: string | undefined;
   text: string | undefined;
   cache: boolean;
   blocked: boolean;
@@ -301,6 +326,7 @@ function parseDirectives(text: string): Directives {
     contextOverflow: false,
     refusal: false,
     tool: false,
+    call: undefined,
     text: undefined,
     cache: false,
     blocked: false,
@@ -347,6 +373,9 @@ function parseDirectives(text: string): Directives {
         break;
       case "tool":
         d.tool = true;
+        break;
+      case "call":
+        d.call = value;
         break;
       case "text":
         if (value !== undefined) d.text = value;
@@ -506,7 +535,8 @@ function usageObject(prompt: number, completion: number, cached = 0, reasoning =
   };
 }
 
-type Kind = "text" | "refusal" | "tool";
+/** text, a refusal, a function call (`tool`) or a custom tool call (`custom`) */
+type Kind = "text" | "refusal" | "tool" | "custom";
 
 /** Everything needed to answer one chat completion. */
 interface Plan {
@@ -515,8 +545,12 @@ interface Plan {
   model: string;
   kind: Kind;
   n: number;
-  /** Pieces per choice (text words, refusal words, or tool-argument fragments), as JSON string literals. */
+  /** Pieces per choice (text words, refusal words, tool-argument or custom-input fragments), as JSON string literals. */
   piecesJson: string[];
+  /** the tool called (kind tool or custom) */
+  toolName: string;
+  /** the whole arguments (tool) or input (custom) */
+  toolArguments: string;
   /** Reply text for `kind: "text"` (N words joined by single spaces). */
   text: string;
   finishReason: "stop" | "length" | "tool_calls" | "content_filter";
@@ -531,6 +565,21 @@ interface Plan {
   errorEvent: boolean;
   /** reasoning tokens per choice (mock:reasoning), 0 when the answer does not reason */
   reasoning: number;
+}
+
+/** The request's tool `name` (mock:call=NAME) and what the model writes for it. */
+function calledTool(
+  body: any,
+  name: string | undefined,
+): { type: "function" | "custom"; name: string; arguments: string } | undefined {
+  if (name === undefined) return undefined;
+  for (const tool of body.tools ?? []) {
+    if (tool.type === "custom" && tool.custom.name === name)
+      return { type: "custom", name, arguments: MOCK_TOOL_TEXT };
+    if (tool.type === "function" && tool.function.name === name)
+      return { type: "function", name, arguments: JSON.stringify(mockArguments(tool.function.parameters)) };
+  }
+  return undefined;
 }
 
 function replyText(tokens: number, word: string | undefined): string {
@@ -568,14 +617,19 @@ function buildCompletionJson(plan: Plan): string {
     } else if (plan.kind === "refusal") {
       message = { role: "assistant", content: null, refusal: REFUSAL_TEXT };
     } else {
-      message = {
-        role: "assistant",
-        content: null,
-        refusal: null,
-        tool_calls: [
-          { id: callId(plan, i), type: "function", function: { name: TOOL_NAME, arguments: TOOL_ARGUMENTS } },
-        ],
-      };
+      const call =
+        plan.kind === "custom"
+          ? {
+              id: callId(plan, i),
+              type: "custom",
+              custom: { name: plan.toolName, input: plan.toolArguments },
+            }
+          : {
+              id: callId(plan, i),
+              type: "function",
+              function: { name: plan.toolName, arguments: plan.toolArguments },
+            };
+      message = { role: "assistant", content: null, refusal: null, tool_calls: [call] };
     }
     if (plan.reasoning) message.reasoning_content = MOCK_REASONING;
     choices[i] = { index: i, message, logprobs: null, finish_reason: plan.finishReason };
@@ -632,10 +686,14 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
     let delta: string;
     if (plan.kind === "text") delta = `{${role}"content":"","refusal":null}`;
     else if (plan.kind === "refusal") delta = `{${role}"content":null,"refusal":""}`;
+    else if (plan.kind === "custom")
+      delta =
+        `{${role}"content":null,"tool_calls":[{"index":0,"id":"${callId(plan, i)}",` +
+        `"type":"custom","custom":{"name":${JSON.stringify(plan.toolName)},"input":""}}],"refusal":null}`;
     else
       delta =
         `{${role}"content":null,"tool_calls":[{"index":0,"id":"${callId(plan, i)}",` +
-        `"type":"function","function":{"name":"${TOOL_NAME}","arguments":""}}],"refusal":null}`;
+        `"type":"function","function":{"name":${JSON.stringify(plan.toolName)},"arguments":""}}],"refusal":null}`;
     open += chunk(i, delta, "null");
   }
   steps.push(open);
@@ -645,6 +703,7 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
     let delta: string;
     if (plan.kind === "text") delta = `{"content":${piece}}`;
     else if (plan.kind === "refusal") delta = `{"refusal":${piece}}`;
+    else if (plan.kind === "custom") delta = `{"tool_calls":[{"index":0,"custom":{"input":${piece}}}]}`;
     else delta = `{"tool_calls":[{"index":0,"function":{"arguments":${piece}}}]}`;
     for (let i = 0; i < n; i++) steps.push(chunk(i, delta, "null"));
   }
@@ -761,6 +820,8 @@ export function startMockUpstream(
         "messages",
         "empty_array",
       ];
+    } else if (toolProblem(body)) {
+      err = toolProblem(body);
     } else if (REASONING_MODEL.test(body.model) && body.max_tokens !== undefined) {
       err = [
         400,
@@ -773,6 +834,48 @@ export function startMockUpstream(
     if (err === undefined) return true;
     sendError(res, ...err);
     return false;
+  }
+
+  /** What OpenAI says of tools and tool calls of a shape it does not take; undefined when they are fine. */
+  function toolProblem(body: any): [number, ...ErrorSpec] | undefined {
+    const missing = (param: string): [number, ...ErrorSpec] => [
+      400,
+      `Missing required parameter: '${param}'.`,
+      "invalid_request_error",
+      param,
+      "missing_required_parameter",
+    ];
+    if (body.tools !== undefined && !Array.isArray(body.tools))
+      return [
+        400,
+        "Invalid type for 'tools': expected an array.",
+        "invalid_request_error",
+        "tools",
+        "invalid_type",
+      ];
+    for (const [i, tool] of (body.tools ?? []).entries()) {
+      if (tool?.type === "function") {
+        if (typeof tool.function?.name !== "string") return missing(`tools[${i}].function.name`);
+      } else if (tool?.type === "custom") {
+        if (typeof tool.custom?.name !== "string") return missing(`tools[${i}].custom.name`);
+      } else
+        return [
+          400,
+          `Invalid value: '${tool?.type}'. Supported values are: 'function' and 'custom'.`,
+          "invalid_request_error",
+          `tools[${i}].type`,
+          "invalid_value",
+        ];
+    }
+    for (const [i, m] of body.messages.entries())
+      for (const [j, call] of (m?.tool_calls ?? []).entries()) {
+        const at = `messages[${i}].tool_calls[${j}]`;
+        if (call?.type === "custom") {
+          if (typeof call.custom?.name !== "string") return missing(`${at}.custom.name`);
+          if (typeof call.custom?.input !== "string") return missing(`${at}.custom.input`);
+        } else if (typeof call?.function?.name !== "string") return missing(`${at}.function.name`);
+      }
+    return undefined;
   }
 
   function answerChat(
@@ -797,7 +900,7 @@ export function startMockUpstream(
       if (m === null || typeof m !== "object") continue;
       const text = contentText(m.content);
       promptWords += countWords(text);
-      if (m.role === "user") lastUserText = text;
+      if (m.role === "user" || (m.role === "tool" && i === messages.length - 1)) lastUserText = text;
       lastText = text;
     }
     const fromHeader = req.headers["x-mock-directives"];
@@ -865,6 +968,7 @@ export function startMockUpstream(
     const nRaw = nonNegativeInt(body.n);
     const n = nRaw === undefined || nRaw < 1 ? 1 : Math.min(nRaw, MAX_CHOICES);
     const seq = nextSeq();
+    const called = calledTool(body, d.call);
     let kind: Kind = "text";
     let piecesJson: string[];
     let text = "";
@@ -877,6 +981,10 @@ export function startMockUpstream(
     } else if (d.tool) {
       kind = "tool";
       piecesJson = TOOL_ARGS_PIECES_JSON;
+      finishReason = "tool_calls";
+    } else if (called) {
+      kind = called.type === "custom" ? "custom" : "tool";
+      piecesJson = halves(called.arguments).map((p) => JSON.stringify(p));
       finishReason = "tool_calls";
     } else if (d.refusal) {
       kind = "refusal";
@@ -902,6 +1010,8 @@ export function startMockUpstream(
       piecesJson,
       text,
       finishReason,
+      toolName: called?.name ?? TOOL_NAME,
+      toolArguments: called?.arguments ?? TOOL_ARGUMENTS,
       completionPerChoice: piecesJson.length,
       promptTokens: Math.max(1, promptWords),
       usage,

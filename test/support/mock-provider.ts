@@ -50,6 +50,35 @@ export function countWords(text: string): number {
   return trimmed ? trimmed.split(/\s+/).length : 0;
 }
 
+/**
+ * What a mock model writes into a tool's string arguments (`mock:call=NAME`): several lines
+ * with quotes, so every translation of it (JSON strings, custom tool input) is exercised.
+ */
+export const MOCK_TOOL_TEXT = '*** Begin Patch\n*** Add File: hello.txt\n+print("hello")\n*** End Patch';
+
+/**
+ * The arguments a mock model gives a function whose parameters are this JSON schema: each
+ * property a value of its type (strings MOCK_TOOL_TEXT), as a model fills a schema.
+ */
+export function mockArguments(schema: unknown): Record<string, unknown> {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties;
+  const args: Record<string, unknown> = {};
+  for (const [name, property] of Object.entries(properties ?? {})) {
+    const type = Array.isArray(property?.type) ? property.type[0] : property?.type;
+    args[name] =
+      type === "number" || type === "integer"
+        ? 1
+        : type === "boolean"
+          ? true
+          : type === "array"
+            ? []
+            : type === "object"
+              ? {}
+              : MOCK_TOOL_TEXT;
+  }
+  return args;
+}
+
 const DIRECTIVE_RE = /(?<![\w-])mock:([a-z][a-z-]*)(?:=(\S+))?/g;
 
 /** `mock:name` and `mock:name=value` directives of a text. */

@@ -18,11 +18,19 @@ const contentPart = z.discriminatedUnion("type", [
 ]);
 const content = z.union([z.string(), z.array(contentPart).min(1)]);
 
-const toolCall = z.looseObject({
-  id: z.string(),
-  type: z.string(),
-  function: z.looseObject({ name: z.string(), arguments: z.string() }),
-});
+/** A function call, or a call of a custom (free-form input) tool: OpenAI's two tool-call shapes. */
+const toolCall = z.union([
+  z.looseObject({
+    id: z.string(),
+    type: z.literal("custom"),
+    custom: z.looseObject({ name: z.string(), input: z.string() }),
+  }),
+  z.looseObject({
+    id: z.string(),
+    type: z.string(),
+    function: z.looseObject({ name: z.string(), arguments: z.string() }),
+  }),
+]);
 
 const message = z.discriminatedUnion("role", [
   z.looseObject({ role: z.literal("system"), content, name: z.string().nullish() }),
@@ -124,7 +132,7 @@ export const chatRequestSchema = z.object({
 
 export type ChatRequest = z.output<typeof chatRequestSchema>;
 
-function paramName(path: PropertyKey[]): string {
+export function paramName(path: PropertyKey[]): string {
   return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i ? `.${String(p)}` : String(p))).join("");
 }
 
@@ -132,7 +140,7 @@ function paramName(path: PropertyKey[]): string {
  * A union's own issue says only "Invalid input" at the union; the branch that got furthest
  * (content given as parts: the bad part) says what is wrong, with its full path.
  */
-function deepest(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+export function deepest(issue: z.core.$ZodIssue): z.core.$ZodIssue {
   if (issue.code !== "invalid_union" || !issue.errors.length) return issue;
   let best: z.core.$ZodIssue | undefined;
   for (const branch of issue.errors)

@@ -302,8 +302,35 @@ describe("the request", () => {
       refusedParam({ messages: [{ role: "function", name: "f", content: "1" }] }),
       "messages[0].role",
     );
-    assert.equal(refusedParam({ tools: [{ type: "custom", custom: { name: "x" } }] }), "tools[0]");
+    assert.equal(refusedParam({ tools: [{ type: "web_search" }] }), "tools[0]");
     assert.equal(refusedParam({ reasoning_effort: "extreme" }), "reasoning_effort");
+  });
+
+  test("a custom tool goes as a tool of one string argument; its earlier calls as tool_use blocks", () => {
+    const body = messagesBody(
+      call({
+        tools: [{ type: "custom", custom: { name: "apply_patch", description: "Edit files" } }],
+        messages: [
+          { role: "user", content: "x" },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "t", type: "custom", custom: { name: "apply_patch", input: "*** Begin" } }],
+          },
+          { role: "tool", tool_call_id: "t", content: "Done" },
+        ],
+      }),
+      false,
+      false,
+    ) as any;
+    assert.equal(body.tools[0].name, "apply_patch");
+    assert.deepEqual(body.tools[0].input_schema.required, ["input"]);
+    assert.deepEqual(body.messages[1].content[0], {
+      type: "tool_use",
+      id: "t",
+      name: "apply_patch",
+      input: { input: "*** Begin" },
+    });
   });
 
   test("the prompt bound adds Anthropic's tool-use system prompt when there are tools", () => {

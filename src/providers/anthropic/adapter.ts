@@ -3,6 +3,7 @@
 // our convention. A call from a Messages API client (UpstreamCall.native) goes natively: its
 // own body is sent, and the upstream's message or events come back beside the canonical
 // translation (src/apis/types.ts).
+import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import type {
   Chunk,
@@ -67,7 +68,7 @@ export class AnthropicProvider implements Provider {
         });
       // thinking, redacted_thinking and blocks of later API versions have no OpenAI place
     }
-    return {
+    const completion: Completion = {
       id: message.id,
       object: "chat.completion",
       model: message.model,
@@ -89,13 +90,16 @@ export class AnthropicProvider implements Provider {
       usage: message.usage ? readUsage(message.usage) : undefined,
       ...(native ? { native: raw as Record<string, unknown> } : {}),
     };
+    return restoreCustomCalls(completion, customToolNames(call.request));
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
     const native = nativeOf(call);
     const { body, headers } = this.#request(call, native, true);
-    return this.#chunks(call, body, headers, native !== undefined);
+    const chunks = this.#chunks(call, body, headers, native !== undefined);
+    const custom = customToolNames(call.request);
+    return custom.size ? restoreCustomCallChunks(chunks, custom) : chunks;
   }
 
   async *#chunks(

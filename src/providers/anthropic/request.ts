@@ -2,10 +2,12 @@
 // the Messages API defines are sent: it refuses unknown ones.
 import type { ChatRequest } from "../../apis/chat-completions/request.ts";
 import { GatewayError } from "../../errors/index.ts";
+import { customToolsAsFunctions } from "../custom-tools.ts";
 import { applyFieldRules, type FieldRules, mapped, refused, SHARED_RULES } from "../field-policy.ts";
 import { type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
 import {
   EFFORT_SHARE,
+  functionCall,
   functionTools,
   type Part,
   readParts,
@@ -122,7 +124,7 @@ export const ANTHROPIC_RULES: FieldRules = {
   seed: refused("it has no seed"),
   user: mapped("`metadata.user_id`"),
   tools: mapped(
-    "`tools[]` as `{name, description, input_schema}` (function tools only; `strict` is not enforced)",
+    "`tools[]` as `{name, description, input_schema}` (function tools, and custom tools as functions of one string argument; `strict` is not enforced)",
   ),
   tool_choice: {
     becomes: "`tool_choice`: `auto` → auto, `none` → none, `required` → any, a named function → tool",
@@ -188,7 +190,9 @@ export function thinkingBudget(effort: string, bound: number): number | undefine
  * Anthropic cannot honour (unless the provider drops unsupported fields).
  */
 export function messagesBody(call: UpstreamCall, stream: boolean, dropUnsupported: boolean) {
-  const request = applyFieldRules(call.request, ANTHROPIC_RULES, PROVIDER, dropUnsupported);
+  const request = customToolsAsFunctions(
+    applyFieldRules(call.request, ANTHROPIC_RULES, PROVIDER, dropUnsupported),
+  );
   const system: Block[] = [];
   const messages: AnthropicMessage[] = [];
   const push = (role: AnthropicMessage["role"], blocks: Block[]) => {
@@ -213,11 +217,12 @@ export function messagesBody(call: UpstreamCall, stream: boolean, dropUnsupporte
       case "assistant": {
         const blocks = readParts(m.content, `${param}.content`, PROVIDER).map(partBlock);
         (m.tool_calls ?? []).forEach((c, j) => {
+          const fn = functionCall(c, `${param}.tool_calls[${j}]`, PROVIDER);
           blocks.push({
             type: "tool_use",
-            id: c.id,
-            name: c.function.name,
-            input: toolArguments(c.function.arguments, `${param}.tool_calls[${j}].function.arguments`),
+            id: fn.id,
+            name: fn.name,
+            input: toolArguments(fn.arguments, `${param}.tool_calls[${j}].function.arguments`),
           });
         });
         push("assistant", blocks);

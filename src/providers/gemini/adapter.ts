@@ -1,6 +1,7 @@
 // Adapter for the Gemini API: OpenAI chat completions translated to generateContent and
 // streamGenerateContent (SSE), and the candidates back into OpenAI choices, with Gemini's
 // usage (thinking included) in our convention.
+import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
@@ -63,18 +64,19 @@ export class GeminiProvider implements Provider {
         logprobs: null,
         finish_reason: response.promptFeedback?.blockReason ? "content_filter" : "stop",
       });
-    return {
+    const completion: Completion = {
       id: response.responseId,
       object: "chat.completion",
       model: response.modelVersion,
       choices,
       usage: response.usageMetadata ? readUsage(response.usageMetadata) : undefined,
     };
+    return restoreCustomCalls(completion, customToolNames(call.request));
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
-    return this.#chunks(call, this.#body(call));
+    return restoreCustomCallChunks(this.#chunks(call, this.#body(call)), customToolNames(call.request));
   }
 
   async *#chunks(call: UpstreamCall, body: string): AsyncGenerator<Chunk> {

@@ -2,6 +2,7 @@
 // and roles other than user and model, so only what its API defines is sent.
 import type { ChatRequest } from "../../apis/chat-completions/request.ts";
 import { GatewayError } from "../../errors/index.ts";
+import { customToolsAsFunctions } from "../custom-tools.ts";
 import {
   applyFieldRules,
   dropped,
@@ -14,6 +15,7 @@ import {
 import { type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
 import {
   EFFORT_SHARE,
+  functionCall,
   functionTools,
   type Part,
   readParts,
@@ -59,7 +61,7 @@ export const GEMINI_RULES: FieldRules = {
   seed: mapped("`generationConfig.seed`"),
   user: dropped("Gemini has no end-user field; the answer is the same"),
   tools: mapped(
-    "`tools[].functionDeclarations` (function tools only; `parameters` keep the schema keywords Gemini's Schema knows)",
+    "`tools[].functionDeclarations` (function tools, and custom tools as functions of one string argument; `parameters` keep the schema keywords Gemini's Schema knows)",
   ),
   tool_choice: mapped(
     "`toolConfig.functionCallingConfig.mode`: `auto` → AUTO, `none` → NONE, `required` → ANY, a named function → ANY with `allowedFunctionNames`",
@@ -179,7 +181,9 @@ export function thinkingBudget(effort: string, bound: number): number {
 
 /** The generateContent body. Throws invalid_request, before anything is sent, for what Gemini cannot honour. */
 export function generateBody(call: UpstreamCall, dropUnsupported: boolean) {
-  const request = applyFieldRules(call.request, GEMINI_RULES, PROVIDER, dropUnsupported);
+  const request = customToolsAsFunctions(
+    applyFieldRules(call.request, GEMINI_RULES, PROVIDER, dropUnsupported),
+  );
   const system: string[] = [];
   const contents: Content[] = [];
   /** tool-call id -> function name: OpenAI's tool results name the call, Gemini's the function */
@@ -212,12 +216,13 @@ export function generateBody(call: UpstreamCall, dropUnsupported: boolean) {
           partOf(p, `${param}.content[${j}]`),
         );
         (m.tool_calls ?? []).forEach((c, j) => {
-          names.set(c.id, c.function.name);
-          const signature = thoughtSignatureOf(c.id);
+          const fn = functionCall(c, `${param}.tool_calls[${j}]`, PROVIDER);
+          names.set(fn.id, fn.name);
+          const signature = thoughtSignatureOf(fn.id);
           parts.push({
             functionCall: {
-              name: c.function.name,
-              args: toolArguments(c.function.arguments, `${param}.tool_calls[${j}].function.arguments`),
+              name: fn.name,
+              args: toolArguments(fn.arguments, `${param}.tool_calls[${j}].function.arguments`),
             },
             ...(signature ? { thoughtSignature: signature } : {}),
           });

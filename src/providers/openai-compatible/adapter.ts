@@ -1,6 +1,12 @@
 // Adapter for any server speaking OpenAI's chat completions API (OpenAI, vLLM, Ollama,
 // llama.cpp, LM Studio, …), and the wire handling Azure OpenAI composes (../azure-openai).
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
+import {
+  customToolNames,
+  customToolsAsFunctions,
+  restoreCustomCallChunks,
+  restoreCustomCalls,
+} from "../custom-tools.ts";
 import { HttpUpstream, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { promptUpperBound } from "../prompt-bound.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
@@ -70,9 +76,12 @@ export class OpenAICompatibleProvider implements Provider {
   readonly #headers: Record<string, string>;
   readonly #boundField: OpenAICompatibleConfig["output_bound_field"];
   readonly #openai: boolean;
+  /** custom tools go as function tools (the server has no custom tools) */
+  readonly #customAsFunctions: boolean;
 
   constructor(
-    config: Omit<OpenAICompatibleConfig, "type">,
+    config: Omit<OpenAICompatibleConfig, "type" | "custom_tools"> &
+      Partial<Pick<OpenAICompatibleConfig, "custom_tools">>,
     env: Record<string, string | undefined>,
     endpoint: OpenAIEndpoint = OPENAI_ENDPOINT,
   ) {
@@ -81,6 +90,9 @@ export class OpenAICompatibleProvider implements Provider {
     this.#endpoint = endpoint;
     this.#boundField = config.output_bound_field;
     this.#openai = new URL(config.base_url).hostname === OPENAI_HOST;
+    // Azure OpenAI composes this adapter without the setting: it runs OpenAI's models.
+    const customTools = config.custom_tools ?? "native";
+    this.#customAsFunctions = customTools === "function" || (customTools === "auto" && !this.#openai);
     this.#headers = upstreamHeaders(config, env, endpoint.auth);
   }
 
@@ -91,10 +103,17 @@ export class OpenAICompatibleProvider implements Provider {
     const parsed = parseShape(completionSchema, raw, "the upstream's reply is not a chat completion");
     const completion = parsed as unknown as Completion;
     completion.usage = readUsage(parsed.usage);
-    return completion;
+    return this.#customAsFunctions
+      ? restoreCustomCalls(completion, customToolNames(call.request))
+      : completion;
   }
 
-  async *stream(call: UpstreamCall): AsyncGenerator<Chunk> {
+  stream(call: UpstreamCall): AsyncGenerator<Chunk> {
+    const chunks = this.#chunks(call);
+    return this.#customAsFunctions ? restoreCustomCallChunks(chunks, customToolNames(call.request)) : chunks;
+  }
+
+  async *#chunks(call: UpstreamCall): AsyncGenerator<Chunk> {
     let done = false;
     for await (const event of this.#http.events(await this.#send(call, true))) {
       if (done) continue;
@@ -121,7 +140,14 @@ export class OpenAICompatibleProvider implements Provider {
     return this.#http.post(
       this.#endpoint.path(this.#http.basePath, call),
       this.#headers,
-      JSON.stringify(wireBody(call, stream, this.#boundField, this.#openai)),
+      JSON.stringify(
+        wireBody(
+          this.#customAsFunctions ? { ...call, request: customToolsAsFunctions(call.request) } : call,
+          stream,
+          this.#boundField,
+          this.#openai,
+        ),
+      ),
       call.signal,
       (status, parsed, retryAfter) => {
         const error = errorSchema.safeParse(parsed);

@@ -5,6 +5,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { chatCompletions } from "../../../apis/chat-completions/api.ts";
 import { messages } from "../../../apis/messages/api.ts";
 import { countTokens } from "../../../apis/messages/count-tokens.ts";
+import { responsesApi } from "../../../apis/responses/api.ts";
+import { ResponseStore } from "../../../apis/responses/stored.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
@@ -101,5 +103,24 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
         param: "model",
       });
     return reply.type("application/json").send(JSON.stringify({ input_tokens: inputTokens }));
+  });
+
+  // OpenAI's Responses API (docs/apis.md): calls through the relay, and the account's stored
+  // responses. Another account's id answers as an unknown one.
+  const stored = new ResponseStore(deps.store.db, () => deps.config.retention.responses_days);
+  const responses = responsesApi({ store: stored, logger: deps.logger });
+  app.post("/v1/responses", callRoute(responses), relayRoute(deps, responses));
+  const notFound = (id: string) =>
+    new GatewayError("response_not_found", { message: `Response with id '${id.slice(0, 128)}' not found.` });
+  app.get("/v1/responses/:id", { config: { api: responses } }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const body = await stored.get(request.auth!.account.id, id);
+    if (body === undefined) throw notFound(id);
+    return reply.type("application/json").send(body);
+  });
+  app.delete("/v1/responses/:id", { config: { api: responses } }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    if (!(await stored.delete(request.auth!.account.id, id))) throw notFound(id);
+    return reply.type("application/json").send(JSON.stringify({ id, object: "response", deleted: true }));
   });
 }

@@ -26,7 +26,7 @@ export function relayRoute(deps: GatewayDeps, api: ClientApi) {
       deps.registry.plan(auth.account.plan_id),
       setHeaders,
     );
-    const call = api.parse(request.body, request.headers);
+    const call = await api.parse(request.body, request.headers, auth);
     const client = new AbortController();
     const onClose = () => {
       if (!reply.raw.writableFinished) client.abort(new ClientGone("the client closed the connection"));

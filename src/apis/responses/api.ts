@@ -1,0 +1,194 @@
+// POST /v1/responses as a client API of the pipeline (src/apis/types.ts): the Responses
+// request (with the stored conversation a previous_response_id continues) becomes the
+// canonical chat request, and the canonical answer comes back as a Response object or the
+// Responses event sequence. A response with `store` (the default) is kept for its account
+// before it is released, so a client that continues it at once finds it.
+import type { IncomingHttpHeaders } from "node:http";
+import type { Logger } from "pino";
+import type { AuthContext } from "../../auth/key-cache.ts";
+import { parseBearer } from "../../auth/key-format.ts";
+import type { GatewayError } from "../../errors/index.ts";
+import type { Chunk } from "../../providers/types.ts";
+import { safetyExtension, WITHHELD_MESSAGE } from "../../relay/review.ts";
+import type { ChatRequest } from "../chat-completions/request.ts";
+import type {
+  AnswerContext,
+  ClientApi,
+  ClientCall,
+  ErrorAnswer,
+  JsonAnswer,
+  SseEvent,
+  StreamEnd,
+  StreamRenderer,
+} from "../types.ts";
+import { type ResponseEvent, ResponseEvents } from "./events.ts";
+import { type InputItem, parseResponsesRequest, type ResponsesRequest } from "./request.ts";
+import {
+  messageItem,
+  outputItems,
+  ResponseIds,
+  type ResponseObject,
+  responseObject,
+  responsesUsage,
+  statusOf,
+} from "./response.ts";
+import type { ResponseStore } from "./stored.ts";
+import { toChatRequest } from "./to-chat.ts";
+
+export interface ResponsesDeps {
+  store: ResponseStore;
+  logger: Logger;
+}
+
+const sse = (event: ResponseEvent): SseEvent => ({ event: event.type, data: JSON.stringify(event) });
+
+class ResponsesCall implements ClientCall {
+  readonly api: ClientApi;
+  readonly request: ChatRequest;
+  readonly #deps: ResponsesDeps;
+  readonly #accountId: string;
+  readonly #req: ResponsesRequest;
+
+  constructor(
+    api: ClientApi,
+    deps: ResponsesDeps,
+    accountId: string,
+    req: ResponsesRequest,
+    request: ChatRequest,
+  ) {
+    this.api = api;
+    this.#deps = deps;
+    this.#accountId = accountId;
+    this.#req = req;
+    this.request = request;
+  }
+
+  async json(answer: JsonAnswer): Promise<string> {
+    const ids = new ResponseIds(answer.requestId);
+    const choice = answer.completion.choices[0];
+    const { status, incomplete_details } = statusOf(
+      answer.withheld ? "content_filter" : choice?.finish_reason,
+    );
+    const output = answer.withheld
+      ? [messageItem(ids.item("msg"), WITHHELD_MESSAGE, undefined, status)]
+      : choice
+        ? outputItems(ids, choice.message, status)
+        : [];
+    const response: ResponseObject & { safety?: unknown } = responseObject(this.#req, {
+      ids,
+      createdAt: Math.floor(answer.startedAt / 1000),
+      status,
+      output,
+      incomplete_details,
+      usage: responsesUsage(answer.usage),
+    });
+    if (answer.withheld) response.safety = safetyExtension(answer.withheld);
+    const body = JSON.stringify(response);
+    await this.keep(ids.id, body);
+    return body;
+  }
+
+  stream(context: AnswerContext): StreamRenderer {
+    return new ResponsesStream(this, this.#req, context);
+  }
+
+  /**
+   * Keeps the Response for its account unless the request said `store: false`. A response
+   * that cannot be stored is still delivered (the client has its answer; it just cannot be
+   * retrieved or continued), and the failure is logged.
+   */
+  async keep(id: string, body: string): Promise<void> {
+    if (this.#req.store === false) return;
+    const input: InputItem[] =
+      typeof this.#req.input === "string"
+        ? [{ type: "message", role: "user", content: this.#req.input }]
+        : this.#req.input;
+    try {
+      await this.#deps.store.save(this.#accountId, {
+        id,
+        previousResponseId: this.#req.previous_response_id ?? null,
+        input,
+        response: body,
+      });
+    } catch (err) {
+      this.#deps.logger.warn(
+        { err, response_id: id },
+        "could not store a response; it was delivered all the same",
+      );
+    }
+  }
+}
+
+/** The Responses event sequence of one streamed answer. */
+class ResponsesStream implements StreamRenderer {
+  readonly #call: ResponsesCall;
+  readonly #events: ResponseEvents;
+  #started = false;
+
+  constructor(call: ResponsesCall, req: ResponsesRequest, context: AnswerContext) {
+    this.#call = call;
+    this.#events = new ResponseEvents(
+      req,
+      new ResponseIds(context.requestId),
+      Math.floor(context.startedAt / 1000),
+    );
+  }
+
+  /** response.created and response.in_progress open the stream, with the upstream's first chunk. */
+  #open(out: ResponseEvent[]): void {
+    if (this.#started) return;
+    this.#started = true;
+    out.push(...this.#events.start());
+  }
+
+  chunk(chunk: Chunk): readonly SseEvent[] {
+    const out: ResponseEvent[] = [];
+    this.#open(out);
+    out.push(...this.#events.chunk(chunk));
+    return out.map(sse);
+  }
+
+  async finish(end: StreamEnd): Promise<readonly SseEvent[]> {
+    const out: ResponseEvent[] = [];
+    this.#open(out);
+    out.push(...this.#events.finish(responsesUsage(end.usage), end.withheld ? "content_filter" : undefined));
+    const response = this.#events.response as ResponseObject & { safety?: unknown };
+    if (end.withheld) response.safety = safetyExtension(end.withheld);
+    await this.#call.keep(response.id, JSON.stringify(response));
+    return out.map(sse);
+  }
+
+  done(): readonly SseEvent[] {
+    return [];
+  }
+
+  error(error: GatewayError): readonly SseEvent[] {
+    const out: ResponseEvent[] = [];
+    this.#open(out);
+    out.push(...this.#events.fail({ code: error.code, message: error.message, param: error.param }));
+    return out.map(sse);
+  }
+}
+
+/** The Responses API, over the account's stored responses. */
+export function responsesApi(deps: ResponsesDeps): ClientApi {
+  const api: ClientApi = {
+    name: "responses",
+    credential: (headers: IncomingHttpHeaders) => parseBearer(headers.authorization),
+    error: (error: GatewayError): ErrorAnswer => ({
+      status: error.status,
+      body: JSON.stringify(error.toBody()),
+    }),
+    async parse(body: unknown, _headers: IncomingHttpHeaders, caller: AuthContext): Promise<ClientCall> {
+      const req = parseResponsesRequest(body);
+      const prior = req.previous_response_id
+        ? {
+            items: await deps.store.conversation(caller.account.id, req.previous_response_id),
+            param: "previous_response_id",
+          }
+        : undefined;
+      return new ResponsesCall(api, deps, caller.account.id, req, toChatRequest(req, prior));
+    },
+  };
+  return api;
+}

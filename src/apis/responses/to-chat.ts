@@ -1,0 +1,285 @@
+// A Responses request as the canonical chat request every provider adapter takes: the
+// conversation (the stored one a previous_response_id continues, then this request's input)
+// as messages, the tools, the output settings. What cannot be carried is refused here, naming
+// the field, before anything is reserved or sent. docs/apis.md lists each field's fate.
+import { GatewayError } from "../../errors/index.ts";
+import type { ChatRequest } from "../chat-completions/request.ts";
+import type { InputItem, ResponsesRequest, ResponsesTool } from "./request.ts";
+
+type Message = ChatRequest["messages"][number];
+type AssistantMessage = Extract<Message, { role: "assistant" }>;
+type ToolCall = NonNullable<AssistantMessage["tool_calls"]>[number];
+type ChatPart = Exclude<Message["content"], string | null | undefined>[number];
+
+const refuse = (param: string, message: string) => new GatewayError("invalid_request", { message, param });
+
+/** Items of a stored conversation, and where an error in them points. */
+export interface PriorItems {
+  items: InputItem[];
+  /** `previous_response_id`: the client named them, it did not write them */
+  param: string;
+}
+
+/** Refuses the request fields the gateway cannot honour; each would change the answer. */
+function refuseUnsupported(req: ResponsesRequest): void {
+  if (req.background)
+    throw refuse(
+      "background",
+      "Background responses are not supported by the gateway: send the request without background (stream it for long answers).",
+    );
+  if (req.conversation !== undefined)
+    throw refuse(
+      "conversation",
+      "Conversations are kept at OpenAI and not supported by the gateway: continue with previous_response_id.",
+    );
+  if (req.prompt !== undefined)
+    throw refuse(
+      "prompt",
+      "Prompt templates are kept at OpenAI and not supported by the gateway: send the input.",
+    );
+  if (req.truncation === "auto")
+    throw refuse(
+      "truncation",
+      "truncation 'auto' is not supported by the gateway: it does not cut conversations to fit the context window.",
+    );
+  if (req.top_logprobs)
+    throw refuse(
+      "top_logprobs",
+      "Log probabilities are not supported through the Responses API of the gateway.",
+    );
+  if (req.context_management?.length)
+    throw refuse(
+      "context_management",
+      "Server-side compaction (context_management) is not supported by the gateway.",
+    );
+}
+
+function chatTool(tool: ResponsesTool, param: string): NonNullable<ChatRequest["tools"]>[number] {
+  if (tool.type === "function") {
+    const t = tool as Extract<ResponsesTool, { parameters?: unknown }>;
+    return {
+      type: "function",
+      function: {
+        name: t.name,
+        ...(t.description === undefined ? {} : { description: t.description }),
+        ...(t.parameters === undefined ? {} : { parameters: t.parameters }),
+        ...(t.strict === undefined ? {} : { strict: t.strict }),
+      },
+    };
+  }
+  if (tool.type === "custom") {
+    const t = tool as Extract<ResponsesTool, { format?: unknown }>;
+    const format =
+      t.format?.type === "grammar"
+        ? { type: "grammar", grammar: { syntax: t.format.syntax, definition: t.format.definition } }
+        : t.format;
+    return {
+      type: "custom",
+      custom: {
+        name: t.name,
+        ...(t.description === undefined ? {} : { description: t.description }),
+        ...(format === undefined ? {} : { format }),
+      },
+    };
+  }
+  throw refuse(
+    param,
+    `The built-in tool '${tool.type}' is not supported by the gateway: it runs at OpenAI, outside the gateway's token accounting. Define a function tool instead.`,
+  );
+}
+
+function chatToolChoice(choice: ResponsesRequest["tool_choice"]): ChatRequest["tool_choice"] {
+  if (choice === undefined || typeof choice === "string") return choice;
+  const named = (type: string, name: unknown) => {
+    if (typeof name !== "string" || !name)
+      throw refuse("tool_choice.name", `A tool_choice of type '${type}' must name the tool.`);
+    return name;
+  };
+  if (choice.type === "function")
+    return { type: "function", function: { name: named("function", choice.name) } };
+  if (choice.type === "custom") return { type: "custom", custom: { name: named("custom", choice.name) } };
+  if (choice.type === "allowed_tools") {
+    const tools = (choice as { tools?: unknown }).tools;
+    const mode = (choice as { mode?: unknown }).mode;
+    if (!Array.isArray(tools) || (mode !== "auto" && mode !== "required"))
+      throw refuse(
+        "tool_choice",
+        "A tool_choice of type 'allowed_tools' needs a mode (auto or required) and tools.",
+      );
+    return {
+      type: "allowed_tools",
+      allowed_tools: {
+        mode,
+        tools: tools.map((t: { type?: unknown; name?: unknown }, i) => {
+          if (t?.type !== "function" && t?.type !== "custom")
+            throw refuse(`tool_choice.tools[${i}]`, "Only function and custom tools can be allowed.");
+          return t.type === "function"
+            ? { type: "function", function: { name: t.name } }
+            : { type: "custom", custom: { name: t.name } };
+        }),
+      },
+    };
+  }
+  throw refuse(
+    "tool_choice",
+    `A tool_choice of type '${choice.type}' names a built-in tool, which the gateway does not support.`,
+  );
+}
+
+type Part = Extract<InputItem, { type: "message" }>["content"] extends string | Array<infer P> ? P : never;
+
+function chatPart(part: Part, param: string): ChatPart {
+  switch (part.type) {
+    case "input_text":
+    case "output_text":
+      return { type: "text", text: part.text };
+    case "refusal":
+      return { type: "text", text: part.refusal };
+    case "input_image":
+      if (!part.image_url)
+        throw refuse(
+          `${param}.file_id`,
+          "Images given by file_id live in OpenAI's file store, which the gateway does not reach: send image_url (an http(s) or data: URL).",
+        );
+      return {
+        type: "image_url",
+        image_url: { url: part.image_url, ...(part.detail === undefined ? {} : { detail: part.detail }) },
+      };
+    case "input_file":
+      if (!part.file_data)
+        throw refuse(
+          param,
+          "Files given by file_id or file_url are not supported by the gateway: send file_data (base64) with a filename.",
+        );
+      return {
+        type: "file",
+        file: {
+          file_data: part.file_data,
+          ...(part.filename === undefined ? {} : { filename: part.filename }),
+        },
+      };
+  }
+}
+
+function chatContent(content: string | Part[], param: string): string | ChatPart[] {
+  if (typeof content === "string") return content;
+  return content.map((part, i) => chatPart(part, `${param}[${i}]`));
+}
+
+/** An assistant turn's text: the text of its parts (an assistant writes no images). */
+function assistantText(content: string | Part[], param: string): string {
+  if (typeof content === "string") return content;
+  return content
+    .map((part, i) => {
+      const p = chatPart(part, `${param}[${i}]`);
+      if (p.type !== "text") throw refuse(`${param}[${i}]`, "An assistant message can hold text only.");
+      return p.text;
+    })
+    .join("");
+}
+
+/** The conversation as chat messages: instructions, the stored items, then this request's input. */
+function chatMessages(req: ResponsesRequest, prior: PriorItems | undefined): Message[] {
+  const messages: Message[] = [];
+  if (req.instructions) messages.push({ role: "system", content: req.instructions });
+  // Tool calls join the assistant turn they follow: chat completions keeps them on one message.
+  const openAssistant = (): AssistantMessage => {
+    const last = messages.at(-1);
+    if (last?.role === "assistant") return last;
+    const message: AssistantMessage = { role: "assistant", content: null };
+    messages.push(message);
+    return message;
+  };
+  const addCall = (call: ToolCall) => {
+    const turn = openAssistant();
+    turn.tool_calls = [...(turn.tool_calls ?? []), call];
+  };
+  const add = (item: InputItem, param: string) => {
+    switch (item.type) {
+      case "message": {
+        const content = `${param}.content`;
+        if (item.role !== "assistant") {
+          messages.push({ role: item.role, content: chatContent(item.content, content) });
+          break;
+        }
+        const text = assistantText(item.content, content);
+        const last = messages.at(-1);
+        // Text after the turn's tool calls would read as written before them: a turn of its own.
+        if (last?.role === "assistant" && !last.tool_calls?.length)
+          last.content = (last.content ?? "") + text;
+        else messages.push({ role: "assistant", content: text });
+        break;
+      }
+      case "function_call":
+        addCall({
+          id: item.call_id,
+          type: "function",
+          function: { name: item.name, arguments: item.arguments },
+        });
+        break;
+      case "custom_tool_call":
+        addCall({ id: item.call_id, type: "custom", custom: { name: item.name, input: item.input } });
+        break;
+      case "function_call_output":
+      case "custom_tool_call_output":
+        messages.push({
+          role: "tool",
+          tool_call_id: item.call_id,
+          content: chatContent(item.output, `${param}.output`),
+        });
+        break;
+      case "reasoning":
+        // No chat field carries reasoning back to a model (docs/apis.md): left out.
+        break;
+      case "item_reference":
+        throw refuse(
+          param,
+          "Item references point into OpenAI's item store, which the gateway does not reach: send the items themselves, or continue with previous_response_id.",
+        );
+    }
+  };
+  if (prior) for (const item of prior.items) add(item, prior.param);
+  const input: InputItem[] =
+    typeof req.input === "string" ? [{ type: "message", role: "user", content: req.input }] : req.input;
+  input.forEach((item, i) => {
+    add(item, `input[${i}]`);
+  });
+  if (!messages.some((m) => m.role !== "system" && m.role !== "developer"))
+    throw refuse("input", "The conversation is empty: give input, or a previous_response_id to continue.");
+  return messages;
+}
+
+/** The canonical chat request for `req` continuing `prior` (the stored conversation, if any). */
+export function toChatRequest(req: ResponsesRequest, prior?: PriorItems): ChatRequest {
+  refuseUnsupported(req);
+  const chat: ChatRequest = { model: req.model, messages: chatMessages(req, prior) };
+  if (req.stream) chat.stream = true;
+  if (req.tools?.length) chat.tools = req.tools.map((tool, i) => chatTool(tool, `tools[${i}]`));
+  const toolChoice = chatToolChoice(req.tool_choice);
+  if (toolChoice !== undefined) chat.tool_choice = toolChoice;
+  if (req.parallel_tool_calls !== undefined) chat.parallel_tool_calls = req.parallel_tool_calls;
+  if (req.max_output_tokens !== undefined) chat.max_completion_tokens = req.max_output_tokens;
+  if (req.temperature !== undefined) chat.temperature = req.temperature;
+  if (req.top_p !== undefined) chat.top_p = req.top_p;
+  const format = req.text?.format;
+  if (format?.type === "json_object") chat.response_format = { type: "json_object" };
+  else if (format?.type === "json_schema") {
+    const f = format as Extract<typeof format, { schema: unknown }>;
+    chat.response_format = {
+      type: "json_schema",
+      json_schema: {
+        name: f.name,
+        schema: f.schema,
+        ...(f.description === undefined ? {} : { description: f.description }),
+        ...(f.strict === undefined ? {} : { strict: f.strict }),
+      },
+    };
+  }
+  if (req.text?.verbosity !== undefined) chat.verbosity = req.text.verbosity;
+  if (req.reasoning?.effort !== undefined) chat.reasoning_effort = req.reasoning.effort;
+  if (req.user !== undefined) chat.user = req.user;
+  if (req.safety_identifier !== undefined) chat.safety_identifier = req.safety_identifier;
+  if (req.prompt_cache_key !== undefined) chat.prompt_cache_key = req.prompt_cache_key;
+  if (req.service_tier !== undefined) chat.service_tier = req.service_tier;
+  return chat;
+}
