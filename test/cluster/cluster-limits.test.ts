@@ -12,7 +12,7 @@ import { after, before, describe, it } from "node:test";
 import { ask, chat } from "../support/chat-call.ts";
 import { runCli } from "../support/cli.ts";
 import { type Cluster, startCluster } from "../support/cluster.ts";
-import { TEST_MODEL } from "../support/gateway.ts";
+import { TEST_MODEL, testConfig } from "../support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "../support/mock-openai-upstream.ts";
 import { needsRedis } from "../support/redis-instance.ts";
 import { until } from "../support/stream-assertions.ts";
@@ -34,7 +34,17 @@ for (const mode of ["postgres+redis", "postgres"] as const) {
     let cliDir: string;
     before(async () => {
       upstream = await startMockUpstream({ promptCount: "template", latencyMs: 100 });
-      cluster = await startCluster({ instances: 3, upstream, redis, config: { plans } });
+      // Calls that hang upstream hold their tokens until the test lets go, not until a
+      // first-byte timeout that a starved machine's CLI runs could outlast.
+      const providers = testConfig(upstream).providers.map((p) =>
+        p.type === "openai-compatible"
+          ? {
+              ...p,
+              timeouts: { connect_ms: 2_000, first_byte_ms: 60_000, idle_ms: 60_000, total_ms: 120_000 },
+            }
+          : p,
+      );
+      cluster = await startCluster({ instances: 3, upstream, redis, config: { plans, providers } });
       cliDir = mkdtempSync(join(tmpdir(), "gw-cluster-cli-"));
     });
     after(async () => {
@@ -134,20 +144,24 @@ for (const mode of ["postgres+redis", "postgres"] as const) {
         }).catch(() => undefined),
       );
       try {
+        // Each instance publishes what it holds every second: the CLI must show both holds.
         let shown: any;
+        let acct: any;
+        let held = 0;
         await until(
           async () => {
+            const holds = await cluster.holds(key.id);
+            held = holds.tokens;
             shown = (await cli(["keys", "show", key.id])).json;
-            return shown?.reserved_tokens > 0 && (await cluster.holds(key.id)).count === 2;
+            acct = (await cli(["accounts", "show", account])).json;
+            return holds.count === 2 && shown?.reserved_tokens === held && acct?.reserved_tokens === held;
           },
           "both holds show",
-          10_000,
+          20_000,
         );
-        shown = (await cli(["keys", "show", key.id])).json;
-        const held = (await cluster.holds(key.id)).tokens;
+        assert.ok(held > 0);
         assert.equal(shown.reserved_tokens, held, "both instances' holds");
         assert.equal(shown.remaining_tokens, 100_000 - shown.used_tokens - held);
-        const acct = (await cli(["accounts", "show", account])).json;
         assert.equal(acct.reserved_tokens, held);
       } finally {
         for (const c of controllers) c.abort();
