@@ -3,6 +3,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { dirname, join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { countAccounts, createAccount, createKey } from "./accounts/repository.ts";
@@ -17,6 +18,7 @@ import { ledgerSetup } from "./ledger/setup.ts";
 import { createLogger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { Registry } from "./providers/registry.ts";
+import { RecordJournal } from "./records/journal.ts";
 import { RetentionJob } from "./records/retention.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
@@ -78,6 +80,24 @@ function trackConnections(server: Server) {
   };
 }
 
+/** What a stopped process journaled and did not commit goes into the store before the first call. */
+async function replayJournal(journal: RecordJournal, records: RecordWriter, logger: Logger): Promise<void> {
+  const left = journal.leftovers();
+  if (left.busy.length)
+    logger.warn(
+      { segments: left.busy.length },
+      "call-record journal segments of another running process are left to it: one gateway per SQLite store",
+    );
+  if (!left.files.length) return;
+  const added = await records.replay(left.records);
+  journal.remove(left.files);
+  if (left.unreadable) logger.warn({ lines: left.unreadable }, "journal lines cut by a crash were skipped");
+  logger.info(
+    { journaled: left.records.length, added },
+    "replayed the call-record journal of a process that stopped without committing it",
+  );
+}
+
 /** A metrics.token_env that names no value would leave /metrics open: refuse to start. */
 function readMetricsToken(config: Config, env: Record<string, string | undefined>): string | undefined {
   const name = config.metrics.token_env;
@@ -124,6 +144,11 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const shared = ledgerSetup(config, store, logger, instanceId, now);
   const { ledger, rates } = shared;
   const keys = new KeyCache(store.db);
+  // The journal only where records are local: a shared ledger's holds close in the store.
+  const journal =
+    store.dialect === "sqlite" && config.store.records_journal && !shared.holds
+      ? new RecordJournal(join(dirname(store.location), "records-journal"))
+      : undefined;
   const records = new RecordWriter(store.db, {
     onError: (err, attempt) => {
       metrics.recordWriteErrors.inc();
@@ -131,7 +156,10 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     },
     holds: shared.holds,
     now,
+    journal,
+    commitIntervalMs: config.store.records_commit_ms,
   });
+  if (journal) await replayJournal(journal, records, logger);
   const safety = new SafetyPolicy(
     config.safety,
     buildReviewers(config.safety.reviewers, { registry, env }),

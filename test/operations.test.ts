@@ -3,7 +3,7 @@
 // carries, against a gateway in this process.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -220,13 +220,36 @@ describe("SIGTERM", () => {
 });
 
 describe("a crash right after a response", () => {
-  it("never loses the call record: SIGKILL after the answer, the record is on disk", async () => {
+  // The default SQLite store journals each record before the answer and commits behind it
+  // (src/records/journal.ts): what a kill -9 leaves in the journal is in the store after
+  // the next start, once, with the counters it adds to.
+  it("never loses the call record: SIGKILL after the answer, the record is in the store after a restart, once", async () => {
     const dir = mkdtempSync(join(tmpdir(), "gw-kill-"));
     try {
-      const gw = await serve({ GATEWAY_DATA_DIR: dir });
+      // a commit interval that outlasts the calls: the kill finds them journaled, not committed
+      const config = join(dir, "gateway.yaml");
+      writeFileSync(
+        config,
+        [
+          "store:",
+          "  records_commit_ms: 1000",
+          "providers:",
+          "  - id: demo",
+          "    type: demo",
+          "models:",
+          "  - id: demo",
+          "    provider: demo",
+          "plans:",
+          "  - id: default",
+          "    quota_tokens: 100000",
+          "    models: [demo]",
+        ].join("\n"),
+      );
+      const env = { GATEWAY_DATA_DIR: dir, GATEWAY_CONFIG: config };
+      const gw = await serve(env);
       const key = await firstKey(gw);
       const ids: string[] = [];
-      for (const stream of [false, true]) {
+      for (const stream of [false, true, false, true]) {
         const res = await fetch(`${gw.url}/v1/chat/completions`, {
           method: "POST",
           headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
@@ -242,16 +265,47 @@ describe("a crash right after a response", () => {
       }
       gw.child.kill("SIGKILL");
       await gw.exit;
-      const db = new DatabaseSync(join(dir, "gateway.sqlite"));
-      try {
-        const rows = db
-          .prepare(`select request_id, status from call_records where request_id in (?, ?)`)
-          .all(ids[0]!, ids[1]!);
-        assert.equal(rows.length, 2, "both completed calls survived the crash");
-        assert.ok(rows.every((r) => r.status === "ok"));
-      } finally {
-        db.close();
-      }
+      const journaled = readdirSync(join(dir, "records-journal"))
+        .map((f) => readFileSync(join(dir, "records-journal", f), "utf8"))
+        .join("");
+      const read = () => {
+        const db = new DatabaseSync(join(dir, "gateway.sqlite"));
+        try {
+          const rows = db
+            .prepare(
+              `select request_id, status, total_tokens from call_records where request_id in (?, ?, ?, ?)`,
+            )
+            .all(...ids);
+          const used = db.prepare("select sum(used_tokens) as used from api_keys").get() as { used: number };
+          const all = db.prepare("select sum(total_tokens) as t, count(*) as n from call_records").get() as {
+            t: number;
+            n: number;
+          };
+          return { rows, used: Number(used.used), recorded: Number(all.t), count: Number(all.n) };
+        } finally {
+          db.close();
+        }
+      };
+      const before = read();
+      assert.equal(before.count, 0, "killed before its first commit");
+      assert.equal(before.used, 0);
+      for (const id of ids) assert.ok(journaled.includes(id), `${id} is journaled`);
+
+      const again = await serve(env);
+      again.child.kill("SIGTERM");
+      await again.exit;
+      const after = read();
+      assert.equal(after.rows.length, 4, "every completed call survived the crash");
+      assert.ok(after.rows.every((r) => r.status === "ok"));
+      assert.equal(after.count, 4, "replayed once");
+      assert.ok(after.recorded > 0);
+      assert.equal(after.used, after.recorded, "the replay added each record to its counters");
+      assert.match(again.stdout, /replayed the call-record journal/);
+      assert.deepEqual(
+        readdirSync(join(dir, "records-journal")),
+        [],
+        "the journal is empty after a clean stop",
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -321,6 +321,14 @@ export const configSchema = z
           .optional(),
         /** the prefix of every key the gateway keeps in Redis, so several gateways can share one */
         redis_prefix: z.string().min(1).max(100).default("gateway:"),
+        /**
+         * SQLite: each call's record is appended to a journal beside the file before the answer
+         * completes, and committed with the others of `records_commit_ms` in one transaction
+         * (a start replays what a crash left). false: each answer waits for its record's commit.
+         */
+        records_journal: z.boolean().default(true),
+        /** with the journal: how long records gather before one commit (the console sees them this much later) */
+        records_commit_ms: z.number().int().min(1).max(1_000).default(20),
       })
       .strict()
       .prefault({}),

@@ -5,12 +5,18 @@
 // daily aggregates (daily_usage) the console's charts read, which outlive pruned records.
 // Each record's cost is added the same way to its key's and account's spending, in total and
 // for the month of the commit, so the records' costs add up to the spent figures exactly.
+//
+// With a journal (SQLite, src/records/journal.ts) a write() resolves once the record is in
+// the journal, and the store commits every `commitIntervalMs` what was journaled since: one
+// transaction for many calls instead of one per call. The journal replays at start what a
+// crash left uncommitted.
 import { CompiledQuery, type Kysely, sql } from "kysely";
 import type { StoreHolds } from "../ledger/store-holds.ts";
 import type { Reservation } from "../ledger/types.ts";
 import { monthOf } from "../prices/period.ts";
 import type { CallRecordsTable, Database } from "../store/schema.ts";
 import { utcDay } from "./days.ts";
+import type { RecordJournal } from "./journal.ts";
 
 export type CallRecord = CallRecordsTable;
 
@@ -22,8 +28,12 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+const settled = (): void => {};
+
 const MAX_BATCH = 500;
 const RETRIES = 3;
+/** a journaled batch the store refused waits this long before the next try */
+const RETRY_LATER_MS = 1_000;
 /** groups per daily_usage upsert; a batch rarely has more (accounts × days × keys × models) */
 const UPSERT_ROWS = 100;
 
@@ -209,7 +219,11 @@ export class RecordWriter {
   readonly #onError: (err: unknown, attempt: number) => void;
   readonly #holds: StoreHolds | undefined;
   readonly #now: () => number;
+  readonly #journal: RecordJournal | undefined;
+  readonly #intervalMs: number;
   #queue: Pending[] = [];
+  /** behind a journal, after a failed commit: no next try before this time */
+  #pausedUntil = 0;
   #flushing: Promise<void> | undefined;
   #scheduled = false;
 
@@ -221,9 +235,16 @@ export class RecordWriter {
       holds?: StoreHolds | undefined;
       /** the clock the month of a charge is read from */
       now?: () => number;
+      /** journal the records and commit them behind (not with shared holds: those close in the store) */
+      journal?: RecordJournal | undefined;
+      /** with a journal: how long records gather before a commit */
+      commitIntervalMs?: number;
     },
   ) {
+    if (options.journal && options.holds) throw new Error("a journal cannot close shared holds");
     this.#db = db;
+    this.#journal = options.journal;
+    this.#intervalMs = options.commitIntervalMs ?? 0;
     this.#now = options.now ?? Date.now;
     this.#sql = compileStatements(db);
     this.#onError = options.onError;
@@ -232,6 +253,12 @@ export class RecordWriter {
 
   /** Queues the record (and the call's hold); resolves when it is committed, rejects if it could not be. */
   write(record: CallRecord, reservation?: Reservation): Promise<void> {
+    if (this.#journal) {
+      this.#journal.append(record); // throws (disk full): the caller fails the call, nothing queued
+      this.#queue.push({ record, reservation, resolve: settled, reject: settled });
+      this.#schedule();
+      return Promise.resolve();
+    }
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ record, reservation, resolve, reject });
       this.#schedule();
@@ -241,16 +268,23 @@ export class RecordWriter {
   #schedule(): void {
     if (this.#scheduled || this.#flushing) return;
     this.#scheduled = true;
-    // setImmediate lets every request finishing in this turn of the event loop join the batch.
-    setImmediate(() => {
+    const run = () => {
       this.#scheduled = false;
       void this.#drain();
-    });
+    };
+    // setImmediate lets every request finishing in this turn of the event loop join the batch;
+    // behind a journal, the calls of a whole interval join it.
+    if (this.#journal) setTimeout(run, Math.max(this.#intervalMs, this.#pausedUntil - Date.now()));
+    else setImmediate(run);
   }
 
   #drain(): Promise<void> {
     this.#flushing ??= (async () => {
       while (this.#queue.length) {
+        if (this.#journal) {
+          if (!(await this.#commitJournaled(this.#journal))) return;
+          continue;
+        }
         const batch = this.#queue.splice(0, MAX_BATCH);
         await this.#commit(batch);
       }
@@ -263,7 +297,58 @@ export class RecordWriter {
     return this.#flushing;
   }
 
-  async #commit(batch: Pending[]): Promise<void> {
+  /**
+   * Commits everything journaled so far, then removes its segments. A commit that fails puts
+   * the records back, keeps the segments, and tries again later: they are never dropped.
+   */
+  async #commitJournaled(journal: RecordJournal): Promise<boolean> {
+    const sealed = journal.seal();
+    const batch = this.#queue.splice(0);
+    for (let i = 0; i < batch.length; i += MAX_BATCH) {
+      if (!(await this.#commit(batch.slice(i, i + MAX_BATCH)))) {
+        this.#queue.unshift(...batch.slice(i));
+        this.#pausedUntil = Date.now() + RETRY_LATER_MS;
+        return false;
+      }
+    }
+    journal.remove(sealed);
+    return true;
+  }
+
+  /** Adds records a crashed process journaled and the store does not hold yet; returns how many. */
+  async replay(records: readonly CallRecord[]): Promise<number> {
+    const missing: CallRecord[] = [];
+    for (let i = 0; i < records.length; i += MAX_BATCH) {
+      const chunk = records.slice(i, i + MAX_BATCH);
+      const present = new Set(
+        (
+          await this.#db
+            .selectFrom("call_records")
+            .select("request_id")
+            .where(
+              "request_id",
+              "in",
+              chunk.map((r) => r.request_id),
+            )
+            .execute()
+        ).map((r) => r.request_id),
+      );
+      for (const r of chunk) if (!present.has(r.request_id)) missing.push(r);
+    }
+    for (let i = 0; i < missing.length; i += MAX_BATCH) {
+      const batch = missing.slice(i, i + MAX_BATCH).map((record) => ({
+        record,
+        reservation: undefined,
+        resolve: settled,
+        reject: settled,
+      }));
+      if (!(await this.#commit(batch))) throw new Error("could not replay the call records' journal");
+    }
+    return missing.length;
+  }
+
+  /** Commits the batch (with retries); false when it could not be, its writers rejected. */
+  async #commit(batch: Pending[]): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#db.transaction().execute(async (trx) => {
@@ -301,12 +386,12 @@ export class RecordWriter {
         });
         this.#holds?.committed(batch.flatMap((p) => (p.reservation ? [p.reservation] : [])));
         for (const p of batch) p.resolve();
-        return;
+        return true;
       } catch (err) {
         this.#onError(err, attempt);
         if (attempt >= RETRIES) {
           for (const p of batch) p.reject(err);
-          return;
+          return false;
         }
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
@@ -331,8 +416,12 @@ export class RecordWriter {
       await trx.executeQuery(this.#sql.spend("accounts", id, accounts.get(id)!, month));
   }
 
-  /** Writes everything queued; for shutdown. */
+  /** Writes everything queued; for shutdown. Behind a journal, gives up once a commit fails (the journal keeps the records). */
   async flush(): Promise<void> {
-    while (this.#queue.length || this.#flushing) await this.#drain();
+    while (this.#queue.length || this.#flushing) {
+      const before = this.#queue.length;
+      await this.#drain();
+      if (this.#journal && this.#queue.length >= before && before > 0) return;
+    }
   }
 }

@@ -148,7 +148,9 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     }
   } else {
     dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
-    input.store = { ...input.store, data_dir: dataDir };
+    // Tests read the store right after an answer: each answer waits for its record's commit,
+    // unless a suite asks for the journal (the production default) to test it.
+    input.store = { records_journal: false, ...input.store, data_dir: dataDir };
   }
   const config = configSchema.parse(input);
   const logs: string[] = [];
