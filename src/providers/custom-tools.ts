@@ -133,11 +133,16 @@ interface PendingCall {
  * deltas are held and it is sent as one delta, just before its choice's finish (or at the
  * end, for a stream that has none). Other deltas pass as they come.
  */
-export async function* restoreCustomCallChunks(
-  chunks: AsyncIterable<Chunk>,
+export function restoreCustomCallChunks(
+  chunks: AsyncGenerator<Chunk>,
   names: ReadonlySet<string>,
 ): AsyncGenerator<Chunk> {
-  if (!names.size) return yield* chunks;
+  // Without custom tools the chunks pass untouched: a generator around them would cost
+  // promises on every chunk of every stream.
+  return names.size ? restoring(chunks, names) : chunks;
+}
+
+async function* restoring(chunks: AsyncIterable<Chunk>, names: ReadonlySet<string>): AsyncGenerator<Chunk> {
   /** choice index -> tool-call index -> the call being held; null: a function call passed on */
   const held = new Map<number, Map<number, PendingCall | null>>();
   let last: Chunk | undefined;

@@ -1,6 +1,20 @@
 // Local token counting (o200k_base via gpt-tokenizer, offline). Used to size reservations
 // and to estimate usage when an upstream reports none; records say which source applied.
-import { countTokens } from "gpt-tokenizer";
+import { createRequire } from "node:module";
+
+type Tokenizer = typeof import("gpt-tokenizer");
+let loaded: Tokenizer | undefined;
+
+/**
+ * The tokenizer, loaded on first use: its vocabulary costs about 75 MB of memory, and most
+ * gateways never estimate (upstreams report usage; reservations are byte bounds).
+ */
+export function tokenizer(): Tokenizer {
+  loaded ??= createRequire(import.meta.url)("gpt-tokenizer") as Tokenizer;
+  return loaded;
+}
+
+const countTokens: Tokenizer["countTokens"] = (text, options) => tokenizer().countTokens(text, options);
 
 // Client text may contain special-token strings such as "<|endoftext|>"; they are plain
 // text to us, and the tokenizer must not throw on them.

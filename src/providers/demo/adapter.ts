@@ -1,8 +1,7 @@
 // The built-in demo model: answers deterministically, offline, in OpenAI's shapes, so the
 // first call after `npm start` works with no upstream at all. It reports usage the way a
 // real upstream does, counted with the local tokenizer.
-import { decode, encode } from "gpt-tokenizer";
-import { messageText } from "../../tokens/count.ts";
+import { messageText, tokenizer } from "../../tokens/count.ts";
 import { localPromptTokens, promptUpperBound } from "../prompt-bound.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall, Usage } from "../types.ts";
 
@@ -16,6 +15,7 @@ function reply(call: UpstreamCall): { text: string; tokens: number; finish: Fini
   const full = said
     ? `Hello from the demo model. You said: "${quoted}". Point the gateway at a real upstream to get real answers.`
     : "Hello from the demo model. Point the gateway at a real upstream to get real answers.";
+  const { encode, decode } = tokenizer();
   const tokens = encode(full, PLAIN);
   if (tokens.length > call.outputBound)
     return { text: decode(tokens.slice(0, call.outputBound)), tokens: call.outputBound, finish: "length" };
