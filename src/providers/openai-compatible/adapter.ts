@@ -13,7 +13,7 @@ import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
-import { chunkSchema, completionSchema, errorSchema, readUsage } from "./wire.ts";
+import { completionSchema, errorSchema, readChunk, readUsage } from "./wire.ts";
 
 /** The request body for this upstream: the forwarded fields and exactly one output bound. */
 export function wireBody(
@@ -127,7 +127,9 @@ export class OpenAICompatibleProvider implements Provider {
         const error = errorSchema.safeParse(raw);
         throw statusError(undefined, error.success ? error.data : undefined, undefined);
       }
-      const parsed = parseShape(chunkSchema, raw, "the upstream sent a stream event that is not a chunk");
+      const parsed = readChunk(raw);
+      if (!parsed)
+        throw new UpstreamError("malformed", "the upstream sent a stream event that is not a chunk");
       const chunk = parsed as unknown as Chunk;
       chunk.usage = readUsage(parsed.usage);
       yield chunk;

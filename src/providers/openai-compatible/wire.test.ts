@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { chunkSchema, completionSchema, errorSchema, readUsage } from "./wire.ts";
+import { completionSchema, errorSchema, readChunk, readUsage } from "./wire.ts";
 
 describe("readUsage", () => {
   test("the three figures, the cache and reasoning breakdown, and the detail fields as sent", () => {
@@ -89,7 +89,7 @@ describe("readUsage", () => {
 
 describe("finish reasons", () => {
   const finishOf = (finish_reason: unknown) =>
-    chunkSchema.parse({ choices: [{ index: 0, delta: {}, finish_reason }] }).choices[0]?.finish_reason;
+    readChunk({ choices: [{ index: 0, delta: {}, finish_reason }] })?.choices[0]?.finish_reason;
 
   test("OpenAI's own reasons pass", () => {
     for (const r of ["stop", "length", "tool_calls", "content_filter", "function_call"])
@@ -102,7 +102,7 @@ describe("finish reasons", () => {
 
   test("null or absent stays null", () => {
     assert.equal(finishOf(null), null);
-    assert.equal(chunkSchema.parse({ choices: [{ index: 0, delta: {} }] }).choices[0]?.finish_reason, null);
+    assert.equal(readChunk({ choices: [{ index: 0, delta: {} }] })?.choices[0]?.finish_reason, null);
   });
 
   test("an empty finish_reason (Ollama, ollama/ollama#4357; SGLang 0.4) means not finished: null", () => {
@@ -119,13 +119,13 @@ describe("finish reasons", () => {
 
 describe("chunk and completion schemas", () => {
   test("unknown fields pass through untouched", () => {
-    const parsed = chunkSchema.parse({
+    const parsed = readChunk({
       id: "chatcmpl-a0e8",
       system_fingerprint: "fp_ollama",
       choices: [{ index: 0, delta: { content: "", reasoning: "Need" }, logprobs: null, stop_reason: null }],
     });
-    assert.equal(parsed.system_fingerprint, "fp_ollama");
-    assert.deepEqual(parsed.choices[0], {
+    assert.equal(parsed?.system_fingerprint, "fp_ollama");
+    assert.deepEqual(parsed?.choices[0], {
       index: 0,
       delta: { content: "", reasoning: "Need" },
       logprobs: null,
@@ -135,9 +135,15 @@ describe("chunk and completion schemas", () => {
   });
 
   test("a delta that is not an object reads as empty; a missing choice index is refused", () => {
-    assert.deepEqual(chunkSchema.parse({ choices: [{ index: 0, delta: null }] }).choices[0]?.delta, {});
-    assert.equal(chunkSchema.safeParse({ choices: [{ delta: {} }] }).success, false);
-    assert.equal(chunkSchema.safeParse({ object: "chat.completion.chunk" }).success, false);
+    assert.deepEqual(readChunk({ choices: [{ index: 0, delta: null }] })?.choices[0]?.delta, {});
+    assert.deepEqual(readChunk({ choices: [{ index: 0, delta: [1] }] })?.choices[0]?.delta, {});
+    assert.equal(readChunk({ choices: [{ delta: {} }] }), undefined);
+    assert.equal(readChunk({ choices: [{ index: -1, delta: {} }] }), undefined);
+    assert.equal(readChunk({ choices: [{ index: 0.5, delta: {} }] }), undefined);
+    assert.equal(readChunk({ choices: [{ index: 0, delta: {}, finish_reason: 3 }] }), undefined);
+    assert.equal(readChunk({ choices: [null] }), undefined);
+    assert.equal(readChunk({ object: "chat.completion.chunk" }), undefined);
+    assert.equal(readChunk([]), undefined);
   });
 
   test("a completion message without a role is the assistant's", () => {

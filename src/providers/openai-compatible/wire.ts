@@ -37,10 +37,38 @@ export const completionSchema = z.looseObject({
   usage: z.unknown().optional(),
 });
 
-export const chunkSchema = z.looseObject({
-  choices: z.array(choice.extend({ delta: z.looseObject({}).catch({}) })),
-  usage: z.unknown().optional(),
-});
+/** A stream chunk as read: every choice with its index, a finish reason as above, a delta object. */
+export interface ChunkShape {
+  [field: string]: unknown;
+  choices: Array<{
+    [field: string]: unknown;
+    index: number;
+    finish_reason: FinishReason | null;
+    delta: object;
+  }>;
+  usage?: unknown;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * A stream chunk checked as completionSchema checks a completion, by hand: a stream has
+ * dozens of chunks, and zod's copy of each was most of what reading one cost. Normalizes the
+ * parsed object in place (it is the caller's, fresh from JSON.parse); undefined when it is
+ * not a chunk.
+ */
+export function readChunk(raw: unknown): ChunkShape | undefined {
+  if (!isObject(raw) || !Array.isArray(raw.choices)) return undefined;
+  for (const c of raw.choices as unknown[]) {
+    if (!isObject(c) || !Number.isInteger(c.index) || (c.index as number) < 0) return undefined;
+    const r = c.finish_reason;
+    if (r != null && typeof r !== "string") return undefined;
+    c.finish_reason = !r ? null : FINISH_REASONS.has(r) ? r : "stop";
+    if (!isObject(c.delta)) c.delta = {};
+  }
+  return raw as ChunkShape;
+}
 
 /** An error object, in a 4xx/5xx body or inside a 200 stream. */
 export const errorSchema = z.looseObject({
