@@ -4,9 +4,8 @@
 // CPU does not run inside the orchestrator and is not billed to the gateway.
 //   node bench/console-load.ts '<LoadPlan as JSON>'
 // prints one line: the CallResult[] as JSON.
-import { readdirSync, readFileSync } from "node:fs";
 import { Pool } from "undici";
-import { cpuMicros, machineCpuMicros } from "./proc-stats.ts";
+import { backendsCpu, backendsSpent, cpuMicros, machineCpuMicros } from "./proc-stats.ts";
 
 export interface LoadCall {
   /** "<who> <what>", e.g. "big records today" */
@@ -167,33 +166,6 @@ function sample(call: LoadCall, t: Timed): CallSample {
   } catch {
     return { ...base, rows: null, more: null, error: `not JSON: ${text.slice(0, 200)}` };
   }
-}
-
-/**
- * CPU time so far of the PostgreSQL backends serving `database`, by pid: PostgreSQL titles
- * each backend "postgres: … <user> <database> <client> <state>".
- */
-function backendsCpu(database: string | undefined): Map<number, number> {
-  const cpu = new Map<number, number>();
-  if (!database) return cpu;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const title = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (title.startsWith("postgres:") && title.includes(` ${database} `))
-        cpu.set(Number(entry), cpuMicros(Number(entry)));
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return cpu;
-}
-
-/** CPU the backends spent between two readings; one started in between spent all of its own. */
-function backendsSpent(before: Map<number, number>, after: Map<number, number>): number {
-  let micros = 0;
-  for (const [pid, cpu] of after) micros += cpu - (before.get(pid) ?? 0);
-  return micros;
 }
 
 async function run(pool: Pool, call: LoadCall, concurrency: number, plan: LoadPlan): Promise<CallRun> {

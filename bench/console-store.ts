@@ -2,15 +2,13 @@
 // left behind. The measured run changes its store (retention deletes rows, logins add
 // sessions), so a kept store is saved as it was right after seeding and every run works on
 // its own copy: a file copy for SQLite, CREATE DATABASE … TEMPLATE for PostgreSQL.
-import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import type { ConsoleBenchOptions } from "./console-options.ts";
 import { type Log, type SeedSummary, type StoreTarget, seedStore } from "./console-seed.ts";
+import { createDatabase, databaseUrl, keepDatabase } from "./databases.ts";
 
-const PG_ADMIN_URL = process.env.TEST_PG_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const MANIFEST = "console-seed.json";
 
 /** What a kept folder holds besides the store: how it was seeded and who can log in. */
@@ -28,44 +26,6 @@ export interface PreparedStore {
   keptAt: string | undefined;
   /** PostgreSQL: the kept database the folder names */
   keptDatabase?: string;
-}
-
-/**
- * Databases this run made that go when it ends, however it ends (also on Ctrl-C while
- * seeding): all of them but a seed handed over to --keep.
- */
-const temporary = new Set<string>();
-
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-function databaseUrl(name: string): string {
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-/** A new database, empty or a copy of a template (which must have no open connections). */
-async function createDatabase(template?: string): Promise<string> {
-  const name = `gw_bench_${randomBytes(6).toString("hex")}`;
-  temporary.add(name);
-  await admin((c) => c.query(`create database ${name}${template ? ` template ${template}` : ""}`));
-  return name;
-}
-
-/** Drops the databases this run made and did not keep. */
-export async function dropTemporaryDatabases(): Promise<void> {
-  for (const name of temporary) {
-    await admin((c) => c.query(`drop database if exists ${name} with (force)`));
-    temporary.delete(name);
-  }
 }
 
 function writeManifest(dir: string, manifest: Manifest): void {
@@ -117,7 +77,7 @@ async function seedFresh(options: ConsoleBenchOptions, workDir: string, log: Log
   }
   const keptAt = mkdtempSync(join(tmpdir(), "gateway-console-seed-"));
   writeManifest(keptAt, { summary, store: { kind: "postgres", database: seedDb } });
-  temporary.delete(seedDb);
+  keepDatabase(seedDb);
   // The measured run changes its store: it works on a copy, the seed stays as it was.
   const runDb = await createDatabase(seedDb);
   const target: StoreTarget = { kind: "postgres", url: databaseUrl(runDb) };

@@ -25,7 +25,8 @@ import {
   type SeedSummary,
   type StoreTarget,
 } from "./console-seed.ts";
-import { describeTarget, dropTemporaryDatabases, type PreparedStore, prepareStore } from "./console-store.ts";
+import { describeTarget, type PreparedStore, prepareStore } from "./console-store.ts";
+import { dropTemporaryDatabases } from "./databases.ts";
 import { statusKb } from "./proc-stats.ts";
 import { killAllNow, runToEnd, type ServerProcess, startServer, stopAll } from "./processes.ts";
 import { ROOT } from "./servers.ts";

@@ -99,9 +99,10 @@ function cpuMicros(): number {
   return user + system;
 }
 
-function baseOptions(spec: LoadSpec): Record<string, unknown> {
+/** autocannon's connection i goes to url i mod n: a string for one, an array for several. */
+function baseOptions(spec: LoadSpec, urls: string[] = spec.urls): Record<string, unknown> {
   return {
-    url: spec.url,
+    url: urls.length === 1 ? urls[0] : urls,
     method: "POST",
     headers: spec.headers,
     body: spec.body,
@@ -127,7 +128,10 @@ function runInstance(options: Record<string, unknown>, tally: Tally, windowMs = 
   });
 }
 
-/** As many requests as the connections can carry: each sends its next request on an answer. */
+/**
+ * As many requests as the connections can carry: each sends its next request on an answer.
+ * Over several URLs autocannon deals the connections out in turn.
+ */
 async function saturate(spec: LoadSpec): Promise<LoadResult> {
   const tally = new Tally();
   await runInstance(baseOptions(spec), tally);
@@ -141,6 +145,8 @@ async function saturate(spec: LoadSpec): Promise<LoadResult> {
  * concurrency once a second, not a steady rate. Here each connection is its own autocannon
  * instance, started at its own offset within the second, so the bursts interleave and the
  * target sees requests arriving evenly, whatever its latency (while quota x latency < 1 s).
+ * Over several URLs connection i goes to URL i mod n, so each server gets every n-th offset:
+ * its own share of the rate, as evenly spread.
  */
 async function paced(spec: LoadSpec, rate: number): Promise<LoadResult> {
   const connections = Math.min(spec.connections, rate);
@@ -149,7 +155,7 @@ async function paced(spec: LoadSpec, rate: number): Promise<LoadResult> {
   for (let i = 0; i < connections; i++) {
     const share = Math.floor(rate / connections) + (i < rate % connections ? 1 : 0);
     const options = {
-      ...baseOptions(spec),
+      ...baseOptions(spec, [spec.urls[i % spec.urls.length]!]),
       connections: 1,
       connectionRate: share,
       // Else autocannon back-fills synthetic samples below every response (its coordinated-

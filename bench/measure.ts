@@ -1,12 +1,14 @@
-// One measured run: a load-generator process against one target, with the target's CPU time
-// taken from /proc before and after, and its memory sampled while the load lasts.
+// One measured run: a load-generator process against one target, with the CPU time of the
+// target's processes (every gateway instance) and of the store's taken from /proc before and
+// after, and their memory sampled while the load lasts.
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { BenchOptions } from "./options.ts";
 import { cpuMicros, machineCpuMicros, RssSampler } from "./proc-stats.ts";
 import { runToEnd } from "./processes.ts";
-import { chatBody, requestHeaders } from "./requests.ts";
+import { requestBody, requestHeaders } from "./requests.ts";
 import { ROOT, type Target } from "./servers.ts";
+import { type BenchStore, type StoreCpu, storeCpu, storeSpent } from "./stores.ts";
 import type { LoadKind, LoadResult, LoadSpec, Mode, RunResult } from "./types.ts";
 
 const LOAD_SCRIPT = join(ROOT, "bench/load.ts");
@@ -20,9 +22,9 @@ const SETTLE_MS = 500;
 
 function loadSpec(target: Target, mode: Mode, kind: LoadKind, options: BenchOptions): LoadSpec {
   const spec: LoadSpec = {
-    url: target.url,
+    urls: target.urls,
     headers: requestHeaders(target),
-    body: chatBody(target.model, options.tokens, mode),
+    body: requestBody(target.api, target.model, options.tokens, mode),
     connections: kind === "rate" ? options.rateConnections : options.connections,
     durationS: kind === "rate" ? options.rateDuration : options.duration,
     timeoutS: REQUEST_TIMEOUT_S,
@@ -55,22 +57,24 @@ interface CpuSnapshot {
   machine: number;
   /** per server pid */
   servers: Map<number, number>;
+  store: StoreCpu;
 }
 
-function snapshot(pids: number[]): CpuSnapshot {
+function snapshot(pids: number[], store: BenchStore): CpuSnapshot {
   const servers = new Map<number, number>();
   for (const pid of pids) servers.set(pid, cpuMicros(pid));
-  return { at: performance.now(), machine: machineCpuMicros(), servers };
+  return { at: performance.now(), machine: machineCpuMicros(), servers, store: storeCpu(store) };
 }
 
-function spent(before: CpuSnapshot, after: CpuSnapshot, pid: number): number {
-  return (after.servers.get(pid) ?? 0) - (before.servers.get(pid) ?? 0);
+/** CPU the processes spent between the two snapshots, together. */
+function spent(before: CpuSnapshot, after: CpuSnapshot, pids: number[]): number {
+  return pids.reduce((sum, pid) => sum + (after.servers.get(pid) ?? 0) - (before.servers.get(pid) ?? 0), 0);
 }
 
-/** Cores used by processes other than the benchmark's servers and load generator. */
+/** Cores used by processes other than the benchmark's servers, its store and its load generator. */
 function otherLoad(before: CpuSnapshot, after: CpuSnapshot, loadgenMicros: number): number {
-  let ours = loadgenMicros;
-  for (const pid of before.servers.keys()) ours += spent(before, after, pid);
+  const ours =
+    loadgenMicros + spent(before, after, [...before.servers.keys()]) + storeSpent(before.store, after.store);
   const wallMicros = (after.at - before.at) * 1000;
   return wallMicros > 0 ? Math.max(0, after.machine - before.machine - ours) / wallMicros : 0;
 }
@@ -80,18 +84,20 @@ export interface Processes {
   upstreamPid: number;
   /** every server the benchmark runs, so that their idle CPU is not taken for other load */
   serverPids: number[];
+  /** the gateway's store, whose processes' CPU is measured on PostgreSQL */
+  store: BenchStore;
 }
 
 export async function measure(
-  { target, upstreamPid, serverPids }: Processes,
+  { target, upstreamPid, serverPids, store }: Processes,
   mode: Mode,
   kind: LoadKind,
   options: BenchOptions,
 ): Promise<RunResult> {
   const spec = loadSpec(target, mode, kind, options);
   await sleep(SETTLE_MS);
-  const before = snapshot(serverPids);
-  const sampler = new RssSampler([target.pid]);
+  const before = snapshot(serverPids, store);
+  const sampler = new RssSampler(target.pids);
   let load: LoadResult;
   try {
     load = await runLoad(spec);
@@ -99,7 +105,9 @@ export async function measure(
   } finally {
     sampler.stop();
   }
-  const after = snapshot(serverPids);
+  const after = snapshot(serverPids, store);
+  // the store's own processes work for the gateway only: none for direct and pass-through
+  const usesStore = store.kind !== "sqlite" && target.name !== "direct" && target.name !== "passthrough";
   return {
     mode,
     target: target.name,
@@ -108,11 +116,14 @@ export async function measure(
     ...(spec.overallRate ? { rate: spec.overallRate } : {}),
     reqPerS: load.reqPerS,
     latencyMs: load.latencyMs,
-    cpuUsPerReq: perRequest(spent(before, after, target.pid), load.responses),
-    upstreamCpuUsPerReq: perRequest(spent(before, after, upstreamPid), load.responses),
+    cpuUsPerReq: perRequest(spent(before, after, target.pids), load.responses),
+    ...(usesStore
+      ? { storeCpuUsPerReq: perRequest(storeSpent(before.store, after.store), load.responses) }
+      : {}),
+    upstreamCpuUsPerReq: perRequest(spent(before, after, [upstreamPid]), load.responses),
     loadgenCpuUsPerReq: perRequest(load.cpuMicros, load.responses),
     otherLoadCores: otherLoad(before, after, load.cpuMicros),
-    peakRssMb: sampler.peakMb(target.pid),
+    peakRssMb: Math.max(...target.pids.map((pid) => sampler.peakMb(pid))),
     responses: load.responses,
     errors: load.errors,
     timeouts: load.timeouts,

@@ -1,7 +1,7 @@
 // The benchmark's knobs: flags win over BENCH_* environment variables, which win over the
 // defaults (the --quick defaults when --quick or BENCH_QUICK=1 is given).
 import { parseArgs } from "node:util";
-import type { BenchProvider, Mode, TargetName } from "./types.ts";
+import type { BenchProvider, Mode, StoreKind, TargetName } from "./types.ts";
 
 export interface BenchOptions {
   /** seconds of each saturation run */
@@ -28,6 +28,10 @@ export interface BenchOptions {
    * load speaks OpenAI's API, which their mocks do not)
    */
   provider: BenchProvider;
+  /** the gateway's store: SQLite, or a PostgreSQL database made for the run (and Redis) */
+  store: StoreKind;
+  /** gateway processes sharing the store (more than one only on PostgreSQL); the load spreads over them */
+  instances: number;
   /** content safety on the gateway: off, or on with a rules reviewer (stream requests are then answered as JSON) */
   safety: "off" | "rules";
   /** write V8 CPU profiles of the gateway and the pass-through to .bench/profiles */
@@ -47,18 +51,35 @@ export const USAGE = `usage: npm run bench -- [options]
   --latency MS          mock upstream latency                     (BENCH_LATENCY, default 20)
   --tokens N            completion tokens per answer              (BENCH_TOKENS, default 20)
   --log-level L         the gateway's LOG_LEVEL                   (BENCH_LOG_LEVEL, default warn)
-  --targets LIST        direct,passthrough,gateway,routed         (BENCH_TARGETS, default all)
+  --targets LIST        direct,passthrough,gateway,routed,messages,responses
+                                                                  (BENCH_TARGETS, default all)
   --modes LIST          json,stream                               (BENCH_MODES, default both)
   --provider P          the upstream: openai (the default), anthropic, gemini or azure; the
                         last three measure the gateway alone against that provider's mock,
                         so its CPU µs/req is the cost of the translation (BENCH_PROVIDER)
   --safety off|rules    content safety on the gateway with a rules reviewer; streams are
                         reviewed streams                           (BENCH_SAFETY, default off)
+  --store S             the gateway's store: sqlite, postgres (a database made for the run on
+                        127.0.0.1:5432, dropped at the end) or postgres+redis (and Redis on
+                        127.0.0.1:6379 under a key prefix of the run's own)
+                                                                  (BENCH_STORE, default sqlite)
+  --instances N         gateway processes sharing a PostgreSQL store; the load spreads its
+                        connections over them                     (BENCH_INSTANCES, default 1)
   --profile             write .cpuprofile files of the gateway and the pass-through to .bench/profiles
   --quick               short runs, for a smoke test              (BENCH_QUICK=1)`;
 
 const MAX_SECONDS = 300;
-const TARGETS: readonly TargetName[] = ["direct", "passthrough", "gateway", "routed"];
+const TARGETS: readonly TargetName[] = [
+  "direct",
+  "passthrough",
+  "gateway",
+  "routed",
+  "messages",
+  "responses",
+];
+const STORES: readonly StoreKind[] = ["sqlite", "postgres", "postgres+redis"];
+/** More gateway instances than that only fight over the machine's cores. */
+const MAX_INSTANCES = 16;
 const MODES: readonly Mode[] = ["json", "stream"];
 const PROVIDERS: readonly BenchProvider[] = ["openai", "anthropic", "gemini", "azure"];
 
@@ -81,6 +102,13 @@ function list<T extends string>(name: string, raw: string | undefined, allowed: 
   return allowed.filter((a) => items.includes(a));
 }
 
+function one<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
+  const item = raw.trim();
+  if (!allowed.includes(item as T))
+    throw new Error(`${name}: unknown "${raw}" (use one of ${allowed.join(", ")})`);
+  return item as T;
+}
+
 /**
  * Connections of a fixed-rate run. Each connection sends rate/connections requests per
  * second, one after another (see bench/load.ts), so that share times the target's latency
@@ -88,6 +116,16 @@ function list<T extends string>(name: string, raw: string | undefined, allowed: 
  */
 export function rateConnectionsFor(rate: number, latencyMs: number, connections: number): number {
   return Math.max(connections, Math.ceil((rate * latencyMs * 2) / 1000));
+}
+
+/** Several gateway instances need a store they can share. */
+function instancesFor(store: StoreKind, raw: string | undefined): number {
+  const instances = number("--instances", raw, 1, MAX_INSTANCES);
+  if (!Number.isInteger(instances) || instances < 1)
+    throw new Error(`--instances must be a whole number from 1 to ${MAX_INSTANCES}, got "${raw}"`);
+  if (instances > 1 && store === "sqlite")
+    throw new Error("several instances share a PostgreSQL store: add --store postgres or postgres+redis");
+  return instances;
 }
 
 /** Only the gateway speaks OpenAI's API in front of another provider's mock. */
@@ -114,6 +152,8 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
       modes: { type: "string" },
       safety: { type: "string" },
       provider: { type: "string" },
+      store: { type: "string" },
+      instances: { type: "string" },
       profile: { type: "boolean" },
       quick: { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -127,6 +167,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
     1,
     number("--connections", pick(values.connections, "BENCH_CONNECTIONS"), 50, 10_000),
   );
+  const store = one("--store", pick(values.store, "BENCH_STORE") || "sqlite", STORES);
   return {
     duration: number("--duration", pick(values.duration, "BENCH_DURATION"), quick ? 3 : 15, MAX_SECONDS),
     rateDuration: number(
@@ -155,6 +196,8 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
       list("--targets", pick(values.targets, "BENCH_TARGETS"), TARGETS),
     ),
     modes: list("--modes", pick(values.modes, "BENCH_MODES"), MODES),
+    store,
+    instances: instancesFor(store, pick(values.instances, "BENCH_INSTANCES")),
     safety: list("--safety", pick(values.safety, "BENCH_SAFETY") ?? "off", ["off", "rules"] as const)[0]!,
     profile: values.profile ?? false,
     quick,

@@ -2,7 +2,7 @@
 // from outside, so the gateway needs no benchmark hooks and the numbers include every thread
 // (libuv pool, GC helpers), not only the JavaScript one.
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** Clock ticks per second of /proc/<pid>/stat's times (almost always 100). */
 export const CLOCK_TICKS: number = (() => {
@@ -22,6 +22,33 @@ export function cpuMicros(pid: number): number {
   // Fields 14 (utime) and 15 (stime) of proc(5); field 3 (state) is index 0 here.
   const ticks = Number(fields[11]) + Number(fields[12]);
   return (ticks * 1e6) / CLOCK_TICKS;
+}
+
+/**
+ * CPU time so far of the PostgreSQL backends serving `database`, by pid: PostgreSQL titles
+ * each backend "postgres: … <user> <database> <client> <state>".
+ */
+export function backendsCpu(database: string | undefined): Map<number, number> {
+  const cpu = new Map<number, number>();
+  if (!database) return cpu;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const title = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (title.startsWith("postgres:") && title.includes(` ${database} `))
+        cpu.set(Number(entry), cpuMicros(Number(entry)));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return cpu;
+}
+
+/** CPU the backends spent between two readings; one started in between spent all of its own. */
+export function backendsSpent(before: Map<number, number>, after: Map<number, number>): number {
+  let micros = 0;
+  for (const [pid, cpu] of after) micros += cpu - (before.get(pid) ?? 0);
+  return micros;
 }
 
 /**

@@ -22,8 +22,10 @@ export interface GoalCheck {
 }
 
 export interface GatewaySummary {
-  /** the gateway process's peak resident memory over the whole bench (VmHWM) */
+  /** the gateway processes' peak resident memory over the whole bench (VmHWM), the highest of them */
   peakRssMb: number;
+  /** each instance's, in start order */
+  instancesPeakRssMb: number[];
   logLines: number;
   logTail: string[];
 }
@@ -69,20 +71,22 @@ export function failures(runs: RunResult[]): number {
 // Text
 // ---------------------------------------------------------------------------
 
-const COLUMNS = [
-  "mode",
-  "target",
-  "load",
-  "req/s",
-  "p50 ms",
-  "p99 ms",
-  "+p50 ms",
-  "CPU µs/req",
-  "peak RSS MB",
-  "errors",
-  "non-2xx",
-  "other load",
-] as const;
+/** Each column's heading and cell; `store` only on a PostgreSQL store. */
+const COLUMNS: { heading: string; store?: true; cell(run: RunResult): string }[] = [
+  { heading: "mode", cell: (r) => r.mode },
+  { heading: "target", cell: (r) => r.target },
+  { heading: "load", cell: (r) => loadLabel(r) },
+  { heading: "req/s", cell: (r) => rateCell(r) },
+  { heading: "p50 ms", cell: (r) => fixed(r.latencyMs.p50, 2) },
+  { heading: "p99 ms", cell: (r) => fixed(r.latencyMs.p99, 2) },
+  { heading: "+p50 ms", cell: (r) => signed(r.addedP50Ms) },
+  { heading: "CPU µs/req", cell: (r) => fixed(r.cpuUsPerReq, 0) },
+  { heading: "store µs/req", store: true, cell: (r) => fixed(r.storeCpuUsPerReq, 0) },
+  { heading: "peak RSS MB", cell: (r) => fixed(r.peakRssMb, 0) },
+  { heading: "errors", cell: (r) => String(r.errors) },
+  { heading: "non-2xx", cell: (r) => String(r.non2xx) },
+  { heading: "other load", cell: (r) => fixed(r.otherLoadCores, 2) },
+];
 /** Columns printed left-aligned; the numeric ones are right-aligned. */
 const TEXT_COLUMNS = 3;
 
@@ -105,30 +109,14 @@ function rateCell(run: RunResult): string {
   return `${run.reqPerS.toFixed(0)}${short ? "!" : ""}`;
 }
 
-function row(run: RunResult): string[] {
-  return [
-    run.mode,
-    run.target,
-    loadLabel(run),
-    rateCell(run),
-    fixed(run.latencyMs.p50, 2),
-    fixed(run.latencyMs.p99, 2),
-    signed(run.addedP50Ms),
-    fixed(run.cpuUsPerReq, 0),
-    fixed(run.peakRssMb, 0),
-    String(run.errors),
-    String(run.non2xx),
-    fixed(run.otherLoadCores, 2),
-  ];
-}
-
-function table(rows: string[][]): string {
-  const all = [[...COLUMNS], ...rows];
-  const widths = COLUMNS.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+function table(runs: RunResult[], options: BenchOptions): string {
+  const columns = COLUMNS.filter((c) => !c.store || options.store !== "sqlite");
+  const all = [columns.map((c) => c.heading), ...runs.map((run) => columns.map((c) => c.cell(run)))];
+  const widths = columns.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     cells.map((c, i) => (i < TEXT_COLUMNS ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  const header = line([...COLUMNS]);
-  return [header, "-".repeat(header.length), ...rows.map(line)].join("\n");
+  const [header, ...rows] = all.map(line);
+  return [header!, "-".repeat(header!.length), ...rows].join("\n");
 }
 
 function verdict(value: number | undefined, limit: number): string {
@@ -156,7 +144,13 @@ function goalLines(goals: GoalCheck[], options: BenchOptions): string[] {
 
 function gatewayLines(gateway: GatewaySummary | undefined): string[] {
   if (!gateway) return [];
-  const lines = [`Gateway peak memory (VmHWM over the whole bench): ${gateway.peakRssMb.toFixed(0)} MB`];
+  const each =
+    gateway.instancesPeakRssMb.length > 1
+      ? ` (the highest instance; each: ${gateway.instancesPeakRssMb.map((mb) => mb.toFixed(0)).join(", ")} MB)`
+      : "";
+  const lines = [
+    `Gateway peak memory (VmHWM over the whole bench): ${gateway.peakRssMb.toFixed(0)} MB${each}`,
+  ];
   if (gateway.logLines > 0) {
     lines.push(`Gateway wrote ${gateway.logLines} log lines at its log level; the last ones:`);
     lines.push(...gateway.logTail.slice(-5).map((l) => `  ${l.slice(0, 300)}`));
@@ -164,20 +158,59 @@ function gatewayLines(gateway: GatewaySummary | undefined): string[] {
   return lines;
 }
 
+/** Per mode and load, each target's row minus the gateway's: CPU µs/req, p50, and both throughputs. */
+function differenceLines(runs: RunResult[], modes: Mode[], targets: TargetName[]): string[] {
+  const lines: string[] = [];
+  const width = Math.max(...targets.map((t) => t.length));
+  for (const mode of modes)
+    for (const load of ["rate", "saturation"] as const)
+      for (const target of targets) {
+        const run = find(runs, mode, target, load);
+        const gateway = find(runs, mode, "gateway", load);
+        if (!run || !gateway) continue;
+        lines.push(
+          `  ${mode.padEnd(6)} ${load.padEnd(10)} ${targets.length > 1 ? `${target.padEnd(width)} ` : ""}` +
+            `CPU ${signed(run.cpuUsPerReq - gateway.cpuUsPerReq)} µs/req, ` +
+            `p50 ${signed(run.latencyMs.p50 - gateway.latencyMs.p50)} ms, req/s ${run.reqPerS.toFixed(0)} vs ${gateway.reqPerS.toFixed(0)}`,
+        );
+      }
+  return lines;
+}
+
 /** What routing costs per request: the model of two deployments against the one of one, same gateway. */
 function routingLines(runs: RunResult[], modes: Mode[]): string[] {
-  const lines: string[] = [];
-  for (const mode of modes)
-    for (const load of ["rate", "saturation"] as const) {
-      const routed = find(runs, mode, "routed", load);
-      const single = find(runs, mode, "gateway", load);
-      if (!routed || !single) continue;
-      lines.push(
-        `  ${mode.padEnd(6)} ${load.padEnd(10)} CPU ${signed(routed.cpuUsPerReq - single.cpuUsPerReq)} µs/req, ` +
-          `p50 ${signed(routed.latencyMs.p50 - single.latencyMs.p50)} ms, req/s ${routed.reqPerS.toFixed(0)} vs ${single.reqPerS.toFixed(0)}`,
-      );
-    }
+  const lines = differenceLines(runs, modes, ["routed"]);
   return lines.length ? ["Routing (routed: 2 deployments, against gateway: 1):", ...lines, ""] : [];
+}
+
+/**
+ * What translating a client API costs per request: the same question through the Messages and
+ * the Responses API, against chat completions, same gateway, same upstream call.
+ */
+function translationLines(runs: RunResult[], modes: Mode[]): string[] {
+  const lines = differenceLines(runs, modes, ["messages", "responses"]);
+  return lines.length
+    ? [
+        "Translation (the same call through /v1/messages and /v1/responses, against gateway's /v1/chat/completions):",
+        ...lines,
+        "",
+      ]
+    : [];
+}
+
+/** Which gateway the numbers are of: its store, its instances. */
+function storeLines(options: BenchOptions, storeDescription: string): string[] {
+  const instances = options.instances === 1 ? "1 gateway instance" : `${options.instances} gateway instances`;
+  return [
+    `Store: ${options.store} (${storeDescription}); ${instances}` +
+      (options.instances > 1 ? ": the gateway rows' CPU is theirs summed, their RSS the highest" : ""),
+    ...(options.store === "sqlite"
+      ? []
+      : [
+          "  store µs/req: the CPU of the run database's PostgreSQL backends (and of the Redis server) per request",
+        ]),
+    "",
+  ];
 }
 
 function disturbanceLines(runs: RunResult[]): string[] {
@@ -194,9 +227,11 @@ export function formatReport(
   goals: GoalCheck[],
   gateway: GatewaySummary | undefined,
   options: BenchOptions,
+  storeDescription: string,
 ): string {
   const failed = failures(runs);
   return [
+    ...storeLines(options, storeDescription),
     ...(options.provider === "openai"
       ? []
       : [
@@ -204,11 +239,12 @@ export function formatReport(
           "gateway's whole cost per request with this provider's translation (compare with --provider openai).",
           "",
         ]),
-    table(runs.map(row)),
+    table(runs, options),
     "",
     ...goalLines(goals, options),
     "",
     ...routingLines(runs, options.modes),
+    ...translationLines(runs, options.modes),
     ...gatewayLines(gateway),
     ...disturbanceLines(runs),
     failed > 0

@@ -1,6 +1,7 @@
 // `npm run bench`: the same load straight to a mock upstream, through a bare Node pass-through
-// and through the gateway, for JSON and streaming calls; prints a table and writes
-// .bench/last.json. See bench/README.md for what each number means.
+// and through the gateway (chat completions, a routed model, the Messages and the Responses
+// API; one instance or several on one PostgreSQL store), for JSON and streaming calls; prints
+// a table and writes .bench/last.json. See bench/README.md for what each number means.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -19,6 +20,7 @@ import {
 } from "./report.ts";
 import { preflight } from "./requests.ts";
 import {
+  apiTarget,
   directTarget,
   ROOT,
   routedTarget,
@@ -27,7 +29,8 @@ import {
   startPassthrough,
   type Target,
 } from "./servers.ts";
-import type { Mode, RunResult } from "./types.ts";
+import { type BenchStore, prepareStore, removeStores } from "./stores.ts";
+import type { Mode, RunResult, TargetName } from "./types.ts";
 
 const OUT_DIR = join(ROOT, ".bench");
 
@@ -36,16 +39,23 @@ function log(message: string): void {
 }
 
 // ---------------------------------------------------------------------------
-// Clean-up: whatever happens, every child process ends and the temp folder goes
+// Clean-up: whatever happens, every child process ends, the temp folder goes, and so do the
+// run's PostgreSQL database and Redis keys
 // ---------------------------------------------------------------------------
 
 let tempDir: string | undefined;
 let cleaning: Promise<void> | undefined;
 
 function cleanUp(): Promise<void> {
-  cleaning ??= stopAll().finally(() => {
-    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
-  });
+  cleaning ??= stopAll()
+    .then(removeStores)
+    .catch((err: unknown) => {
+      log(`clean-up: ${err instanceof Error ? err.message : String(err)}`);
+      process.exitCode = 1;
+    })
+    .finally(() => {
+      if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+    });
   return cleaning;
 }
 
@@ -59,26 +69,37 @@ function onSignal(signal: NodeJS.Signals): void {
 // ---------------------------------------------------------------------------
 
 function estimateSeconds(options: BenchOptions): number {
-  const perTarget = options.warmup + options.rateDuration + options.duration + 3;
+  // the first round of warm-ups, then each target's own warm-up, runs and pauses
+  const perTarget = 2 * options.warmup + options.rateDuration + options.duration + 3;
   return Math.round(options.modes.length * options.targets.length * perTarget + 5);
 }
 
-async function startTargets(mock: ServerProcess, options: BenchOptions, dir: string): Promise<Target[]> {
+/** The targets the gateway process (or instances) answers. */
+const GATEWAY_TARGETS: readonly TargetName[] = ["gateway", "routed", "messages", "responses"];
+
+async function startTargets(
+  mock: ServerProcess,
+  options: BenchOptions,
+  store: BenchStore,
+  dir: string,
+): Promise<Target[]> {
   const profileDir = options.profile ? join(OUT_DIR, "profiles") : undefined;
   const targets: Target[] = [];
-  if (options.targets.includes("direct")) targets.push(directTarget(mock));
-  if (options.targets.includes("passthrough")) targets.push(await startPassthrough(mock, profileDir));
-  if (options.targets.includes("gateway") || options.targets.includes("routed")) {
+  const wanted = (name: TargetName) => options.targets.includes(name);
+  if (wanted("direct")) targets.push(directTarget(mock));
+  if (wanted("passthrough")) targets.push(await startPassthrough(mock, profileDir));
+  if (GATEWAY_TARGETS.some(wanted)) {
+    const { logLevel, safety, provider, instances } = options;
     const gateway = await startGatewayTarget(
       mock,
       dir,
-      options.logLevel,
-      options.safety,
-      options.provider,
+      { logLevel, safety, provider, instances, store },
       profileDir,
     );
-    if (options.targets.includes("gateway")) targets.push(gateway);
-    if (options.targets.includes("routed")) targets.push(routedTarget(gateway));
+    if (wanted("gateway")) targets.push(gateway);
+    if (wanted("routed")) targets.push(routedTarget(gateway));
+    if (wanted("messages")) targets.push(apiTarget(gateway, "messages"));
+    if (wanted("responses")) targets.push(apiTarget(gateway, "responses"));
   }
   return targets;
 }
@@ -105,22 +126,43 @@ async function benchTarget(processes: Processes, mode: Mode, options: BenchOptio
   return runs;
 }
 
-async function benchAll(targets: Target[], options: BenchOptions, upstreamPid: number): Promise<RunResult[]> {
-  const serverPids = [...new Set([upstreamPid, ...targets.map((t) => t.pid)])];
+/**
+ * One unmeasured warm-up of every target in every mode before anything is measured. The
+ * gateway's targets share one process: without this, the first one measured (gateway, right
+ * after start-up) would pay for the JIT and the heap growing for all of them, and look dearer
+ * than the routed and translated calls measured after it.
+ */
+async function warmUpAll(targets: Target[], options: BenchOptions): Promise<void> {
+  if (options.warmup <= 0) return;
+  log("  warming up every target in every mode…");
+  for (const mode of options.modes) for (const target of targets) await warmUp(target, mode, options);
+}
+
+async function benchAll(
+  targets: Target[],
+  options: BenchOptions,
+  upstreamPid: number,
+  store: BenchStore,
+): Promise<RunResult[]> {
+  const serverPids = [...new Set([upstreamPid, ...targets.flatMap((t) => t.pids)])];
   const runs: RunResult[] = [];
   for (const mode of options.modes)
     for (const target of targets)
-      runs.push(...(await benchTarget({ target, upstreamPid, serverPids }, mode, options)));
+      runs.push(...(await benchTarget({ target, upstreamPid, serverPids, store }, mode, options)));
   return runs;
 }
 
 function gatewaySummary(targets: Target[]): GatewaySummary | undefined {
-  const gateway = targets.find((t) => t.name === "gateway" || t.name === "routed");
+  const gateway = targets.find((t) => GATEWAY_TARGETS.includes(t.name));
   if (!gateway) return undefined;
+  const peaks = gateway.pids.map((pid) => statusKb(pid, "VmHWM") / 1024);
+  const many = gateway.servers.length > 1;
   return {
-    peakRssMb: statusKb(gateway.pid, "VmHWM") / 1024,
-    logLines: gateway.server.logs.count,
-    logTail: [...gateway.server.logs.tail],
+    peakRssMb: Math.max(...peaks),
+    instancesPeakRssMb: peaks,
+    logLines: gateway.servers.reduce((n, s) => n + s.logs.count, 0),
+    // each instance's lines, named when there are several
+    logTail: gateway.servers.flatMap((s) => s.logs.tail.map((line) => (many ? `${s.name}: ${line}` : line))),
   };
 }
 
@@ -134,6 +176,7 @@ function gitCommit(): string | undefined {
 
 function writeResults(
   options: BenchOptions,
+  store: BenchStore,
   runs: RunResult[],
   goals: GoalCheck[],
   gateway: GatewaySummary | undefined,
@@ -141,7 +184,18 @@ function writeResults(
   mkdirSync(OUT_DIR, { recursive: true });
   const file = join(OUT_DIR, "last.json");
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version };
-  const doc = { date: new Date().toISOString(), commit: gitCommit(), machine, options, runs, goals, gateway };
+  // options.store and options.instances say what it ran on; no URL (nor credentials) here
+  const where = { kind: store.kind, instances: options.instances, description: store.description };
+  const doc = {
+    date: new Date().toISOString(),
+    commit: gitCommit(),
+    machine,
+    options,
+    store: where,
+    runs,
+    goals,
+    gateway,
+  };
   writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
   return file;
 }
@@ -153,20 +207,23 @@ function writeResults(
 async function bench(options: BenchOptions): Promise<number> {
   tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
   log(
-    `benchmark: about ${estimateSeconds(options)} s; ${options.provider} mock upstream, latency ${options.latency} ms` +
+    `benchmark: about ${estimateSeconds(options)} s; ${options.provider} mock upstream, latency ${options.latency} ms; ` +
+      `store ${options.store}, ${options.instances} gateway instance${options.instances > 1 ? "s" : ""}` +
       (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)"),
   );
+  const store = await prepareStore(options.store);
   const mock = await startMock(options.latency, options.provider);
-  const targets = await startTargets(mock, options, tempDir);
+  const targets = await startTargets(mock, options, store, tempDir);
   for (const target of targets)
     for (const mode of options.modes) await preflight(target, mode, options.tokens);
   const started = Date.now();
-  const runs = await benchAll(targets, options, mock.pid);
+  await warmUpAll(targets, options);
+  const runs = await benchAll(targets, options, mock.pid, store);
   addLatencyDeltas(runs);
   const goals = checkGoals(runs, options.modes);
   const gateway = gatewaySummary(targets);
-  process.stdout.write(`\n${formatReport(runs, goals, gateway, options)}\n`);
-  const file = writeResults(options, runs, goals, gateway);
+  process.stdout.write(`\n${formatReport(runs, goals, gateway, options, store.description)}\n`);
+  const file = writeResults(options, store, runs, goals, gateway);
   log(`\nmeasured for ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}`);
   // A run with failed requests must not look like a good one to a script either.
   return failures(runs) > 0 ? 1 : 0;

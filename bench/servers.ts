@@ -1,11 +1,14 @@
-// Starts the three servers of a benchmark, each in its own process on a loopback port: the
-// mock upstream, the bare pass-through and the gateway (with a fresh store and config).
+// Starts the servers of a benchmark, each in its own process on a loopback port: the mock
+// upstream, the bare pass-through and the gateway (a fresh store and config; one process, or
+// several on one PostgreSQL store).
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { type ServerProcess, startServer } from "./processes.ts";
-import type { BenchProvider, TargetName } from "./types.ts";
+import { API_PATHS } from "./requests.ts";
+import type { BenchStore } from "./stores.ts";
+import type { BenchProvider, ClientApiName, TargetName } from "./types.ts";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** Each provider's mock (test/support), the gateway's provider entry for it, and its model name. */
@@ -55,14 +58,20 @@ const QUOTA_TOKENS = 100_000_000_000;
 /** Something the load is sent to. */
 export interface Target {
   name: TargetName;
-  /** the chat completions URL */
-  url: string;
-  /** the process whose CPU and memory are measured */
-  pid: number;
+  /** the client API it is asked through */
+  api: ClientApiName;
+  /** that API's URL at each server: one, or one per gateway instance (the load spreads over them) */
+  urls: string[];
+  /** the processes whose CPU (summed) and memory (the highest) are measured */
+  pids: number[];
   model: string;
-  authorization: string;
-  server: ServerProcess;
+  /** the API key (for the mock and the pass-through, a made-up one of a gateway key's length) */
+  key: string;
+  servers: ServerProcess[];
 }
+
+/** A key of a gateway key's length, so every request has the same size. */
+const NO_KEY = `sk-${"x".repeat(43)}`;
 
 /** Node flags that write a V8 CPU profile of the process when it exits. */
 function profileFlags(dir: string | undefined, name: string): string[] {
@@ -71,10 +80,11 @@ function profileFlags(dir: string | undefined, name: string): string[] {
     : [];
 }
 
-function chatUrl(server: ServerProcess): string {
+/** The API's URL at a server whose answer named its /v1 URL. */
+function apiUrl(server: ServerProcess, api: ClientApiName): string {
   const base = server.info.url;
   if (typeof base !== "string") throw new Error(`${server.name} printed no url`);
-  return `${base}/chat/completions`;
+  return `${base}${API_PATHS[api]}`;
 }
 
 export function startMock(latencyMs: number, provider: BenchProvider = "openai"): Promise<ServerProcess> {
@@ -98,15 +108,14 @@ export function startMock(latencyMs: number, provider: BenchProvider = "openai")
 
 /** The mock itself as a target: the baseline every latency is compared to. */
 export function directTarget(mock: ServerProcess): Target {
-  // A bearer of the same length as a gateway key keeps the requests the same size.
-  const authorization = `Bearer sk-${"x".repeat(43)}`;
   return {
     name: "direct",
-    url: chatUrl(mock),
-    pid: mock.pid,
+    api: "chat",
+    urls: [apiUrl(mock, "chat")],
+    pids: [mock.pid],
     model: UPSTREAM_MODEL,
-    authorization,
-    server: mock,
+    key: NO_KEY,
+    servers: [mock],
   };
 }
 
@@ -117,14 +126,14 @@ export async function startPassthrough(mock: ServerProcess, profileDir?: string)
     [...profileFlags(profileDir, "passthrough"), PASSTHROUGH_SCRIPT, "--upstream", upstream, "--host", HOST],
     process.env,
   );
-  const authorization = `Bearer sk-${"x".repeat(43)}`;
   return {
     name: "passthrough",
-    url: chatUrl(server),
-    pid: server.pid,
+    api: "chat",
+    urls: [apiUrl(server, "chat")],
+    pids: [server.pid],
     model: UPSTREAM_MODEL,
-    authorization,
-    server,
+    key: NO_KEY,
+    servers: [server],
   };
 }
 
@@ -150,18 +159,24 @@ const BENCH_RULES = {
   category: "blocked",
 };
 
-function writeGatewayConfig(
-  dir: string,
-  upstream: string,
-  logLevel: string,
-  safety: "off" | "rules",
-  provider: BenchProvider,
-): string {
+export interface GatewayOptions {
+  logLevel: string;
+  safety: "off" | "rules";
+  provider: BenchProvider;
+  /** gateway processes; more than one share a PostgreSQL store */
+  instances: number;
+  store: BenchStore;
+}
+
+function writeGatewayConfig(dir: string, upstream: string, options: GatewayOptions): string {
+  const { provider, safety } = options;
   const file = join(dir, "gateway.yaml");
   const config = {
     server: { host: HOST, port: 0, shutdown_grace_ms: 2_000 },
-    store: { data_dir: join(dir, "data") },
-    log_level: logLevel,
+    // data_dir is each instance's own (GATEWAY_DATA_DIR): the SQLite file, or only the
+    // first-start secrets file on PostgreSQL
+    store: { data_dir: join(dir, "data"), ...options.store.config },
+    log_level: options.logLevel,
     providers: [
       { id: "mock", ...UPSTREAMS[provider].provider(upstream) },
       { id: "mock-b", ...UPSTREAMS[provider].provider(upstream) },
@@ -187,10 +202,11 @@ function writeGatewayConfig(
   return file;
 }
 
-/** The environment of the gateway: its own config and store, never the caller's database. */
+/** The environment of a gateway: its own config and data folder, never the caller's database or Redis. */
 function gatewayEnv(config: string, dataDir: string, logLevel: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.DATABASE_URL;
+  delete env.REDIS_URL;
   return {
     ...env,
     GATEWAY_CONFIG: config,
@@ -201,39 +217,56 @@ function gatewayEnv(config: string, dataDir: string, logLevel: string): NodeJS.P
   };
 }
 
-/** Starts `node src/main.ts serve --json` on an empty store and takes the key it creates. */
+/** The key a first start wrote to its secrets file (stdout is a pipe, so not in its answer). */
+function firstKey(server: ServerProcess): string | undefined {
+  const file = server.info.secrets_file;
+  return typeof file === "string" ? readFileSync(file, "utf8").match(/sk-[A-Za-z0-9_-]+/)?.[0] : undefined;
+}
+
+/**
+ * Starts `node src/main.ts serve --json` on an empty store and takes the key its first start
+ * creates; then the other instances, on the same store, which find the account there and
+ * create none: the one key works on all of them.
+ */
 export async function startGatewayTarget(
   mock: ServerProcess,
   dir: string,
-  logLevel: string,
-  safety: "off" | "rules",
-  provider: BenchProvider,
+  options: GatewayOptions,
   profileDir?: string,
 ): Promise<Target> {
-  const dataDir = join(dir, "data");
-  mkdirSync(dataDir, { recursive: true });
-  const config = writeGatewayConfig(dir, String(mock.info.url), logLevel, safety, provider);
-  const server = await startServer(
-    "gateway",
-    [...profileFlags(profileDir, "gateway"), GATEWAY_SCRIPT, "serve", "--json"],
-    gatewayEnv(config, dataDir, logLevel),
-  );
-  // stdout is a pipe here, so the key is in the file the answer names, not in the answer
-  const file = server.info.secrets_file;
-  const secret =
-    typeof file === "string" ? readFileSync(file, "utf8").match(/sk-[A-Za-z0-9_-]+/)?.[0] : undefined;
-  if (!secret) throw new Error("the gateway created no first key: is its store really empty?");
+  const config = writeGatewayConfig(dir, String(mock.info.url), options);
+  const start = (n: number) => {
+    const name = options.instances > 1 ? `gateway-${n}` : "gateway";
+    const dataDir = join(dir, `data-${n}`);
+    mkdirSync(dataDir, { recursive: true });
+    return startServer(
+      name,
+      [...profileFlags(profileDir, name), GATEWAY_SCRIPT, "serve", "--json"],
+      gatewayEnv(config, dataDir, options.logLevel),
+    );
+  };
+  const first = await start(1);
+  const key = firstKey(first);
+  if (!key) throw new Error("the gateway created no first key: is its store really empty?");
+  const others = await Promise.all(Array.from({ length: options.instances - 1 }, (_, i) => start(i + 2)));
+  const servers = [first, ...others];
   return {
     name: "gateway",
-    url: chatUrl(server),
-    pid: server.pid,
+    api: "chat",
+    urls: servers.map((s) => apiUrl(s, "chat")),
+    pids: servers.map((s) => s.pid),
     model: GATEWAY_MODEL,
-    authorization: `Bearer ${secret}`,
-    server,
+    key,
+    servers,
   };
 }
 
 /** The running gateway again, asked for the model of two deployments. */
 export function routedTarget(gateway: Target): Target {
   return { ...gateway, name: "routed", model: ROUTED_MODEL };
+}
+
+/** The running gateway again, asked the same question through another client API. */
+export function apiTarget(gateway: Target, api: "messages" | "responses"): Target {
+  return { ...gateway, name: api, api, urls: gateway.servers.map((s) => apiUrl(s, api)) };
 }

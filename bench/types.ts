@@ -3,7 +3,8 @@
 
 /** What one load-generator process is asked to do. */
 export interface LoadSpec {
-  url: string;
+  /** where to send it: one URL, or one per gateway instance (the connections take them in turn) */
+  urls: string[];
   headers: Record<string, string>;
   body: string;
   connections: number;
@@ -44,9 +45,17 @@ export interface LoadResult {
 export type Mode = "json" | "stream";
 /** the upstream wire format a benchmark runs against */
 export type BenchProvider = "openai" | "anthropic" | "gemini" | "azure";
-/** `routed`: the gateway again, asked for a model of two deployments (the cost of routing) */
-export type TargetName = "direct" | "passthrough" | "gateway" | "routed";
+/**
+ * `routed`: the gateway again, asked for a model of two deployments (the cost of routing);
+ * `messages` and `responses`: the gateway again, asked the same question through Anthropic's
+ * Messages API and OpenAI's Responses API (the cost of translating them to a chat completion)
+ */
+export type TargetName = "direct" | "passthrough" | "gateway" | "routed" | "messages" | "responses";
+/** the client API a target is asked through */
+export type ClientApiName = "chat" | "messages" | "responses";
 export type LoadKind = "saturation" | "rate";
+/** the gateway's store: SQLite, or PostgreSQL (with Redis sharing the ledger and rate limits) */
+export type StoreKind = "sqlite" | "postgres" | "postgres+redis";
 
 /** One measured run: one target, one mode, one kind of load. */
 export interface RunResult {
@@ -60,8 +69,13 @@ export interface RunResult {
   latencyMs: LatencySummary;
   /** the target's p50 minus the direct target's p50 under the same load and mode */
   addedP50Ms?: number;
-  /** CPU (user + system) the target's own process spent per response */
+  /** CPU (user + system) the target's own processes (every gateway instance) spent per response */
   cpuUsPerReq: number;
+  /**
+   * PostgreSQL stores: CPU the store's processes spent per response (the backends serving the
+   * run's database, and the whole Redis server where it runs on this machine)
+   */
+  storeCpuUsPerReq?: number;
   /** CPU the mock upstream spent per response, for comparison across targets */
   upstreamCpuUsPerReq: number;
   /** CPU the load generator spent per response */
@@ -71,7 +85,7 @@ export interface RunResult {
    * benchmark's servers and load generator): well above zero means the numbers are disturbed.
    */
   otherLoadCores: number;
-  /** the target process's highest resident set size seen during the run */
+  /** the highest resident set size of the target's processes (of any one instance) during the run */
   peakRssMb: number;
   responses: number;
   errors: number;

@@ -1,0 +1,54 @@
+// The bench's flags and BENCH_* variables: the targets, the store and the instances.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { parseOptions } from "./options.ts";
+
+describe("bench options", () => {
+  test("by default: every target, SQLite, one gateway instance", () => {
+    const o = parseOptions([], {});
+    assert.deepEqual(o.targets, ["direct", "passthrough", "gateway", "routed", "messages", "responses"]);
+    assert.equal(o.store, "sqlite");
+    assert.equal(o.instances, 1);
+  });
+
+  test("--targets picks targets in the table's order, the new APIs among them", () => {
+    assert.deepEqual(parseOptions(["--targets", "responses,gateway,messages"], {}).targets, [
+      "gateway",
+      "messages",
+      "responses",
+    ]);
+    assert.throws(() => parseOptions(["--targets", "gateway,anthropic"], {}), /unknown "anthropic"/);
+  });
+
+  test("--store and --instances, or BENCH_STORE and BENCH_INSTANCES; flags win", () => {
+    const flags = parseOptions(["--store", "postgres+redis", "--instances", "2"], {});
+    assert.equal(flags.store, "postgres+redis");
+    assert.equal(flags.instances, 2);
+    const env = parseOptions([], { BENCH_STORE: "postgres", BENCH_INSTANCES: "3" });
+    assert.equal(env.store, "postgres");
+    assert.equal(env.instances, 3);
+    const both = parseOptions(["--store", "sqlite", "--instances", "1"], {
+      BENCH_STORE: "postgres",
+      BENCH_INSTANCES: "3",
+    });
+    assert.equal(both.store, "sqlite");
+    assert.equal(both.instances, 1);
+  });
+
+  test("several instances only on a store they can share", () => {
+    assert.throws(() => parseOptions(["--instances", "2"], {}), /share a PostgreSQL store/);
+    assert.throws(() => parseOptions([], { BENCH_INSTANCES: "2" }), /share a PostgreSQL store/);
+    assert.equal(parseOptions(["--store", "postgres", "--instances", "4"], {}).instances, 4);
+  });
+
+  test("an unknown store or a count of instances that is not 1 to 16 is refused", () => {
+    assert.throws(() => parseOptions(["--store", "mysql"], {}), /--store: unknown "mysql"/);
+    assert.throws(() => parseOptions(["--store", "postgres,sqlite"], {}), /--store: unknown/);
+    for (const n of ["0", "1.5", "17", "two"])
+      assert.throws(() => parseOptions(["--store", "postgres", "--instances", n], {}), /--instances/, n);
+  });
+
+  test("another provider's mock still measures the gateway alone", () => {
+    assert.deepEqual(parseOptions(["--provider", "anthropic"], {}).targets, ["gateway"]);
+  });
+});

@@ -1,0 +1,82 @@
+// The bench's report: the store and instances in its header, the store's CPU column on
+// PostgreSQL only, and the Translation block (messages and responses against gateway).
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { parseOptions } from "./options.ts";
+import { checkGoals, formatReport } from "./report.ts";
+import type { LoadKind, Mode, RunResult, TargetName } from "./types.ts";
+
+function run(
+  target: TargetName,
+  mode: Mode,
+  load: LoadKind,
+  cpu: number,
+  p50: number,
+  reqPerS: number,
+  store?: number,
+): RunResult {
+  return {
+    mode,
+    target,
+    load,
+    connections: 50,
+    ...(load === "rate" ? { rate: 500 } : {}),
+    reqPerS,
+    latencyMs: { p50, p90: p50, p99: p50, max: p50, mean: p50 },
+    cpuUsPerReq: cpu,
+    ...(store === undefined ? {} : { storeCpuUsPerReq: store }),
+    upstreamCpuUsPerReq: 0,
+    loadgenCpuUsPerReq: 0,
+    otherLoadCores: 0,
+    peakRssMb: 300,
+    responses: 1000,
+    errors: 0,
+    timeouts: 0,
+    non2xx: 0,
+    bytesPerResponse: 500,
+    statusCodes: { "200": 1000 },
+  };
+}
+
+const RUNS: RunResult[] = [
+  run("gateway", "json", "rate", 700, 22, 500, 900),
+  run("gateway", "json", "saturation", 300, 27, 1800, 600),
+  run("messages", "json", "rate", 760, 22.25, 500, 910),
+  run("messages", "json", "saturation", 320, 27.5, 1700, 610),
+  run("responses", "json", "rate", 690, 21.9, 500, 890),
+];
+
+function report(argv: string[], description: string): string {
+  const options = parseOptions(argv, {});
+  return formatReport(RUNS, checkGoals(RUNS, options.modes), undefined, options, description);
+}
+
+describe("bench report", () => {
+  test("Translation: each API's row minus gateway's, per mode and load, with both throughputs", () => {
+    const text = report(["--modes", "json"], "SQLite in the run's temp folder");
+    const block = text.slice(text.indexOf("Translation"));
+    const lines = block.split("\n").slice(1, 4);
+    assert.deepEqual(lines, [
+      "  json   rate       messages  CPU +60.00 µs/req, p50 +0.25 ms, req/s 500 vs 500",
+      "  json   rate       responses CPU -10.00 µs/req, p50 -0.10 ms, req/s 500 vs 500",
+      "  json   saturation messages  CPU +20.00 µs/req, p50 +0.50 ms, req/s 1700 vs 1800",
+    ]);
+    assert.doesNotMatch(text, /Routing/, "no routed rows, no Routing block");
+  });
+
+  test("the header names the store and the instances; store CPU is a column on PostgreSQL only", () => {
+    const sqlite = report([], "SQLite in the run's temp folder");
+    assert.match(sqlite, /^Store: sqlite \(SQLite in the run's temp folder\); 1 gateway instance$/m);
+    assert.doesNotMatch(sqlite, /store µs\/req/);
+    const postgres = report(
+      ["--store", "postgres+redis", "--instances", "2"],
+      "PostgreSQL database gw_bench_x",
+    );
+    assert.match(
+      postgres,
+      /^Store: postgres\+redis \(PostgreSQL database gw_bench_x\); 2 gateway instances: /m,
+    );
+    const table = postgres.split("\n").filter((l) => l.startsWith("json "));
+    assert.match(table[0]!, /\s700\s+900\s+300\s/, "CPU, store CPU, RSS of the gateway's rate row");
+  });
+});

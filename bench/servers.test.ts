@@ -1,0 +1,100 @@
+// The bench's gateway as `npm run bench` starts it (processes of `node src/main.ts serve`
+// with the bench's config and the key of its first start) answers every gateway target
+// completely: chat completions, the routed model, the Messages and the Responses API. On
+// PostgreSQL with Redis, two instances share the store and the one key; afterwards the run's
+// database and Redis keys are gone.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { storeSuite } from "../test/support/postgres.ts";
+import { PG_ADMIN_URL, REDIS_URL } from "./databases.ts";
+import { stopAll } from "./processes.ts";
+import { preflight } from "./requests.ts";
+import { apiTarget, routedTarget, startGatewayTarget, startMock, type Target } from "./servers.ts";
+import { prepareStore, removeStores } from "./stores.ts";
+import type { StoreKind } from "./types.ts";
+
+async function gatewayTargets(kind: StoreKind, instances: number, dir: string) {
+  const store = await prepareStore(kind);
+  const mock = await startMock(0);
+  const gateway = await startGatewayTarget(mock, dir, {
+    logLevel: "warn",
+    safety: "off",
+    provider: "openai",
+    instances,
+    store,
+  });
+  const targets: Target[] = [
+    gateway,
+    routedTarget(gateway),
+    apiTarget(gateway, "messages"),
+    apiTarget(gateway, "responses"),
+  ];
+  return { store, gateway, targets };
+}
+
+async function answersCompletely(targets: Target[]): Promise<void> {
+  for (const target of targets)
+    for (const mode of ["json", "stream"] as const) await preflight(target, mode, 20);
+}
+
+for (const [kind, instances] of [
+  ["sqlite", 1],
+  ["postgres+redis", 2],
+] as const) {
+  describe(`bench gateway on ${kind}, ${instances} instance(s)`, await storeSuite(kind), () => {
+    const dir = mkdtempSync(join(tmpdir(), "gateway-bench-test-"));
+    after(async () => {
+      await stopAll();
+      await removeStores();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test("every gateway target answers at every instance, with the one key", async () => {
+      const { store, gateway, targets } = await gatewayTargets(kind, instances, dir);
+      assert.equal(gateway.urls.length, instances);
+      assert.equal(new Set(gateway.pids).size, instances);
+      assert.deepEqual(
+        targets.map((t) => t.urls.map((u) => new URL(u).pathname)[0]),
+        ["/v1/chat/completions", "/v1/chat/completions", "/v1/messages", "/v1/responses"],
+      );
+      await answersCompletely(targets);
+
+      if (kind === "sqlite") return;
+      // the instances share the run's database and Redis prefix, which go with the run
+      const database = store.database!;
+      const prefix = store.redisPrefix!;
+      const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0 });
+      await redis.connect();
+      const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await admin.connect();
+      try {
+        const keys = async () => {
+          let count = 0;
+          let cursor = "0";
+          do {
+            const [next, found] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+            count += found.length;
+            cursor = next;
+          } while (cursor !== "0");
+          return count;
+        };
+        const exists = async () =>
+          (await admin.query("select 1 from pg_database where datname = $1", [database])).rowCount === 1;
+        assert.ok(await exists());
+        assert.ok((await keys()) > 0, "the ledger keeps its state under the run's prefix");
+        await stopAll();
+        await removeStores();
+        assert.equal(await exists(), false);
+        assert.equal(await keys(), 0);
+      } finally {
+        await admin.end();
+        redis.disconnect();
+      }
+    });
+  });
+}
