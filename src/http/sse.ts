@@ -13,21 +13,6 @@ export interface SseOptions {
 
 export function sseSink(reply: FastifyReply, options: SseOptions): StreamSink {
   const raw = reply.raw;
-  // The events of one upstream read are written as one: the socket is corked at the first
-  // and uncorked once this turn of the event loop is over. Written one by one, each event of
-  // a stream whose upstream bytes arrive together was a syscall and a chunk frame of its own.
-  let corked = false;
-  const uncork = () => {
-    if (!corked) return;
-    corked = false;
-    raw.uncork();
-  };
-  const cork = () => {
-    if (corked) return;
-    corked = true;
-    raw.cork();
-    setImmediate(uncork);
-  };
   const waitForDrain = () =>
     new Promise<void>((resolve) => {
       const done = () => {
@@ -57,7 +42,6 @@ export function sseSink(reply: FastifyReply, options: SseOptions): StreamSink {
     },
     event(data: string, name?: string) {
       if (raw.destroyed || raw.writableEnded) return undefined;
-      cork();
       if (raw.write(name ? `event: ${name}\ndata: ${data}\n\n` : `data: ${data}\n\n`)) return undefined;
       return waitForDrain();
     },
@@ -65,7 +49,6 @@ export function sseSink(reply: FastifyReply, options: SseOptions): StreamSink {
       if (!raw.destroyed && !raw.writableEnded) raw.write(`: ${text}\n\n`);
     },
     end() {
-      if (corked) uncork(); // end() does not flush what a cork holds
       if (!raw.writableEnded) raw.end();
     },
   };
