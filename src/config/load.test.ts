@@ -147,7 +147,12 @@ describe("loadConfig: embedded defaults", () => {
       allowed_hosts: [],
     });
     assert.deepEqual(c.metrics, {});
-    assert.deepEqual(c.store, { data_dir: "./data", redis_prefix: "gateway:" });
+    assert.deepEqual(c.store, {
+      data_dir: "./data",
+      redis_prefix: "gateway:",
+      records_journal: true,
+      records_commit_ms: 20,
+    });
     assert.deepEqual(c.ledger, { wait_ms: 5_000, lease_ms: 15_000 });
     assert.equal(c.log_level, "info");
     assert.equal(c.models[0]!.max_output_tokens, 4096);
@@ -182,7 +187,12 @@ describe("loadConfig: the YAML file", () => {
       allowed_hosts: ["gateway.example.com"],
     });
     assert.deepEqual(c.metrics, { token_env: "METRICS_TOKEN" });
-    assert.deepEqual(c.store, { data_dir: "/var/lib/gateway", redis_prefix: "gateway:" });
+    assert.deepEqual(c.store, {
+      data_dir: "/var/lib/gateway",
+      redis_prefix: "gateway:",
+      records_journal: true,
+      records_commit_ms: 20,
+    });
     assert.deepEqual(c.ledger, { wait_ms: 2500, lease_ms: 9000 });
     assert.equal(c.log_level, "warn");
     assert.equal(c.default_plan, "starter");
