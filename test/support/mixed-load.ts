@@ -498,6 +498,8 @@ export interface Outcome {
   contentTokens: number | null;
   /** for "failed": what broke */
   detail: string | null;
+  /** for "aborted": when the client hung up (epoch ms, the gateway's clock on this machine) */
+  abortedAt: number | null;
 }
 
 /** A short label for the figures: "200", "200 stream [DONE]", "200 stream upstream_timeout", "429 key_limit_exceeded", "aborted". */
@@ -703,6 +705,7 @@ export async function sendRequest(
     usageTotal: null,
     contentTokens: null,
     detail: null,
+    abortedAt: null,
   };
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -749,6 +752,7 @@ export async function sendRequest(
         text += decoder.decode(value, { stream: true });
         // abort-mid-stream: hang up once some content has arrived
         if (req.kind === "abort-mid-stream" && readSse(text).content) {
+          outcome.abortedAt = Date.now();
           controller.abort();
           await reader.read().catch(() => undefined);
           outcome.status = "aborted";
@@ -903,6 +907,8 @@ export type RecordRow = Pick<
   | "reserved_tokens"
   | "overrun_tokens"
   | "cost_nanos"
+  | "created_at"
+  | "latency_ms"
 >;
 
 export interface InvariantReport {
@@ -1010,6 +1016,8 @@ export async function checkInvariants(
         "reserved_tokens",
         "overrun_tokens",
         "cost_nanos",
+        "created_at",
+        "latency_ms",
       ])
       .where((eb) => eb.or([eb("key_id", "in", keyIds), eb("account_id", "in", accountIds)]))
       .execute()
@@ -1024,6 +1032,8 @@ export async function checkInvariants(
       reserved_tokens: Number(r.reserved_tokens),
       overrun_tokens: Number(r.overrun_tokens),
       cost_nanos: Number(r.cost_nanos),
+      created_at: Number(r.created_at),
+      latency_ms: Number(r.latency_ms),
     }),
   );
   const storedKeys = new Map(
@@ -1218,8 +1228,13 @@ export async function checkInvariants(
           `${who}: the client received ${o.contentTokens} tokens of content but the record charges ${r.completion_tokens}`,
         );
       if (o.status === "aborted") {
-        // The client hung up: client_disconnect, unless the gateway had refused it already.
-        if (r.status !== "client_disconnect" && !isRefusal(r))
+        // The client hung up: client_disconnect, unless the gateway had refused it already, or
+        // (on a starved machine) the upstream's idle timeout had ended the stream before the
+        // client, slow to read what had arrived, hung up.
+        const endedFirst =
+          r.status === "upstream_error" &&
+          (o.code !== null || (o.abortedAt !== null && r.created_at + r.latency_ms <= o.abortedAt));
+        if (r.status !== "client_disconnect" && !isRefusal(r) && !endedFirst)
           violations.push(
             `${who}: the client hung up but the record says ${r.status} ${r.http_status} ${r.error_code ?? ""}`,
           );
