@@ -8,7 +8,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI, { type APIError, BadRequestError } from "openai";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
+import { updateAccount } from "../src/accounts/repository.ts";
 import type { CallRecord } from "../src/records/writer.ts";
+import { WITHHELD_MESSAGE } from "../src/relay/review.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { startMockAnthropic } from "./support/mock-anthropic-upstream.ts";
 import { MOCK_SEARCH_URL, WEB_SEARCH_INPUT_TOKENS } from "./support/mock-openai-responses.ts";
@@ -27,6 +29,11 @@ let openai: MockUpstream;
 let anthropic: MockUpstream;
 let gw: TestGateway;
 let client: OpenAI;
+/** content safety on: answers reviewed whole */
+let guarded: OpenAI;
+/** content safety on, streams released in reviewed segments */
+let live: OpenAI;
+const BLOCKED = "forbiddenword";
 
 before(async () => {
   [openai, anthropic] = await Promise.all([
@@ -75,10 +82,21 @@ before(async () => {
         },
       ],
       plans: [{ id: "default", quota_tokens: 1_000_000_000, models: ["search", "plain", "claude-first"] }],
+      safety: {
+        enabled: false,
+        timeout_ms: 5_000,
+        reviewers: [{ type: "rules", terms: [BLOCKED], category: "blocked_terms" }],
+      },
     },
   });
-  const apiKey = (await gw.key(await gw.account("alice"))).secret;
-  client = new OpenAI({ baseURL: gw.baseURL, apiKey, maxRetries: 0, timeout: 20_000 });
+  const options = { baseURL: gw.baseURL, maxRetries: 0, timeout: 20_000 };
+  client = new OpenAI({ ...options, apiKey: (await gw.key(await gw.account("alice"))).secret });
+  const reviewed = await gw.account("reviewed");
+  await updateAccount(gw.gateway.deps.store.db, reviewed, { safety: "on" });
+  guarded = new OpenAI({ ...options, apiKey: (await gw.key(reviewed)).secret });
+  const segments = await gw.account("reviewed-streaming");
+  await updateAccount(gw.gateway.deps.store.db, segments, { safety: "on", safety_streaming: "reviewed" });
+  live = new OpenAI({ ...options, apiKey: (await gw.key(segments)).secret });
 });
 
 after(async () => {
@@ -136,7 +154,7 @@ describe("built-in tools allowed (responses_builtin_tools: [web_search])", () =>
       ["web_search_call", "message"],
     );
     const search = response.output[0] as OpenAI.Responses.ResponseFunctionWebSearch;
-    assert.equal((search.action as { query?: string }).query, input);
+    assert.equal((search.action as { query?: string }).query, "What is new today");
     assert.equal(response.output_text, mockText(5));
     const message = response.output[1] as OpenAI.Responses.ResponseOutputMessage;
     const text = message.content[0] as OpenAI.Responses.ResponseOutputText;
@@ -239,6 +257,54 @@ describe("built-in tools allowed (responses_builtin_tools: [web_search])", () =>
     assert.equal(err.param, "previous_response_id");
     assert.match(err.message, /web_search_call/);
     assert.equal(openai.requests.length, before, "nothing was sent");
+  });
+});
+
+describe("content safety on a native answer", () => {
+  test("reviewed whole: a clean answer passes with its web_search_call; a flagged one is withheld, charged, stored as withheld", async () => {
+    const tools = [{ type: "web_search" as const }];
+    const clean = await guarded.responses.create({ model: "search", input: "news mock:tokens=3", tools });
+    assert.equal(clean.status, "completed");
+    assert.equal(clean.output[0]!.type, "web_search_call");
+    assert.equal(clean.output_text, mockText(3));
+
+    const { data: flagged, response: raw } = await guarded.responses
+      .create({ model: "search", input: `news mock:text=${BLOCKED} mock:tokens=3`, tools })
+      .withResponse();
+    const record = await gw.record(raw.headers.get("x-request-id")!);
+    assert.equal(flagged.status, "incomplete");
+    assert.deepEqual(flagged.incomplete_details, { reason: "content_filter" });
+    assert.equal(flagged.output_text, WITHHELD_MESSAGE);
+    assert.doesNotMatch(JSON.stringify(flagged), new RegExp(BLOCKED));
+    assert.deepEqual((flagged as any).safety.categories, ["blocked_terms"]);
+    assert.equal(record.safety_verdict, "flagged");
+    assert.equal(
+      Number(record.prompt_tokens),
+      countWords("news mock:text=x mock:tokens=3") + WEB_SEARCH_INPUT_TOKENS,
+    );
+    assert.equal(Number(record.completion_tokens), 3, "the upstream's work is charged");
+    assert.deepEqual(await guarded.responses.retrieve(flagged.id), flagged, "stored as withheld");
+  });
+
+  test("reviewed streaming: the upstream's events as reviewed; a flag ends the Response incomplete, nothing flagged sent", async () => {
+    const stream = await live.responses.create({
+      model: "search",
+      input: `news mock:text=${BLOCKED} mock:tokens=3`,
+      tools: [{ type: "web_search" }],
+      stream: true,
+    });
+    const events: ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    const end = events.at(-1)!;
+    assert.equal(end.type, "response.incomplete");
+    const response = (end as { response: OpenAI.Responses.Response }).response;
+    assert.deepEqual(response.incomplete_details, { reason: "content_filter" });
+    assert.deepEqual((response as any).safety.categories, ["blocked_terms"]);
+    assert.doesNotMatch(JSON.stringify(events), new RegExp(BLOCKED), "nothing flagged reached the client");
+    assert.deepEqual(
+      events.map((e) => e.sequence_number),
+      events.map((_, i) => i),
+    );
   });
 });
 

@@ -17,8 +17,9 @@
  * url_citation; the search's results count as WEB_SEARCH_INPUT_TOKENS input tokens, as
  * OpenAI bills the search content the model reads. Otherwise the message alone. Directives in
  * the last user text: mock:tokens=N (words of the reply, bounded by max_output_tokens: the
- * Response is then incomplete), mock:cache (3 input tokens cached), mock:status=CODE is
- * handled by the caller.
+ * Response is then incomplete), mock:text=WORD (the reply is WORD repeated), mock:cache (3
+ * input tokens cached); mock:status=CODE and mock:latency=MS are handled by the caller. The
+ * search's query is the last user text without the directives.
  */
 import { countWords, replyWords, sseEvent } from "./mock-provider.ts";
 
@@ -226,7 +227,8 @@ export function planResponse(
   let words = Number.isFinite(asked) && asked >= 0 ? asked : DEFAULT_WORDS;
   const cut = bound !== undefined && words >= bound;
   if (cut) words = bound!;
-  const pieces = replyWords(words);
+  const word = d.get("text");
+  const pieces = word ? Array.from({ length: words }, (_, i) => (i ? ` ${word}` : word)) : replyWords(words);
   const text = pieces.join("");
   const output: any[] = [];
   if (search)
@@ -234,7 +236,12 @@ export function planResponse(
       id: id("ws"),
       type: "web_search_call",
       status: "completed",
-      action: { type: "search", query: input.lastUser, sources: [{ type: "url", url: MOCK_SEARCH_URL }] },
+      // the question, as a model would search it: the mock's directives are no part of it
+      action: {
+        type: "search",
+        query: input.lastUser.replace(/\s*mock:\S+/g, "").trim(),
+        sources: [{ type: "url", url: MOCK_SEARCH_URL }],
+      },
     });
   output.push({
     id: id("msg"),
