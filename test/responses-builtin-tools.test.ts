@@ -6,7 +6,7 @@
 // allow it and on an Anthropic deployment the model is routed to.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import OpenAI, { type APIError, BadRequestError } from "openai";
+import OpenAI, { APIError, BadRequestError } from "openai";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { updateAccount } from "../src/accounts/repository.ts";
 import type { CallRecord } from "../src/records/writer.ts";
@@ -257,6 +257,54 @@ describe("built-in tools allowed (responses_builtin_tools: [web_search])", () =>
     assert.equal(err.param, "previous_response_id");
     assert.match(err.message, /web_search_call/);
     assert.equal(openai.requests.length, before, "nothing was sent");
+  });
+});
+
+describe("a native stream that breaks", () => {
+  test("after it began: response.failed with the items done, then an error event the SDK raises; recorded upstream_error", async () => {
+    const res = await fetch(`${gw.baseURL}/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${client.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "search",
+        input: "talk mock:tokens=20 mock:drop-after=3",
+        tools: [{ type: "web_search" }],
+        stream: true,
+      }),
+    });
+    assert.equal(res.status, 200);
+    const events = (await res.text())
+      .trim()
+      .split("\n\n")
+      .map((block) => JSON.parse(block.slice(block.indexOf("data: ") + 6)) as Record<string, any>);
+    const [failed, error] = events.slice(-2);
+    assert.equal(failed!.type, "response.failed");
+    assert.equal(failed!.response.status, "failed");
+    assert.equal(failed!.response.id, `resp_${res.headers.get("x-request-id")!.slice(4)}`);
+    assert.deepEqual(
+      failed!.response.output.map((item: { type: string }) => item.type),
+      ["web_search_call"],
+      "the items done before the break",
+    );
+    assert.equal(error!.type, "error");
+    assert.equal(error!.code, "upstream_error");
+    assert.equal(events.filter((e) => e.type === "response.output_text.delta").length, 3);
+    assert.deepEqual(
+      events.map((e) => e.sequence_number),
+      events.map((_, i) => i),
+    );
+    const record = await gw.record(res.headers.get("x-request-id")!);
+    assert.equal(record.status, "upstream_error");
+
+    const stream = await client.responses.create({
+      model: "search",
+      input: "talk mock:tokens=20 mock:drop-after=3",
+      tools: [{ type: "web_search" }],
+      stream: true,
+    });
+    await assert.rejects(async () => {
+      for await (const _ of stream);
+    }, APIError);
   });
 });
 

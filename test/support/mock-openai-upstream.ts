@@ -793,7 +793,8 @@ export function startMockUpstream(
   /**
    * POST /v1/responses (./mock-openai-responses.ts): validated as OpenAI does, then answered
    * whole or as its event sequence. Directives from the last user text (and the mock's own):
-   * mock:status=CODE, mock:latency=MS, mock:tokens=N, mock:cache.
+   * mock:status=CODE, mock:latency=MS, mock:tokens=N, mock:text=WORD, mock:cache, and
+   * mock:drop-after=K (stream: the events up to the K-th text delta, then the connection cut).
    */
   function handleResponses(req: IncomingMessage, res: ServerResponse, path: string): void {
     const state = tracker.begin(res);
@@ -846,7 +847,15 @@ export function startMockUpstream(
           "x-request-id": nextRequestId(),
           "openai-version": "2020-10-01",
         });
-        res.end(responseEvents(plan).join(""));
+        const events = responseEvents(plan);
+        const dropAfter = Number.parseInt(d.get("drop-after") ?? "", 10);
+        if (!(dropAfter >= 0)) return void res.end(events.join(""));
+        // the events up to the K-th text delta, then the connection cut
+        let deltas = 0;
+        const cut = events.findIndex(
+          (e) => e.startsWith("event: response.output_text.delta\n") && ++deltas === dropAfter,
+        );
+        res.write(events.slice(0, cut === -1 ? events.length : cut + 1).join(""), () => req.socket.destroy());
       };
       const latency = Number.parseInt(d.get("latency") ?? "", 10);
       const wait = Number.isFinite(latency) ? latency : defaultLatency;
