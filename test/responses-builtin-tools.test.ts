@@ -3,7 +3,8 @@
 // allows them (`responses_builtin_tools`), its web_search_call item and text reaching the
 // client whole and streamed, the usage charged as the upstream's Response reported it, stored
 // and continued; refused naming the tool, before anything is sent, on a provider that does not
-// allow it and on an Anthropic deployment the model is routed to.
+// allow it and on an Anthropic deployment the model is routed to; content safety on the
+// native answer, and a native stream cut after it began.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI, { APIError, BadRequestError } from "openai";
