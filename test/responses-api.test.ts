@@ -640,7 +640,18 @@ describe("Responses API across upstreams and edge cases", () => {
     };
     await bad({ model: "gpt" }, "input");
     await bad({ model: "gpt", input: 42 }, "input");
-    await bad({ model: "gpt", input: [{ type: "web_search_call", id: "ws" }] }, "input[0].type");
+    await bad({ model: "gpt", input: [{ type: "bogus_call", id: "x" }] }, "input[0].type");
+    // a built-in tool's item is known, and refused where its tool is not allowed (every upstream here)
+    await bad(
+      {
+        model: "gpt",
+        input: [
+          { role: "user", content: "x" },
+          { type: "web_search_call", id: "ws" },
+        ],
+      },
+      "input[1]",
+    );
     await bad({ model: "gpt", input: [{ role: "robot", content: "x" }] }, "input[0].role");
     await bad({ model: "gpt", input: [{ type: "function_call_output", output: "x" }] }, "input[0].call_id");
     await bad({ model: "gpt", input: "x", tools: [{ type: "function" }] }, "tools[0].name");

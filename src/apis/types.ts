@@ -10,7 +10,8 @@
  *    how it reads the key from the headers, how it answers an error before its answer
  *    started, and `parse()`, which validates a body and returns a `ClientCall`.
  * 2. A `ClientCall` carries the canonical request, optionally the body in the API's own form
- *    (`native`, for adapters that speak that API: the Anthropic adapter for Messages), and
+ *    (`native`, for adapters that speak that API: the Anthropic adapter for Messages, the
+ *    openai-compatible one for Responses calls with OpenAI's built-in tools), and
  *    renders the answer: `json()` the whole body from the restamped canonical completion and
  *    the usage as charged; `stream()` a `StreamRenderer` that turns canonical chunks into the
  *    API's SSE events (named events where the API has them) and ends or fails the stream.

@@ -264,7 +264,29 @@ plans:
       total_ms: 600_000,
     });
     assert.equal(p.max_connections, 256);
+    assert.deepEqual(p.responses_builtin_tools, [], "built-in tools refused unless the operator lists them");
     assert.deepEqual(c.plans[0]!.models, []);
+  });
+
+  test("responses_builtin_tools: OpenAI's tool names load; another name is refused, naming the entry", () => {
+    const provider = (tools: string) => `providers:
+  - id: up
+    type: openai-compatible
+    base_url: https://api.openai.com/v1
+    responses_builtin_tools: ${tools}
+models:
+  - id: m
+    provider: up
+plans:
+  - id: default
+    quota_tokens: 0
+`;
+    const c = loadConfig({}, file(provider("[web_search, file_search]")));
+    const p = c.providers[0]!;
+    assert.ok(p.type === "openai-compatible");
+    assert.deepEqual(p.responses_builtin_tools, ["web_search", "file_search"]);
+    const path = file(provider("[web_search, web_crawl]"));
+    assertLine(failure({}, path), path, "providers[0].responses_builtin_tools[1]", /./);
   });
 
   test("the file named by GATEWAY_CONFIG is read when no file is passed", () => {

@@ -120,3 +120,29 @@ export function promptUpperBound(original: ChatRequest, o: PromptOverheads): num
 export function localPromptTokens(request: ChatRequest): number {
   return countPromptTokens(request.messages, request.tools ?? request.functions ?? request.response_format);
 }
+
+/**
+ * The most prompt tokens an upstream can count for a Responses API body sent as it is (OpenAI's
+ * Responses API, for built-in tools): every byte of the body's JSON (its texts, tool
+ * definitions and the earlier items, built-in tools' included, with their keys), the template's
+ * share per request, per item and for tools, and the bound of each image and file part. What a
+ * built-in tool adds while it runs (web search results read by the model) is not in the body:
+ * it is counted by the upstream and charged as reported.
+ */
+export function responsesBodyBound(body: Readonly<Record<string, unknown>>, o: PromptOverheads): number {
+  let n = o.per_request + utf8(JSON.stringify(body));
+  const input = body.input;
+  const items: unknown[] = Array.isArray(input) ? input : [input];
+  n += o.per_message * (items.length + (body.instructions ? 1 : 0));
+  for (const item of items) {
+    const content = (item as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content as Array<{ type?: unknown }>) {
+      if (part?.type === "input_image") n += o.image;
+      else if (part?.type === "input_file") n += o.file;
+    }
+  }
+  const tools = body.tools;
+  if (Array.isArray(tools) && tools.length) n += o.tools + toolsBound(tools);
+  return n;
+}

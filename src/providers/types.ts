@@ -8,6 +8,7 @@
 import type { z } from "zod";
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ApiName } from "../apis/names.ts";
+import type { BuiltinToolUse } from "./builtin-tools.ts";
 import type { PromptOverheads } from "./prompt-bound.ts";
 
 /** Why a choice ended, whatever the upstream called it. */
@@ -98,6 +99,12 @@ export interface NativeRequest {
    * forward what its configuration allows (Anthropic: `anthropic-beta`).
    */
   headers: Readonly<Record<string, string>>;
+  /**
+   * OpenAI's built-in tools the body uses (Responses API), which the canonical request
+   * cannot carry: an attempt on a deployment whose adapter does not pass on each of them
+   * natively is refused before anything is sent (./builtin-tools.ts).
+   */
+  builtinTools?: readonly BuiltinToolUse[] | undefined;
 }
 
 /** One event of a native stream: its SSE event name and its parsed data. */
@@ -137,6 +144,11 @@ export interface Provider {
    * canonical request.
    */
   promptBound(request: ChatRequest, overheads: PromptOverheads, native?: NativeRequest): number;
+  /**
+   * The built-in tools of OpenAI's Responses API this adapter passes on for `native` (it then
+   * sends that body natively); absent: none, every built-in tool is refused.
+   */
+  builtinTools?(native: NativeRequest): ReadonlySet<string>;
   /** Throws UpstreamError (./upstream-error.ts) or the signal's abort reason. */
   complete(call: UpstreamCall): Promise<Completion>;
   /** Chunks in upstream order, the last carrying usage where the upstream reports it. */

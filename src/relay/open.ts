@@ -3,6 +3,7 @@
 // returns or throws, so this is where routing tries deployments (src/routing/route.ts):
 // each attempt is opened here, and the route decides what follows a failure.
 import type { Metrics } from "../observability/metrics.ts";
+import { refuseBuiltinTools } from "../providers/builtin-tools.ts";
 import type { Chunk, Completion, UpstreamCall } from "../providers/types.ts";
 import type { Attempt, Route } from "../routing/route.ts";
 import type { CallContext } from "./call.ts";
@@ -63,6 +64,9 @@ export async function openAnswer(
 /** One upstream call to one deployment, up to its first chunk or its whole answer. */
 async function openAttempt(metrics: Metrics, attempt: Attempt, stream: boolean): Promise<Opened> {
   const { deployment, call } = attempt;
+  // Each attempt's deployment decides (one model may mix upstreams that pass built-in tools on
+  // and others); refused before the upstream is asked, so it is no upstream failure.
+  refuseBuiltinTools(call.native, deployment.provider);
   const started = performance.now();
   const observe = (outcome: "ok" | "error") =>
     metrics.upstreamSeconds.observe(

@@ -818,3 +818,104 @@ test("runs as a process: prints its URL, serves, exits cleanly on SIGTERM", asyn
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   }
 });
+
+describe("POST /v1/responses (OpenAI's Responses API)", () => {
+  const postResponses = (body: unknown) =>
+    fetch(`${mock.url}/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const refusedWith = async (body: Record<string, unknown>) => {
+    const res = await postResponses({ model: "m", input: "x", ...body });
+    assert.equal(res.status, 400);
+    return (await json(res)).error;
+  };
+
+  test("requests are validated as OpenAI validates them, in its error envelope", async () => {
+    assert.deepEqual(await refusedWith({ messages: [] }), {
+      message: "Unknown parameter: 'messages'.",
+      type: "invalid_request_error",
+      param: "messages",
+      code: "unknown_parameter",
+    });
+    assert.equal((await refusedWith({ tools: [{ type: "web_searcher" }] })).param, "tools[0].type");
+    assert.equal(
+      (await refusedWith({ tools: [{ type: "file_search" }] })).param,
+      "tools[0].vector_store_ids",
+    );
+    assert.equal((await refusedWith({ max_output_tokens: 8 })).code, "integer_below_min_value");
+    assert.equal((await refusedWith({ previous_response_id: "resp_1" })).code, "previous_response_not_found");
+    assert.equal((await refusedWith({ input: [{ type: "weird" }] })).param, "input[0].type");
+    assert.equal((await refusedWith({ input: [{ role: "robot", content: "x" }] })).param, "input[0].role");
+    assert.equal(
+      (await refusedWith({ store: false, input: [{ type: "reasoning", id: "rs_1", summary: [] }] })).param,
+      "input",
+    );
+  });
+
+  test("web_search: a web_search_call item, then the message; the search's content counted as input", async () => {
+    const r = await client.responses.create({
+      model: "m",
+      input: "news today mock:tokens=4",
+      tools: [{ type: "web_search" }],
+    });
+    assert.deepEqual(
+      r.output.map((item) => item.type),
+      ["web_search_call", "message"],
+    );
+    assert.equal(r.output_text, "Hello world this is");
+    assert.equal(r.usage!.input_tokens, 3 + 20);
+    assert.equal(r.usage!.output_tokens, 4);
+    const plain = await client.responses.create({ model: "m", input: "hello mock:tokens=2 mock:cache" });
+    assert.deepEqual(
+      plain.output.map((item) => item.type),
+      ["message"],
+    );
+    assert.equal(plain.usage!.input_tokens_details.cached_tokens, 3);
+  });
+
+  test("the stream: OpenAI's named, numbered events, ending response.completed with the usage", async () => {
+    const stream = await client.responses.create({
+      model: "m",
+      input: "news mock:tokens=3",
+      tools: [{ type: "web_search" }],
+      stream: true,
+    });
+    const events: Array<{ type: string; sequence_number: number }> = [];
+    for await (const event of stream) events.push(event);
+    assert.deepEqual(
+      events.slice(0, 7).map((e) => e.type),
+      [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.output_item.done",
+      ],
+    );
+    assert.deepEqual(
+      events.map((e) => e.sequence_number),
+      events.map((_, i) => i),
+    );
+    const last = events.at(-1)!;
+    assert.equal(last.type, "response.completed");
+    assert.equal((last as any).response.usage.output_tokens, 3);
+    const raw = await fetch(`${mock.url}/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", input: "x mock:tokens=1", stream: true }),
+    });
+    const text = await raw.text();
+    assert.match(text, /^event: response\.created\ndata: \{/, "each event named, as OpenAI sends them");
+  });
+
+  test("a bound below the answer: an incomplete Response (max_output_tokens)", async () => {
+    const r = await client.responses.create({ model: "m", input: "x mock:tokens=40", max_output_tokens: 16 });
+    assert.equal(r.status, "incomplete");
+    assert.equal(r.incomplete_details?.reason, "max_output_tokens");
+    assert.equal(r.usage!.output_tokens, 16);
+  });
+});

@@ -1,6 +1,7 @@
 /**
  * Mock upstream model provider speaking OpenAI's wire format for
- * `POST /v1/chat/completions` (JSON and SSE) and `GET /v1/models`.
+ * `POST /v1/chat/completions` (JSON and SSE), `POST /v1/responses` (OpenAI's Responses API,
+ * JSON and SSE, with the web_search tool: ./mock-openai-responses.ts) and `GET /v1/models`.
  *
  * Used by the gateway's end-to-end tests and by the benchmark, so it is
  * deterministic, quiet (no logging) and cheap per request.
@@ -77,8 +78,10 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import { listenForTests } from "./listen.ts";
+import { planResponse, readInput, responseEvents, responsesProblem } from "./mock-openai-responses.ts";
 import {
   type Active,
+  directives as directiveMap,
   isMain,
   MOCK_TOOL_TEXT,
   mockArguments,
@@ -787,6 +790,80 @@ export function startMockUpstream(
     });
   }
 
+  /**
+   * POST /v1/responses (./mock-openai-responses.ts): validated as OpenAI does, then answered
+   * whole or as its event sequence. Directives from the last user text (and the mock's own):
+   * mock:status=CODE, mock:latency=MS, mock:tokens=N, mock:text=WORD, mock:cache, and
+   * mock:drop-after=K (stream: the events up to the K-th text delta, then the connection cut).
+   */
+  function handleResponses(req: IncomingMessage, res: ServerResponse, path: string): void {
+    const state = tracker.begin(res);
+    req.once("error", () => tracker.finish(state));
+    const entry: ReceivedRequest | undefined = record
+      ? { method: req.method ?? "POST", path, headers: req.headers, body: undefined, at: Date.now() }
+      : undefined;
+    if (entry !== undefined) requests.push(entry);
+    const bufs: Buffer[] = [];
+    req.on("data", (b: Buffer) => bufs.push(b));
+    req.on("end", () => {
+      if (state.closed) return;
+      const raw = Buffer.concat(bufs).toString("utf8");
+      let body: any;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        if (entry !== undefined) entry.body = raw;
+        state.done = true;
+        sendError(res, 400, INVALID_JSON_MESSAGE, "invalid_request_error", null, null);
+        return;
+      }
+      if (entry !== undefined) entry.body = body;
+      if (!authorized(req, res)) {
+        state.done = true;
+        return;
+      }
+      const problem = responsesProblem(body);
+      if (problem) {
+        state.done = true;
+        sendError(res, 400, ...problem);
+        return;
+      }
+      const input = readInput(body);
+      const fromHeader = req.headers["x-mock-directives"];
+      const d = directiveMap(
+        `${input.lastUser} ${tracker.ownDirectives()} ${typeof fromHeader === "string" ? fromHeader : ""}`,
+      );
+      const go = () => {
+        state.timer = undefined;
+        if (state.closed) return;
+        state.done = true;
+        const status = Number.parseInt(d.get("status") ?? "", 10);
+        if (status >= 400 && status <= 599) return sendError(res, status, ...statusError(status, body.model));
+        const plan = planResponse(body, d, input);
+        if (body.stream !== true) return sendJson(res, 200, JSON.stringify(plan.response));
+        res.writeHead(200, {
+          "content-type": SSE_CONTENT_TYPE,
+          "cache-control": "no-cache",
+          "x-request-id": nextRequestId(),
+          "openai-version": "2020-10-01",
+        });
+        const events = responseEvents(plan);
+        const dropAfter = Number.parseInt(d.get("drop-after") ?? "", 10);
+        if (!(dropAfter >= 0)) return void res.end(events.join(""));
+        // the events up to the K-th text delta, then the connection cut
+        let deltas = 0;
+        const cut = events.findIndex(
+          (e) => e.startsWith("event: response.output_text.delta\n") && ++deltas === dropAfter,
+        );
+        res.write(events.slice(0, cut === -1 ? events.length : cut + 1).join(""), () => req.socket.destroy());
+      };
+      const latency = Number.parseInt(d.get("latency") ?? "", 10);
+      const wait = Number.isFinite(latency) ? latency : defaultLatency;
+      if (wait > 0) state.timer = setTimeout(go, wait);
+      else go();
+    });
+  }
+
   /** Validates a chat request; answers 400/401 and returns false when it is not acceptable. */
   function acceptable(req: IncomingMessage, res: ServerResponse, parsed: boolean, body: any): boolean {
     if (!authorized(req, res)) return false;
@@ -1105,6 +1182,7 @@ export function startMockUpstream(
       return sendJson(res, 404, JSON.stringify({ error: { code: "404", message: "Resource not found" } }));
     }
     if (path === "/v1/chat/completions" && method === "POST") return handleChat(req, res, path);
+    if (path === "/v1/responses" && method === "POST") return handleResponses(req, res, path);
     if (method === "GET" && (path === "/v1/models" || path === "/v1/models/mock-model")) {
       if (!authorized(req, res)) return;
       return sendJson(

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { AuthContext } from "../../auth/key-cache.ts";
 import { parseBearer } from "../../auth/key-format.ts";
 import type { GatewayError } from "../../errors/index.ts";
-import type { Chunk } from "../../providers/types.ts";
+import type { Chunk, NativeRequest } from "../../providers/types.ts";
 import { safetyExtension, WITHHELD_MESSAGE } from "../../relay/review.ts";
 import type { ChatRequest } from "../chat-completions/request.ts";
 import type {
@@ -22,6 +22,7 @@ import type {
   StreamRenderer,
 } from "../types.ts";
 import { type ResponseEvent, ResponseEvents } from "./events.ts";
+import { NativeResponseEvents, nativeResponsesBody, restampResponse } from "./native.ts";
 import { type InputItem, parseResponsesRequest, type ResponsesRequest } from "./request.ts";
 import {
   messageItem,
@@ -33,7 +34,7 @@ import {
   statusOf,
 } from "./response.ts";
 import type { ResponseStore } from "./stored.ts";
-import { toChatRequest } from "./to-chat.ts";
+import { builtinToolUses, toChatRequest } from "./to-chat.ts";
 
 export interface ResponsesDeps {
   store: ResponseStore;
@@ -45,6 +46,7 @@ const sse = (event: ResponseEvent): SseEvent => ({ event: event.type, data: JSON
 class ResponsesCall implements ClientCall {
   readonly api: ClientApi;
   readonly request: ChatRequest;
+  readonly native: NativeRequest | undefined;
   readonly #deps: ResponsesDeps;
   readonly #accountId: string;
   readonly #req: ResponsesRequest;
@@ -55,16 +57,28 @@ class ResponsesCall implements ClientCall {
     accountId: string,
     req: ResponsesRequest,
     request: ChatRequest,
+    native: NativeRequest | undefined,
   ) {
     this.api = api;
     this.#deps = deps;
     this.#accountId = accountId;
     this.#req = req;
     this.request = request;
+    this.native = native;
   }
 
   async json(answer: JsonAnswer): Promise<string> {
     const ids = new ResponseIds(answer.requestId);
+    const createdAt = Math.floor(answer.startedAt / 1000);
+    const native = answer.completion.native;
+    if (native && !answer.withheld) {
+      // the upstream's Response, built-in tools' items and all, as the gateway's
+      const body = JSON.stringify(
+        restampResponse(native, this.#req, ids, createdAt, responsesUsage(answer.usage)),
+      );
+      await this.keep(ids.id, body);
+      return body;
+    }
     const choice = answer.completion.choices[0];
     const { status, incomplete_details } = statusOf(
       answer.withheld ? "content_filter" : choice?.finish_reason,
@@ -76,7 +90,7 @@ class ResponsesCall implements ClientCall {
         : [];
     const response: ResponseObject & { safety?: unknown } = responseObject(this.#req, {
       ids,
-      createdAt: Math.floor(answer.startedAt / 1000),
+      createdAt,
       status,
       output,
       incomplete_details,
@@ -119,29 +133,35 @@ class ResponsesCall implements ClientCall {
   }
 }
 
-/** The Responses event sequence of one streamed answer. */
+/**
+ * The Responses event sequence of one streamed answer: made from the canonical chunks, or the
+ * upstream's own events passed on when it answered natively (the first chunk says which: one
+ * deployment answers a whole stream).
+ */
 class ResponsesStream implements StreamRenderer {
   readonly #call: ResponsesCall;
   readonly #events: ResponseEvents;
-  #started = false;
+  readonly #native: NativeResponseEvents;
+  #mode: "translated" | "native" | undefined;
 
   constructor(call: ResponsesCall, req: ResponsesRequest, context: AnswerContext) {
     this.#call = call;
-    this.#events = new ResponseEvents(
-      req,
-      new ResponseIds(context.requestId),
-      Math.floor(context.startedAt / 1000),
-    );
+    const ids = new ResponseIds(context.requestId);
+    const createdAt = Math.floor(context.startedAt / 1000);
+    this.#events = new ResponseEvents(req, ids, createdAt);
+    this.#native = new NativeResponseEvents(req, ids, createdAt);
   }
 
-  /** response.created and response.in_progress open the stream, with the upstream's first chunk. */
+  /** Translated: response.created and response.in_progress open the stream, with the upstream's first chunk. */
   #open(out: ResponseEvent[]): void {
-    if (this.#started) return;
-    this.#started = true;
+    if (this.#mode) return;
+    this.#mode = "translated";
     out.push(...this.#events.start());
   }
 
   chunk(chunk: Chunk): readonly SseEvent[] {
+    this.#mode ??= chunk.native ? "native" : undefined;
+    if (this.#mode === "native") return this.#native.pass(chunk.native ?? []).map(sse);
     const out: ResponseEvent[] = [];
     this.#open(out);
     out.push(...this.#events.chunk(chunk));
@@ -150,11 +170,21 @@ class ResponsesStream implements StreamRenderer {
 
   async finish(end: StreamEnd): Promise<readonly SseEvent[]> {
     const out: ResponseEvent[] = [];
-    this.#open(out);
-    out.push(...this.#events.finish(responsesUsage(end.usage), end.withheld ? "content_filter" : undefined));
-    const response = this.#events.response as ResponseObject & { safety?: unknown };
-    if (end.withheld) response.safety = safetyExtension(end.withheld);
-    await this.#call.keep(response.id, JSON.stringify(response));
+    let response: (ResponseObject & { safety?: unknown }) | undefined;
+    if (this.#mode === "native") {
+      out.push(...this.#native.finish(responsesUsage(end.usage), end.withheld !== undefined));
+      response = this.#native.response;
+    } else {
+      this.#open(out);
+      out.push(
+        ...this.#events.finish(responsesUsage(end.usage), end.withheld ? "content_filter" : undefined),
+      );
+      response = this.#events.response;
+    }
+    if (response) {
+      if (end.withheld) response.safety = safetyExtension(end.withheld);
+      await this.#call.keep(response.id, JSON.stringify(response));
+    }
     return out.map(sse);
   }
 
@@ -163,9 +193,11 @@ class ResponsesStream implements StreamRenderer {
   }
 
   error(error: GatewayError): readonly SseEvent[] {
+    const failure = { code: error.code, message: error.message, param: error.param };
+    if (this.#mode === "native") return this.#native.fail(failure).map(sse);
     const out: ResponseEvent[] = [];
     this.#open(out);
-    out.push(...this.#events.fail({ code: error.code, message: error.message, param: error.param }));
+    out.push(...this.#events.fail(failure));
     return out.map(sse);
   }
 }
@@ -187,7 +219,18 @@ export function responsesApi(deps: ResponsesDeps): ClientApi {
             param: "previous_response_id",
           }
         : undefined;
-      return new ResponsesCall(api, deps, caller.account.id, req, toChatRequest(req, prior));
+      const request = toChatRequest(req, prior);
+      // Built-in tools: the body goes beside the canonical request, for an upstream that passes them on.
+      const builtinTools = builtinToolUses(req, prior);
+      const native: NativeRequest | undefined = builtinTools.length
+        ? {
+            api: "responses",
+            body: nativeResponsesBody(body as Record<string, unknown>, prior),
+            headers: {},
+            builtinTools,
+          }
+        : undefined;
+      return new ResponsesCall(api, deps, caller.account.id, req, request, native);
     },
   };
   return api;

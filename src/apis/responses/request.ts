@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../config/id.ts";
 import { GatewayError } from "../../errors/index.ts";
+import { BUILTIN_ITEM_TYPES } from "../../providers/builtin-tools.ts";
 import { deepest, paramName } from "../chat-completions/request.ts";
 
 const opt = <T extends z.ZodType>(schema: T) =>
@@ -80,8 +81,17 @@ const reasoningItem = z.looseObject({
   encrypted_content: opt(z.string()),
 });
 const itemReference = z.looseObject({ type: z.literal("item_reference"), id: z.string() });
+/**
+ * An item of a built-in tool (web_search_call, …), as a client sends back what a native
+ * answer gave it: passed on as it is to an upstream that allows its tool, refused elsewhere
+ * (src/providers/builtin-tools.ts).
+ */
+const builtinItem = z.looseObject({
+  type: z.enum(BUILTIN_ITEM_TYPES),
+  id: opt(z.string()),
+});
 
-/** The input item types the gateway takes; others (built-in tools' calls) are refused. */
+/** The input item types the gateway takes. */
 export const INPUT_ITEM_TYPES = [
   "message",
   "function_call",
@@ -90,6 +100,7 @@ export const INPUT_ITEM_TYPES = [
   "custom_tool_call_output",
   "reasoning",
   "item_reference",
+  ...BUILTIN_ITEM_TYPES,
 ] as const;
 
 const inputItem = z.preprocess(
@@ -106,6 +117,7 @@ const inputItem = z.preprocess(
     customToolCallOutputItem,
     reasoningItem,
     itemReference,
+    builtinItem,
   ]),
 );
 
@@ -131,7 +143,11 @@ const customTool = z.looseObject({
     ]),
   ),
 });
-/** OpenAI's built-in tools (web search, file search, computer use, …): refused by the translation, naming them. */
+/**
+ * OpenAI's built-in tools (web search, file search, computer use, …): left out of the
+ * canonical request, passed on natively where the deployment allows them, refused elsewhere
+ * (src/providers/builtin-tools.ts).
+ */
 const builtinTool = z.looseObject({ type: z.string().min(1) });
 type FunctionTool = z.output<typeof functionTool>;
 type CustomTool = z.output<typeof customTool>;
@@ -221,7 +237,7 @@ function valueAt(body: unknown, path: PropertyKey[]): unknown {
 function problemOf(issue: z.core.$ZodIssue, body: unknown): string {
   if (valueAt(body, issue.path) === undefined) return "is required";
   if (issue.code === "invalid_union" && issue.path.at(-1) === "type" && issue.path.at(-3) === "input")
-    return `must be one of ${INPUT_ITEM_TYPES.join(", ")} (the items of OpenAI's built-in tools are not supported)`;
+    return `must be one of ${INPUT_ITEM_TYPES.join(", ")}`;
   if (issue.code === "invalid_union") {
     const known = UNION_PROBLEMS[paramName(issue.path)];
     if (known) return known;

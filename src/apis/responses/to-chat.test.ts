@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { GatewayError } from "../../errors/index.ts";
 import { parseResponsesRequest } from "./request.ts";
-import { toChatRequest } from "./to-chat.ts";
+import { builtinToolUses, toChatRequest } from "./to-chat.ts";
 
 const translate = (fields: Record<string, unknown>, prior?: unknown[]) =>
   toChatRequest(
@@ -154,12 +154,40 @@ test("images by URL are image parts; a file's data is a file part", () => {
   ]);
 });
 
-test("built-in tools are refused naming the tool, before anything is sent", () => {
-  const r = refusal({ input: "x", tools: [{ type: "function", name: "f" }, { type: "web_search" }] });
-  assert.equal(r.name, "invalid_request");
-  assert.equal(r.param, "tools[1]");
-  assert.match(r.message, /built-in tool 'web_search'/);
-  assert.equal(refusal({ input: "x", tool_choice: { type: "file_search" } }).param, "tool_choice");
+test("built-in tools are left out of the canonical request and listed with their params, items too", () => {
+  const req = parseResponsesRequest({
+    model: "m",
+    input: [
+      { role: "user", content: "search" },
+      { type: "web_search_call", id: "ws_1", status: "completed", action: { type: "search" } },
+    ],
+    tools: [{ type: "function", name: "f" }, { type: "web_search_preview_2025_03_11" }],
+    tool_choice: { type: "file_search" },
+  });
+  const prior = {
+    items: parseResponsesRequest({ model: "m", input: [{ type: "file_search_call", id: "fs_1" }] })
+      .input as any,
+    param: "previous_response_id",
+  };
+  const chat = toChatRequest(req, prior);
+  assert.deepEqual(
+    chat.tools?.map((t) => t.type),
+    ["function"],
+  );
+  assert.equal(chat.tool_choice, undefined);
+  assert.deepEqual(chat.messages, [{ role: "user", content: "search" }]);
+  assert.deepEqual(builtinToolUses(req, prior), [
+    { type: "web_search_preview_2025_03_11", param: "tools[1]" },
+    { type: "file_search", param: "tool_choice" },
+    { type: "file_search_call", param: "previous_response_id" },
+    { type: "web_search_call", param: "input[1]" },
+  ]);
+  assert.deepEqual(
+    builtinToolUses(
+      parseResponsesRequest({ model: "m", input: "x", tools: [{ type: "function", name: "f" }] }),
+    ),
+    [],
+  );
 });
 
 test("what the gateway cannot honour is refused with its param", () => {

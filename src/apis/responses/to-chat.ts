@@ -3,6 +3,7 @@
 // as messages, the tools, the output settings. What cannot be carried is refused here, naming
 // the field, before anything is reserved or sent. docs/apis.md lists each field's fate.
 import { GatewayError } from "../../errors/index.ts";
+import { BUILTIN_ITEM_TYPES, type BuiltinToolUse } from "../../providers/builtin-tools.ts";
 import type { ChatRequest } from "../chat-completions/request.ts";
 import type { InputItem, ResponsesRequest, ResponsesTool } from "./request.ts";
 
@@ -54,7 +55,8 @@ function refuseUnsupported(req: ResponsesRequest): void {
     );
 }
 
-function chatTool(tool: ResponsesTool, param: string): NonNullable<ChatRequest["tools"]>[number] {
+/** A tool as chat completions has it; undefined for a built-in tool, which only a native upstream serves. */
+function chatTool(tool: ResponsesTool): NonNullable<ChatRequest["tools"]>[number] | undefined {
   if (tool.type === "function") {
     const t = tool as Extract<ResponsesTool, { parameters?: unknown }>;
     return {
@@ -82,10 +84,7 @@ function chatTool(tool: ResponsesTool, param: string): NonNullable<ChatRequest["
       },
     };
   }
-  throw refuse(
-    param,
-    `The built-in tool '${tool.type}' is not supported by the gateway: it runs at OpenAI, outside the gateway's token accounting. Define a function tool instead.`,
-  );
+  return undefined;
 }
 
 function chatToolChoice(choice: ResponsesRequest["tool_choice"]): ChatRequest["tool_choice"] {
@@ -120,10 +119,8 @@ function chatToolChoice(choice: ResponsesRequest["tool_choice"]): ChatRequest["t
       },
     };
   }
-  throw refuse(
-    "tool_choice",
-    `A tool_choice of type '${choice.type}' names a built-in tool, which the gateway does not support.`,
-  );
+  // a built-in tool: only a native upstream honours it (builtinToolUses lists it)
+  return undefined;
 }
 
 type Part = Extract<InputItem, { type: "message" }>["content"] extends string | Array<infer P> ? P : never;
@@ -236,6 +233,9 @@ function chatMessages(req: ResponsesRequest, prior: PriorItems | undefined): Mes
           param,
           "Item references point into OpenAI's item store, which the gateway does not reach: send the items themselves, or continue with previous_response_id.",
         );
+      default:
+        // A built-in tool's item: only a native upstream reads it (builtinToolUses lists it).
+        break;
     }
   };
   if (prior) for (const item of prior.items) add(item, prior.param);
@@ -254,7 +254,8 @@ export function toChatRequest(req: ResponsesRequest, prior?: PriorItems): ChatRe
   refuseUnsupported(req);
   const chat: ChatRequest = { model: req.model, messages: chatMessages(req, prior) };
   if (req.stream) chat.stream = true;
-  if (req.tools?.length) chat.tools = req.tools.map((tool, i) => chatTool(tool, `tools[${i}]`));
+  const tools = req.tools?.flatMap((tool) => chatTool(tool) ?? []);
+  if (tools?.length) chat.tools = tools;
   const toolChoice = chatToolChoice(req.tool_choice);
   if (toolChoice !== undefined) chat.tool_choice = toolChoice;
   if (req.parallel_tool_calls !== undefined) chat.parallel_tool_calls = req.parallel_tool_calls;
@@ -282,4 +283,29 @@ export function toChatRequest(req: ResponsesRequest, prior?: PriorItems): ChatRe
   if (req.prompt_cache_key !== undefined) chat.prompt_cache_key = req.prompt_cache_key;
   if (req.service_tier !== undefined) chat.service_tier = req.service_tier;
   return chat;
+}
+
+const BUILTIN_ITEM: ReadonlySet<string> = new Set(BUILTIN_ITEM_TYPES);
+
+/**
+ * The built-in tools the request uses, which the canonical request leaves out: its tools, a
+ * tool_choice naming one, and the items they made earlier (in the stored conversation or sent
+ * back). Empty for most requests; otherwise only an upstream that passes them on can answer.
+ */
+export function builtinToolUses(req: ResponsesRequest, prior?: PriorItems): BuiltinToolUse[] {
+  const uses: BuiltinToolUse[] = [];
+  req.tools?.forEach((tool, i) => {
+    if (tool.type !== "function" && tool.type !== "custom")
+      uses.push({ type: tool.type, param: `tools[${i}]` });
+  });
+  const choice = req.tool_choice;
+  if (typeof choice === "object" && !["function", "custom", "allowed_tools"].includes(choice.type))
+    uses.push({ type: choice.type, param: "tool_choice" });
+  const items = (list: readonly InputItem[], param: (i: number) => string) =>
+    list.forEach((item, i) => {
+      if (BUILTIN_ITEM.has(item.type)) uses.push({ type: item.type, param: param(i) });
+    });
+  if (prior) items(prior.items, () => prior.param);
+  if (typeof req.input !== "string") items(req.input, (i) => `input[${i}]`);
+  return uses;
 }

@@ -1,5 +1,7 @@
 // Adapter for any server speaking OpenAI's chat completions API (OpenAI, vLLM, Ollama,
 // llama.cpp, LM Studio, …), and the wire handling Azure OpenAI composes (../azure-openai).
+// A Responses API call with built-in tools the provider allows goes natively to OpenAI's
+// Responses API instead (./responses.ts).
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import {
   customToolNames,
@@ -7,12 +9,12 @@ import {
   restoreCustomCallChunks,
   restoreCustomCalls,
 } from "../custom-tools.ts";
-import { HttpUpstream, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
-import { promptUpperBound } from "../prompt-bound.ts";
+import { HttpUpstream, parseJson, parseShape, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
-import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
+import type { Chunk, Completion, NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
+import { openaiPromptBound, ResponsesStreamState, responseCompletion, responsesBody } from "./responses.ts";
 import { completionSchema, errorSchema, readChunk, readUsage } from "./wire.ts";
 
 /** The request body for this upstream: the forwarded fields and exactly one output bound. */
@@ -78,10 +80,12 @@ export class OpenAICompatibleProvider implements Provider {
   readonly #openai: boolean;
   /** custom tools go as function tools (the server has no custom tools) */
   readonly #customAsFunctions: boolean;
+  /** the built-in tools Responses API calls may use here (sent natively to {base_url}/responses) */
+  readonly #builtinTools: ReadonlySet<string>;
 
   constructor(
-    config: Omit<OpenAICompatibleConfig, "type" | "custom_tools"> &
-      Partial<Pick<OpenAICompatibleConfig, "custom_tools">>,
+    config: Omit<OpenAICompatibleConfig, "type" | "custom_tools" | "responses_builtin_tools"> &
+      Partial<Pick<OpenAICompatibleConfig, "custom_tools" | "responses_builtin_tools">>,
     env: Record<string, string | undefined>,
     endpoint: OpenAIEndpoint = OPENAI_ENDPOINT,
   ) {
@@ -94,11 +98,32 @@ export class OpenAICompatibleProvider implements Provider {
     const customTools = config.custom_tools ?? "native";
     this.#customAsFunctions = customTools === "function" || (customTools === "auto" && !this.#openai);
     this.#headers = upstreamHeaders(config, env, endpoint.auth);
+    // Azure OpenAI composes this adapter without the setting: its Responses API is not this one.
+    this.#builtinTools = new Set(config.responses_builtin_tools ?? []);
   }
 
-  promptBound = promptUpperBound;
+  promptBound = openaiPromptBound;
+
+  builtinTools(native: NativeRequest): ReadonlySet<string> {
+    return native.api === "responses" ? this.#builtinTools : NO_TOOLS;
+  }
+
+  /**
+   * The Responses body of a call this adapter sends natively: one with built-in tools (the relay
+   * refused the attempt unless this provider allows each, src/providers/builtin-tools.ts). A
+   * Responses call without them is translated, as every other call.
+   */
+  #responsesOf(call: UpstreamCall): NativeRequest | undefined {
+    const native = call.native;
+    return native?.api === "responses" && native.builtinTools?.length && this.#builtinTools.size
+      ? native
+      : undefined;
+  }
 
   async complete(call: UpstreamCall): Promise<Completion> {
+    const native = this.#responsesOf(call);
+    if (native)
+      return responseCompletion(await this.#http.json(await this.#sendResponses(call, native, false)));
     const raw = await this.#http.json(await this.#send(call, false));
     const parsed = parseShape(completionSchema, raw, "the upstream's reply is not a chat completion");
     const completion = parsed as unknown as Completion;
@@ -109,6 +134,8 @@ export class OpenAICompatibleProvider implements Provider {
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
+    const native = this.#responsesOf(call);
+    if (native) return this.#responseChunks(call, native);
     const chunks = this.#chunks(call);
     return this.#customAsFunctions ? restoreCustomCallChunks(chunks, customToolNames(call.request)) : chunks;
   }
@@ -138,6 +165,28 @@ export class OpenAICompatibleProvider implements Provider {
     if (!done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
   }
 
+  async *#responseChunks(call: UpstreamCall, native: NativeRequest): AsyncGenerator<Chunk> {
+    const state = new ResponsesStreamState();
+    for await (const event of this.#http.events(await this.#sendResponses(call, native, true))) {
+      if (state.done) continue; // read on to the body's end: the connection is kept
+      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
+      if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+        throw new UpstreamError("malformed", "the upstream sent a stream event that is not an object");
+      yield* state.read(event.event, raw as Record<string, unknown>);
+    }
+    if (!state.done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
+  }
+
+  #sendResponses(call: UpstreamCall, native: NativeRequest, stream: boolean) {
+    return this.#http.post(
+      `${this.#http.basePath}/responses`,
+      this.#headers,
+      JSON.stringify(responsesBody(call, native, stream)),
+      call.signal,
+      readStatus,
+    );
+  }
+
   #send(call: UpstreamCall, stream: boolean) {
     return this.#http.post(
       this.#endpoint.path(this.#http.basePath, call),
@@ -151,10 +200,7 @@ export class OpenAICompatibleProvider implements Provider {
         ),
       ),
       call.signal,
-      (status, parsed, retryAfter) => {
-        const error = errorSchema.safeParse(parsed);
-        return statusError(status, error.success ? error.data : undefined, retryAfter);
-      },
+      readStatus,
     );
   }
 
@@ -162,6 +208,13 @@ export class OpenAICompatibleProvider implements Provider {
     await this.#http.close();
   }
 }
+
+const NO_TOOLS: ReadonlySet<string> = new Set();
+
+const readStatus: StatusReader = (status, parsed, retryAfter) => {
+  const error = errorSchema.safeParse(parsed);
+  return statusError(status, error.success ? error.data : undefined, retryAfter);
+};
 
 function statusError(
   status: number | undefined,

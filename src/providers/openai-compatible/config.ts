@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BUILTIN_TOOLS } from "../builtin-tools.ts";
 import { httpProviderFields, outputBoundField } from "../config-fields.ts";
 
 export const openaiCompatibleConfig = z
@@ -14,6 +15,14 @@ export const openaiCompatibleConfig = z
      * `auto`: native to OpenAI's own API, function to any other server.
      */
     custom_tools: z.enum(["auto", "native", "function"]).default("auto"),
+    /**
+     * OpenAI's built-in tools (web_search, file_search, …) a Responses API client may use on
+     * this upstream, which must then be OpenAI's own Responses API: such a call is sent there
+     * natively. Empty (the default): every built-in tool is refused. OpenAI bills their calls
+     * per call, outside the tokens the gateway reserves and charges: allowing one is the
+     * operator's choice to pay for them (docs/decisions.md).
+     */
+    responses_builtin_tools: z.array(z.enum(BUILTIN_TOOLS)).default([]),
   })
   .strict();
 

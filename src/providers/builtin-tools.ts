@@ -1,0 +1,103 @@
+// OpenAI's built-in tools (web search, file search, …) in a Responses API call. They run at
+// OpenAI, inside its Responses API: no canonical request can carry them, so a call that uses
+// them is served only by an adapter that sends the Responses body natively, and only where the
+// operator allowed each tool (the openai-compatible `responses_builtin_tools` setting), since
+// OpenAI bills their calls outside the tokens the gateway reserves and charges. Routing picks
+// the deployment after the edge, so the refusal is made per attempt (src/relay/open.ts),
+// before anything is sent.
+import { GatewayError } from "../errors/index.ts";
+import type { NativeRequest, Provider } from "./types.ts";
+
+/** The built-in tools an operator may allow, by the `type` OpenAI's Responses API gives them. */
+export const BUILTIN_TOOLS = [
+  "web_search",
+  "web_search_preview",
+  "file_search",
+  "code_interpreter",
+  "image_generation",
+  "computer_use_preview",
+  "local_shell",
+  "mcp",
+] as const;
+
+export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
+
+/** The output items built-in tools produce, which a later turn sends back as input. */
+export const BUILTIN_ITEM_TYPES = [
+  "web_search_call",
+  "file_search_call",
+  "code_interpreter_call",
+  "image_generation_call",
+  "computer_call",
+  "computer_call_output",
+  "local_shell_call",
+  "local_shell_call_output",
+  "mcp_list_tools",
+  "mcp_call",
+  "mcp_approval_request",
+  "mcp_approval_response",
+] as const;
+
+export type BuiltinItemType = (typeof BUILTIN_ITEM_TYPES)[number];
+
+/** The tools whose items they are: sending one back needs one of its tools allowed. */
+const BUILTIN_ITEMS: Readonly<Record<string, readonly BuiltinTool[] | undefined>> = {
+  web_search_call: ["web_search", "web_search_preview"],
+  file_search_call: ["file_search"],
+  code_interpreter_call: ["code_interpreter"],
+  image_generation_call: ["image_generation"],
+  computer_call: ["computer_use_preview"],
+  computer_call_output: ["computer_use_preview"],
+  local_shell_call: ["local_shell"],
+  local_shell_call_output: ["local_shell"],
+  mcp_list_tools: ["mcp"],
+  mcp_call: ["mcp"],
+  mcp_approval_request: ["mcp"],
+  mcp_approval_response: ["mcp"],
+} satisfies Record<BuiltinItemType, readonly BuiltinTool[]>;
+
+/** One use of a built-in tool in a request: the tool, or the item it made, and where it is. */
+export interface BuiltinToolUse {
+  /** the tool's type (`web_search`), or the item's type (`web_search_call`) */
+  type: string;
+  /** the parameter naming it (`tools[0]`, `tool_choice`, `input[2]`, `previous_response_id`) */
+  param: string;
+}
+
+/**
+ * The tool family a dated type belongs to (`web_search_preview_2025_03_11` is
+ * `web_search_preview`): OpenAI versions some tools by date, an operator allows the tool.
+ */
+const undated = (type: string): string => type.replace(/_\d{4}_\d{2}_\d{2}$/, "");
+
+/** Whether a use is allowed by a set of allowed tools. */
+function allowed(use: BuiltinToolUse, tools: ReadonlySet<string>): boolean {
+  const item = BUILTIN_ITEMS[use.type];
+  if (item) return item.some((tool) => tools.has(tool));
+  return tools.has(undated(use.type));
+}
+
+/**
+ * Refuses an attempt on a deployment whose adapter will not pass on every built-in tool the
+ * native body uses: 400 naming the first such tool or item, nothing sent. A call that uses
+ * none passes.
+ */
+export function refuseBuiltinTools(native: NativeRequest | undefined, provider: Provider): void {
+  const uses = native?.builtinTools;
+  if (!uses?.length) return;
+  const tools = provider.builtinTools?.(native!) ?? NONE;
+  const refused = uses.find((use) => !allowed(use, tools));
+  if (refused) throw builtinToolRefusal(refused);
+}
+
+const NONE: ReadonlySet<string> = new Set();
+
+function builtinToolRefusal(use: BuiltinToolUse): GatewayError {
+  const what = BUILTIN_ITEMS[use.type]
+    ? `The item '${use.type}' of a built-in tool`
+    : `The built-in tool '${use.type}'`;
+  return new GatewayError("invalid_request", {
+    message: `${what} is not supported by this model's upstream: built-in tools run at OpenAI, outside the gateway's token accounting, and pass only to OpenAI upstreams whose operator allows them. Define a function tool instead.`,
+    param: use.param,
+  });
+}
