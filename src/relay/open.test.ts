@@ -4,7 +4,6 @@ import { fakeProvider, testModel } from "../../test/support/models.ts";
 import { parseChatRequest } from "../apis/chat-completions/request.ts";
 import { routingSchema } from "../config/schema.ts";
 import { Metrics } from "../observability/metrics.ts";
-import { DEFAULT_PROMPT_OVERHEADS } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import type { Chunk, Completion, Provider, UpstreamCall } from "../providers/types.ts";
 import { CallDraft } from "../records/draft.ts";
