@@ -3,6 +3,8 @@
 // million tokens × tokens × 1,000 = nanodollars), never by the gateway's own code.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+// o200k_base, the encoding the gateway estimates with: counted here without the gateway's code
+import { countTokens } from "gpt-tokenizer";
 import OpenAI from "openai";
 import { setBudget } from "../src/accounts/repository.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
@@ -206,6 +208,44 @@ describe("what each call costs", () => {
     const expected =
       Math.round(u.prompt_tokens * 3 * 0.8 * 1_000) + Math.round(u.completion_tokens * 15 * 0.8 * 1_000);
     assert.equal(record.cost_nanos, expected);
+  });
+
+  // A local estimate counts a prompt as OpenAI's cookbook does: the text's tokens, 4 for each
+  // message's framing and 3 priming the reply.
+  const framed = (...texts: string[]) => 3 + texts.reduce((n, t) => n + 4 + countTokens(t), 0);
+
+  test("an answer without upstream usage is charged from the local estimate, at the model's prices", async () => {
+    const text = "count these words here mock:tokens=6 mock:no-usage";
+    const { data, record, header } = await priced(client, TEST_MODEL, text);
+    assert.equal(record.usage_source, "estimated");
+    const prompt = framed(text);
+    const completion = countTokens(data.choices[0]!.message.content!);
+    assert.ok(completion > 0);
+    assert.deepEqual([record.prompt_tokens, record.completion_tokens], [prompt, completion]);
+    const expected = nano(prompt, 2.5) + nano(completion, 10);
+    assert.equal(record.cost_nanos, expected);
+    assert.equal(record.cost_source, "config");
+    assert.equal(headerNanos(header), expected, "the header says what the estimate cost");
+  });
+
+  test("a stream without upstream usage is charged from the estimate of what it delivered", async () => {
+    const text = "stream these words here mock:tokens=5 mock:no-usage";
+    const { data: stream, response } = await client.chat.completions
+      .create({
+        model: TEST_MODEL,
+        messages: [{ role: "user", content: text }],
+        stream: true,
+        stream_options: { include_usage: true },
+      })
+      .withResponse();
+    let content = "";
+    for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? "";
+    const record = await gw.record(response.headers.get("x-request-id")!);
+    assert.equal(record.usage_source, "estimated");
+    const prompt = framed(text);
+    const completion = countTokens(content);
+    assert.deepEqual([record.prompt_tokens, record.completion_tokens], [prompt, completion]);
+    assert.equal(record.cost_nanos, nano(prompt, 2.5) + nano(completion, 10));
   });
 
   test("a stream is costed the same, from the usage the upstream reported", async () => {
