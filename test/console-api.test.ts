@@ -1013,6 +1013,19 @@ for (const store of STORES) {
         const text = await res.text();
         assert.ok(text.endsWith("\r\n"));
         const [header, ...rows] = parseCsv(text);
+        // Spelled out, not RECORD_FIELDS: readers take CSV columns by position, so the
+        // contract's columns keep their places and every column added since comes after them.
+        assert.deepEqual(header, [
+          ...["request_id", "created_at", "key_id", "key_prefix", "key_name", "model"],
+          ...["prompt_tokens", "completion_tokens", "total_tokens", "status", "http_status"],
+          ...["error_code", "latency_ms", "ttft_ms", "stream", "params", "usage_source"],
+          ...["safety_verdict", "safety_categories"],
+          // #18's prices
+          ...["cached_tokens", "cache_write_tokens", "reasoning_tokens", "cost_usd", "cost_nanos"],
+          "cost_source",
+          // #19's client APIs
+          "api",
+        ]);
         assert.deepEqual(header, [...RECORD_FIELDS]);
         const view = (await get("/records?limit=500", recOwner)).body.data;
         assert.equal(rows.length, view.length);

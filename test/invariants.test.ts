@@ -1,8 +1,9 @@
 // Issue: the accounting invariants hold under a concurrent mixed load. 200 requests at once
 // (plain, streaming, upstream 500, upstream timeout, mid-stream drop, client hang-ups,
 // over-limit, over-quota, failover to a second deployment) against several keys and accounts, on SQLite and on PostgreSQL,
-// with chat completions alone, with about a third of them through the Responses API, and mixed
-// with Anthropic Messages API calls;
+// with chat completions alone, with about a third of them through the Responses API, and in
+// one load of all three APIs at once (chat completions, Messages, Responses; on PostgreSQL
+// with Redis too);
 // afterwards, for every key and account, its records add up to its used counter, no
 // reservation is open, and used stays within the quota and the limit.
 // The mix is drawn from a seed, printed as a diagnostic; INVARIANT_SEED=N replays it.
@@ -13,6 +14,7 @@ import { sql } from "kysely";
 import { Agent, fetch } from "undici";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import {
+  FAILOVER_MODEL,
   INVARIANT_SUBJECTS,
   INVARIANT_UPSTREAM,
   loadConfig,
@@ -304,13 +306,15 @@ for (const variant of ["sqlite", "sqlite+journal", "postgres", "postgres+redis"]
   );
 }
 
-// The same invariants over a mixed load of chat completions and Anthropic Messages API calls
-// (half each, over the same keys and accounts): Messages calls go translated to the OpenAI
-// mock, or natively to the Anthropic mock where it can play the kind, and every path of the
-// relay is taken in both APIs.
-for (const store of ["sqlite", "postgres"] as const) {
+// The same invariants over one load of all three client APIs at once, over the same keys and
+// accounts: chat completions, Anthropic's Messages API (translated to the OpenAI mock, or
+// natively to the Anthropic mock where it can play the kind) and OpenAI's Responses API. Every
+// kind of request goes every way first (`everyWay`), then the rest is drawn: about a third
+// Responses calls, of the others half Messages calls. On SQLite, on PostgreSQL, and on
+// PostgreSQL with the ledger and rate limits in Redis.
+for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
   describe(
-    `accounting invariants under a mixed load of chat completions and messages (${store})`,
+    `accounting invariants under one mixed load of chat completions, messages and responses (${store})`,
     await storeSuite(store),
     () => {
       let upstream: MockUpstream;
@@ -331,9 +335,11 @@ for (const store of ["sqlite", "postgres"] as const) {
           requests: REQUESTS,
           concurrency: REQUESTS,
           ...INVARIANT_SUBJECTS,
-          label: `${store}-messages`,
+          label: `${store}-apis`,
+          responsesShare: RESPONSES_SHARE,
           messagesShare: 0.5,
           native: true,
+          everyWay: true,
         });
       });
       after(async () => {
@@ -342,45 +348,86 @@ for (const store of ["sqlite", "postgres"] as const) {
         await anthropic?.close();
       });
 
-      it("records add up to the counters, nothing is reserved or overspent, one record per request", async (t) => {
+      it("records add up to the counters, nothing is reserved or overspent, one record per request", (t) => {
         t.diagnostic(`seed ${SEED} (INVARIANT_SEED=${SEED} replays the mix)`);
-        const { byLabel } = summarize(result);
+        const { byLabel, byRecord } = summarize(result);
         t.diagnostic(`outcomes: ${JSON.stringify(Object.fromEntries(byLabel))}`);
+        t.diagnostic(`records: ${JSON.stringify(Object.fromEntries(byRecord))}`);
         assert.deepEqual(result.report.violations, [], `seed ${SEED}: the books disagree`);
         assert.equal(result.report.openReservations, 0);
-        assert.equal(result.report.records.length, REQUESTS);
-        for (const f of [...result.report.keys, ...result.report.accounts]) {
-          assert.equal(f.recorded, f.stored, `${f.kind} ${f.id}: records add up to the used counter`);
-          if (f.cap !== null) assert.ok(f.stored <= f.cap, `${f.kind} ${f.id}: within its cap`);
+        assert.equal(result.report.records.length, REQUESTS, "every request has exactly one record");
+        assert.equal(new Set(result.report.records.map((r) => r.request_id)).size, REQUESTS);
+        const { keys, accounts } = result.report;
+        for (const f of [...keys, ...accounts]) {
+          const who = `${f.kind} ${f.id}`;
+          assert.equal(f.recorded, f.stored, `${who}: records add up to the used counter`);
+          assert.equal(f.ledgerUsed, f.stored, `${who}: the ledger agrees with the store`);
+          assert.equal(f.ledgerReserved, 0, `${who}: nothing is still reserved`);
+          if (f.cap !== null) assert.ok(f.stored <= f.cap, `${who}: used ${f.stored} ≤ cap ${f.cap}`);
         }
+        assert.equal(
+          keys.reduce((sum, k) => sum + k.stored, 0),
+          accounts.reduce((sum, a) => sum + a.stored, 0),
+          "the keys' counters add up to the accounts' counters",
+        );
+        // the money books (checked record by record in the violations) are not trivially empty
+        const cost = result.report.records.reduce((sum, r) => sum + r.cost_nanos, 0);
+        assert.ok(cost > 0 && Number.isInteger(cost), "the load cost something, in whole nanodollars");
+        // the caps were reached, so staying within them says something
+        const capped = new Set(["key_limit_exceeded", "insufficient_quota", "tokens_held"]);
+        assert.ok(
+          result.report.records.some((r) => capped.has(r.error_code ?? "")),
+          "the small caps refused something",
+        );
       });
 
-      it("both APIs, and both ways of the Messages API, answered and failed", async () => {
+      it("every API answered, streamed and failed, and all three ran at once", async () => {
+        const records = result.report.records;
         const rows = await gw.gateway.deps.store.db
           .selectFrom("call_records")
-          .select(["api", "public_model", "status", "stream"])
+          .select(["request_id", "public_model"])
           .where(
             "request_id",
             "in",
-            result.report.records.map((r) => r.request_id),
+            records.map((r) => r.request_id),
           )
           .execute();
+        const modelOf = new Map(rows.map((r) => [r.request_id, r.public_model]));
         const has = (api: string, model: string | null, status: string, stream?: number) =>
-          rows.some(
+          records.some(
             (r) =>
               r.api === api &&
-              (model === null || r.public_model === model) &&
+              (model === null || modelOf.get(r.request_id) === model) &&
               r.status === status &&
-              (stream === undefined || Number(r.stream) === stream),
+              (stream === undefined || r.stream === stream),
           );
-        assert.ok(has("chat.completions", null, "ok"), "chat answered");
-        for (const model of [TEST_MODEL, NATIVE_MODEL]) {
-          assert.ok(has("messages", model, "ok", 0), `messages on ${model}: a whole answer`);
-          assert.ok(has("messages", model, "ok", 1), `messages on ${model}: a stream`);
+        for (const api of ["chat.completions", "messages", "responses"]) {
+          assert.ok(has(api, TEST_MODEL, "ok", 0), `${api}: a whole answer`);
+          assert.ok(has(api, TEST_MODEL, "ok", 1), `${api}: a stream`);
+          assert.ok(has(api, FAILOVER_MODEL, "ok"), `${api}: an answer after a failover`);
+          assert.ok(has(api, null, "upstream_error"), `${api}: a stream that broke mid-way`);
+          assert.ok(has(api, null, "client_disconnect"), `${api}: a client that hung up`);
+          assert.ok(has(api, null, "error"), `${api}: a call refused or failed`);
+          assert.ok(
+            records.some((r) => r.api === api && r.status === "ok" && r.usage_source === "estimated"),
+            `${api}: an answer without upstream usage, charged by estimate`,
+          );
         }
-        assert.ok(has("messages", null, "upstream_error"), "a messages stream that broke mid-way");
-        assert.ok(has("messages", null, "client_disconnect"), "a messages client that hung up");
-        assert.ok(has("messages", null, "error"), "a messages call refused or failed");
+        assert.ok(has("messages", NATIVE_MODEL, "ok", 0), "messages natively: a whole answer");
+        assert.ok(has("messages", NATIVE_MODEL, "ok", 1), "messages natively: a stream");
+        assert.ok(has("messages", NATIVE_MODEL, "error"), "messages natively: a call that failed");
+        // At once: some moment had a call of each API in flight.
+        const spans = (api: string) =>
+          records
+            .filter((r) => r.api === api)
+            .map((r) => [r.created_at, r.created_at + r.latency_ms] as const);
+        const [chat, messages, responses] = ["chat.completions", "messages", "responses"].map(spans);
+        const during = (at: number, of: readonly (readonly [number, number])[]) =>
+          of.some(([from, to]) => from <= at && at <= to);
+        assert.ok(
+          responses!.some(([from]) => during(from, chat!) && during(from, messages!)),
+          "a Responses call began while a chat completion and a Messages call were in flight",
+        );
       });
     },
   );

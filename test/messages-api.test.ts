@@ -667,6 +667,41 @@ describe("refusals as the SDK's typed errors, each recorded as a messages call",
     });
     assert.equal(extra.apiMessage, "frequency_penalty: Extra inputs are not permitted");
   });
+
+  // Anthropic's SDK reads an error only from Anthropic's envelope: an unknown route under
+  // /v1/messages (a wrong method, an endpoint the gateway does not serve) answers in it.
+  test("not_found_error: an unknown method or path under /v1/messages, in Anthropic's envelope", async () => {
+    for (const [method, path] of [
+      ["PUT", "/v1/messages"],
+      ["GET", "/v1/messages"],
+      ["DELETE", "/v1/messages/count_tokens"],
+      ["POST", "/v1/messages/batches"],
+    ] as const) {
+      const res = await fetch(`${env.gw.origin}${path}`, {
+        method,
+        headers: { "content-type": "application/json", "x-api-key": key.secret },
+        ...(method === "GET" ? {} : { body: "{}" }),
+      });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      assert.ok(res.headers.get("request-id"), `${method} ${path}: the request id where the SDK reads it`);
+      assert.deepEqual(await res.json(), {
+        type: "error",
+        error: {
+          type: "not_found_error",
+          message: `Unknown route: ${method} ${path}`,
+          details: { error_code: "http_error" },
+        },
+      });
+    }
+    const err = await refused(client.messages.batches.retrieve("msgbatch_0123"));
+    assert.ok(err instanceof NotFoundError, `expected NotFoundError, got ${err.constructor.name}`);
+    assert.equal(err.type, "not_found_error");
+    assert.equal(err.errorCode, "http_error");
+    // a path that only begins like it is no route of the Messages API: OpenAI's envelope
+    const other = await fetch(`${env.gw.origin}/v1/messagesx`, { method: "POST", body: "{}" });
+    assert.equal(other.status, 404);
+    assert.equal(((await other.json()) as { error: { code: string } }).error.code, "http_error");
+  });
 });
 
 describe("routing", () => {

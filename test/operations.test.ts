@@ -388,4 +388,46 @@ describe("cost counters on /metrics", () => {
     assert.equal(await sample("gateway_cost_usd_total", 'model="demo"'), undefined);
     assert.equal(await sample("gateway_account_cost_usd_total", byAccount), first / 1e9 + second / 1e9);
   });
+
+  it("gateway_calls_total and gateway_tokens_total count each client API under its own api label", async () => {
+    const key = await gw.key(await gw.account("by-api"));
+    const calls = (api: string) => sample("gateway_calls_total", `api="${api}",status="ok"`);
+    const tokens = (api: string, kind: string) =>
+      sample("gateway_tokens_total", `model="${TEST_MODEL}",kind="${kind}",api="${api}"`);
+    const was = {
+      chat: (await calls("chat.completions")) ?? 0,
+      messages: (await calls("messages")) ?? 0,
+      responses: (await calls("responses")) ?? 0,
+      messagesOut: (await tokens("messages", "completion")) ?? 0,
+      responsesOut: (await tokens("responses", "completion")) ?? 0,
+    };
+
+    const messages = await fetch(`${gw.baseURL}/messages`, {
+      method: "POST",
+      headers: { "x-api-key": key.secret, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: TEST_MODEL,
+        max_tokens: 50,
+        messages: [{ role: "user", content: "anthropic's way mock:tokens=4" }],
+      }),
+    });
+    assert.equal(messages.status, 200, await messages.clone().text());
+    assert.equal(((await messages.json()) as { usage: { output_tokens: number } }).usage.output_tokens, 4);
+    assert.equal(await calls("messages"), was.messages + 1);
+    assert.equal(await tokens("messages", "completion"), was.messagesOut + 4);
+    assert.equal((await calls("responses")) ?? 0, was.responses, "the Responses series did not move");
+
+    const responses = await fetch(`${gw.baseURL}/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TEST_MODEL, input: "openai's new way mock:tokens=6" }),
+    });
+    assert.equal(responses.status, 200, await responses.clone().text());
+    assert.equal(((await responses.json()) as { usage: { output_tokens: number } }).usage.output_tokens, 6);
+    assert.equal(await calls("responses"), was.responses + 1);
+    assert.equal(await tokens("responses", "completion"), was.responsesOut + 6);
+    assert.equal(await calls("messages"), was.messages + 1);
+    // neither call moved chat completions' series
+    assert.equal((await calls("chat.completions")) ?? 0, was.chat);
+  });
 });

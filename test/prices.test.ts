@@ -3,6 +3,8 @@
 // million tokens × tokens × 1,000 = nanodollars), never by the gateway's own code.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+// o200k_base, the encoding the gateway estimates with: counted here without the gateway's code
+import { countTokens } from "gpt-tokenizer";
 import OpenAI from "openai";
 import { setBudget } from "../src/accounts/repository.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
@@ -27,6 +29,8 @@ describe("what each call costs", () => {
   let azure: MockUpstream;
   let gw: TestGateway;
   let client: OpenAI;
+  /** the key of `client`, for the raw Messages API calls */
+  let clientKey: string;
   let teamClient: OpenAI;
 
   before(async () => {
@@ -98,6 +102,7 @@ describe("what each call costs", () => {
       },
     });
     const key = await gw.key(await gw.account("prices"));
+    clientKey = key.secret;
     client = new OpenAI({ apiKey: key.secret, baseURL: gw.baseURL, maxRetries: 0 });
     const teamKey = await gw.key(await gw.account("team", { plan: "team" }));
     teamClient = new OpenAI({ apiKey: teamKey.secret, baseURL: gw.baseURL, maxRetries: 0 });
@@ -208,6 +213,88 @@ describe("what each call costs", () => {
     assert.equal(record.cost_nanos, expected);
   });
 
+  // A local estimate counts a prompt as OpenAI's cookbook does: the text's tokens, 4 for each
+  // message's framing and 3 priming the reply.
+  const framed = (...texts: string[]) => 3 + texts.reduce((n, t) => n + 4 + countTokens(t), 0);
+
+  test("an answer without upstream usage is charged from the local estimate, at the model's prices", async () => {
+    const text = "count these words here mock:tokens=6 mock:no-usage";
+    const { data, record, header } = await priced(client, TEST_MODEL, text);
+    assert.equal(record.usage_source, "estimated");
+    const prompt = framed(text);
+    const completion = countTokens(data.choices[0]!.message.content!);
+    assert.ok(completion > 0);
+    assert.deepEqual([record.prompt_tokens, record.completion_tokens], [prompt, completion]);
+    const expected = nano(prompt, 2.5) + nano(completion, 10);
+    assert.equal(record.cost_nanos, expected);
+    assert.equal(record.cost_source, "config");
+    assert.equal(headerNanos(header), expected, "the header says what the estimate cost");
+  });
+
+  test("a stream without upstream usage is charged from the estimate of what it delivered", async () => {
+    const text = "stream these words here mock:tokens=5 mock:no-usage";
+    const { data: stream, response } = await client.chat.completions
+      .create({
+        model: TEST_MODEL,
+        messages: [{ role: "user", content: text }],
+        stream: true,
+        stream_options: { include_usage: true },
+      })
+      .withResponse();
+    let content = "";
+    for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? "";
+    const record = await gw.record(response.headers.get("x-request-id")!);
+    assert.equal(record.usage_source, "estimated");
+    const prompt = framed(text);
+    const completion = countTokens(content);
+    assert.deepEqual([record.prompt_tokens, record.completion_tokens], [prompt, completion]);
+    assert.equal(record.cost_nanos, nano(prompt, 2.5) + nano(completion, 10));
+  });
+
+  test("through the Messages API: the cost header and the record, from the usage the answer reports", async () => {
+    const res = await fetch(`${gw.baseURL}/messages`, {
+      method: "POST",
+      headers: { "x-api-key": clientKey, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "claude-priced",
+        max_tokens: 100,
+        messages: [{ role: "user", content: "alpha beta gamma mock:cache mock:tokens=5" }],
+      }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    const { usage } = (await res.json()) as { usage: Record<string, number> };
+    // Anthropic's input_tokens leave the cache reads and writes out
+    assert.equal(usage.cache_read_input_tokens, MOCK_CACHE_READ);
+    assert.equal(usage.cache_creation_input_tokens, MOCK_CACHE_WRITE);
+    assert.ok(usage.input_tokens! > 0 && usage.output_tokens === 5);
+    const expected =
+      nano(usage.input_tokens!, 3) +
+      nano(MOCK_CACHE_READ, 0.3) +
+      nano(MOCK_CACHE_WRITE, 3.75) +
+      nano(usage.output_tokens!, 15);
+    assert.equal(headerNanos(res.headers.get("x-gateway-cost-usd")), expected);
+    const record = await gw.record(res.headers.get("x-request-id")!);
+    assert.equal(record.api, "messages");
+    assert.equal(record.cost_nanos, expected);
+  });
+
+  test("through the Responses API: the cost header and the record, from the usage the answer reports", async () => {
+    const { data, response } = await client.responses
+      .create({ model: TEST_MODEL, input: "one two three four five mock:tokens=7 mock:cache" })
+      .withResponse();
+    const usage = data.usage!;
+    // OpenAI's input_tokens include the cache reads
+    const cached = usage.input_tokens_details.cached_tokens;
+    assert.equal(cached, 3);
+    assert.equal(usage.output_tokens, 7);
+    const expected =
+      nano(usage.input_tokens - cached, 2.5) + nano(cached, 1.25) + nano(usage.output_tokens, 10);
+    assert.equal(headerNanos(response.headers.get("x-gateway-cost-usd")), expected);
+    const record = await gw.record(response.headers.get("x-request-id")!);
+    assert.equal(record.api, "responses");
+    assert.equal(record.cost_nanos, expected);
+  });
+
   test("a stream is costed the same, from the usage the upstream reported", async () => {
     const { data: stream, response } = await client.chat.completions
       .create({
@@ -313,6 +400,76 @@ describe("money budgets", () => {
       err.message,
       /This API key's budget cannot cover this request \(\$0\.\d+ left; it does not reset\)/,
     );
+  });
+
+  test("an exhausted budget refuses the Messages and the Responses API in each one's own envelope", async () => {
+    const account = await gw.account("budget-apis");
+    const key = await gw.key(account);
+    await setBudgetNow("api_keys", key.id, 1_000_000_000, "none");
+    const client = new OpenAI({ apiKey: key.secret, baseURL: gw.baseURL, maxRetries: 0 });
+    await client.chat.completions.create({
+      model: TEST_MODEL,
+      messages: [{ role: "user", content: "spend it mock:tokens=8" }],
+    });
+    const { spent_nanos } = await db()
+      .selectFrom("api_keys")
+      .select("spent_nanos")
+      .where("id", "=", key.id)
+      .executeTakeFirstOrThrow();
+    assert.ok(Number(spent_nanos) > 0);
+    // what it spent is all it had: nothing is left
+    await setBudgetNow("api_keys", key.id, Number(spent_nanos), "none");
+    const message = /This API key's budget cannot cover this request \(\$0 left; it does not reset\)/;
+
+    const messages = await fetch(`${gw.baseURL}/messages`, {
+      method: "POST",
+      headers: { "x-api-key": key.secret, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: TEST_MODEL,
+        max_tokens: 16,
+        messages: [{ role: "user", content: "hi mock:tokens=4" }],
+      }),
+    });
+    assert.equal(messages.status, 429);
+    assert.equal(messages.headers.get("x-should-retry"), "false");
+    const anthropic = (await messages.json()) as {
+      type: string;
+      error: { type: string; message: string; details: { error_code: string } };
+    };
+    assert.equal(anthropic.type, "error");
+    assert.equal(anthropic.error.type, "rate_limit_error");
+    assert.equal(anthropic.error.details.error_code, "budget_exceeded");
+    assert.match(anthropic.error.message, message);
+
+    const err = await client.responses
+      .create({ model: TEST_MODEL, input: "hi mock:tokens=4", max_output_tokens: 16 })
+      .catch((e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError, `expected an APIError, got ${String(err)}`);
+    assert.equal(err.status, 429);
+    assert.equal(err.code, "budget_exceeded");
+    assert.equal(err.type, "insufficient_quota");
+    assert.match(err.message, message);
+
+    const refused = await db()
+      .selectFrom("call_records")
+      .select(["api", "status", "http_status", "error_code", "cost_nanos"])
+      .where("key_id", "=", key.id)
+      .where("error_code", "=", "budget_exceeded")
+      .orderBy("created_at")
+      .execute();
+    assert.deepEqual(
+      refused.map((r) => [r.api, r.status, Number(r.http_status), Number(r.cost_nanos)]).sort(),
+      [
+        ["messages", "error", 429, 0],
+        ["responses", "error", 429, 0],
+      ],
+    );
+    const settled = await db()
+      .selectFrom("api_keys")
+      .select("spent_nanos")
+      .where("id", "=", key.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(settled.spent_nanos), Number(spent_nanos), "the refusals spent nothing");
   });
 
   test("the budget lowers max_tokens when it leaves room for less output than asked", async () => {

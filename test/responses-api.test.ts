@@ -666,4 +666,35 @@ describe("Responses API across upstreams and edge cases", () => {
     await bad({ model: "gpt", input: "x", previous_response_id: "resp_nope" }, "previous_response_id");
     await bad([1, 2], null);
   });
+
+  // docs/apis.md lists these as not offered, answered as any unknown route: the code is the
+  // catalog's (http_error), in OpenAI's envelope, which the SDK raises as NotFoundError.
+  test("the sub-routes not offered answer 404 http_error in OpenAI's envelope", async () => {
+    const { response } = await create({ model: "gpt", input: "keep me mock:tokens=1" });
+    for (const [method, path] of [
+      ["GET", `/responses/${response.id}/input_items`],
+      ["POST", `/responses/${response.id}/cancel`],
+      ["POST", "/responses/input_tokens"],
+      ["POST", "/responses/compact"],
+      ["PUT", "/responses"],
+    ] as const) {
+      const res = await fetch(`${gw.baseURL}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${client.apiKey}`, "content-type": "application/json" },
+        ...(method === "GET" ? {} : { body: JSON.stringify({ model: "gpt", input: "x" }) }),
+      });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      assert.deepEqual(await res.json(), {
+        error: {
+          message: `Unknown route: ${method} /v1${path}`,
+          type: "dev_gateway_error",
+          param: null,
+          code: "http_error",
+        },
+      });
+    }
+    const err = await refusal(client.responses.inputItems.list(response.id));
+    assert.ok(err instanceof NotFoundError, `expected NotFoundError, got ${err.constructor.name}`);
+    assert.equal(err.code, "http_error");
+  });
 });

@@ -11,7 +11,7 @@ import {
 import type { Config } from "../config/schema.ts";
 import { safetySettings } from "../safety/policy.ts";
 import { budgetView, describeBudget, nextBudget, parseBudget, parsePeriod } from "./budget.ts";
-import { type CliContext, parseBool, parseTokens, print, UsageError } from "./context.ts";
+import { type CliContext, negativeAmounts, parseBool, parseTokens, print, UsageError } from "./context.ts";
 import { describeWindows, liveView } from "./live.ts";
 
 export function accountView(config: Config, a: Account) {
@@ -69,11 +69,12 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
   const db = (await ctx.store()).db;
   switch (sub) {
     case "create": {
-      const { values } = parseArgs({
-        args: rest,
-        options: { name: { type: "string" }, plan: { type: "string" }, quota: { type: "string" } },
-        strict: true,
-      });
+      const options = {
+        name: { type: "string" },
+        plan: { type: "string" },
+        quota: { type: "string" },
+      } as const;
+      const { values } = parseArgs({ args: negativeAmounts(rest, options), options, strict: true });
       if (!values.name) throw new UsageError("accounts create needs --name NAME");
       checkPlan(ctx.config, values.plan);
       const account = await createAccount(db, {
@@ -116,17 +117,18 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
       );
     }
     case "set": {
+      const options = {
+        plan: { type: "string" },
+        quota: { type: "string" },
+        disabled: { type: "string" },
+        safety: { type: "string" },
+        "safety-streaming": { type: "string" },
+        "budget-usd": { type: "string" },
+        "budget-period": { type: "string" },
+      } as const;
       const { values, positionals } = parseArgs({
-        args: rest,
-        options: {
-          plan: { type: "string" },
-          quota: { type: "string" },
-          disabled: { type: "string" },
-          safety: { type: "string" },
-          "safety-streaming": { type: "string" },
-          "budget-usd": { type: "string" },
-          "budget-period": { type: "string" },
-        },
+        args: negativeAmounts(rest, options),
+        options,
         allowPositionals: true,
         strict: true,
       });

@@ -19,6 +19,35 @@ export function print(ctx: CliContext, value: unknown, human: () => string): voi
   ctx.out(ctx.json ? JSON.stringify(value, null, 2) : human());
 }
 
+/** An argument that is a negative amount ("-5", "-0.5", "-$5"), not an option. */
+const NEGATIVE_AMOUNT = /^-\$?(\d|\.\d)/;
+
+/**
+ * The arguments with negative amounts made plain values for parseArgs, which would otherwise
+ * read "-5" as an option and refuse it as "Unknown option '-5'": the command then refuses the
+ * amount with its own message ("must not be negative"). A negative amount after an option that
+ * takes a value becomes that option's value (`--quota -5` as `--quota=-5`); any other goes
+ * after a `--`, in its order among the positionals that follow.
+ */
+export function negativeAmounts(
+  args: readonly string[],
+  options: Readonly<Record<string, { type: "string" | "boolean" }>> = {},
+): string[] {
+  const end = args.indexOf("--");
+  const before = end < 0 ? args : args.slice(0, end);
+  const after = end < 0 ? [] : args.slice(end + 1);
+  const out: string[] = [];
+  const moved: string[] = [];
+  for (const arg of before) {
+    const last = out.at(-1);
+    if (!NEGATIVE_AMOUNT.test(arg)) out.push(arg);
+    else if (last?.startsWith("--") && options[last.slice(2)]?.type === "string")
+      out[out.length - 1] = `${last}=${arg}`;
+    else moved.push(arg);
+  }
+  return moved.length || end >= 0 ? [...out, "--", ...moved, ...after] : out;
+}
+
 /** "none" clears a limit; otherwise a whole number of tokens. */
 export function parseTokens(
   value: string | undefined,
@@ -27,6 +56,7 @@ export function parseTokens(
 ): number | null | undefined {
   if (value === undefined) return undefined;
   if (allowNone && value === "none") return null;
+  if (/^-\d+$/.test(value)) throw new UsageError(`${flag} must not be negative`);
   if (!/^\d+$/.test(value))
     throw new UsageError(`${flag} must be a whole number of tokens${allowNone ? ' or "none"' : ""}`);
   const n = Number(value);

@@ -9,7 +9,7 @@ import {
   updateKey,
 } from "../accounts/repository.ts";
 import { budgetView, describeBudget, nextBudget, parseBudget, parsePeriod } from "./budget.ts";
-import { type CliContext, parseTokens, print, UsageError } from "./context.ts";
+import { type CliContext, negativeAmounts, parseTokens, print, UsageError } from "./context.ts";
 import { describeWindows, liveView } from "./live.ts";
 
 export function keyView(k: ApiKey) {
@@ -83,11 +83,12 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
   const db = (await ctx.store()).db;
   switch (sub) {
     case "create": {
-      const { values } = parseArgs({
-        args: rest,
-        options: { account: { type: "string" }, name: { type: "string" }, limit: { type: "string" } },
-        strict: true,
-      });
+      const options = {
+        account: { type: "string" },
+        name: { type: "string" },
+        limit: { type: "string" },
+      } as const;
+      const { values } = parseArgs({ args: negativeAmounts(rest, options), options, strict: true });
       if (!values.account) throw new UsageError("keys create needs --account ID|NAME");
       const account = await findAccount(db, values.account);
       const { key, secret } = await createKey(db, {
@@ -120,9 +121,10 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
       return print(ctx, v, () => humanDetail(v, key));
     }
     case "set-rate": {
+      const options = { rpm: { type: "string" }, tpm: { type: "string" } } as const;
       const { values, positionals } = parseArgs({
-        args: rest,
-        options: { rpm: { type: "string" }, tpm: { type: "string" } },
+        args: negativeAmounts(rest, options),
+        options,
         allowPositionals: true,
         strict: true,
       });
@@ -149,7 +151,12 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
       return print(ctx, v, () => `${sub}d key ${human(v, updated)}`);
     }
     case "set-limit": {
-      const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
+      const { positionals } = parseArgs({
+        args: negativeAmounts(rest),
+        options: {},
+        allowPositionals: true,
+        strict: true,
+      });
       if (positionals.length !== 2)
         throw new UsageError("keys set-limit needs the key's id or name and TOKENS|none");
       const key = await findKey(db, positionals[0]!);
@@ -159,9 +166,10 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
       return print(ctx, v, () => `updated key ${human(v, updated)}`);
     }
     case "set-budget": {
+      const options = { period: { type: "string" } } as const;
       const { values, positionals } = parseArgs({
-        args: rest,
-        options: { period: { type: "string" } },
+        args: negativeAmounts(rest, options),
+        options,
         allowPositionals: true,
         strict: true,
       });

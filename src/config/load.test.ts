@@ -352,7 +352,52 @@ plans:
     path = priced("{ input: 3, outptu: 15 }");
     assertLine(failure({}, path), path, "models[0].pricing", /outptu/);
     path = file(minimal().replace("quota_tokens: 10", "quota_tokens: 10\n    price_multiplier: -0.5"));
-    assertLine(failure({}, path), path, "plans[0].price_multiplier", /greater than or equal to 0|>=0/);
+    assertLine(failure({}, path), path, "plans[0].price_multiplier", /must not be negative/);
+  });
+
+  // A price of 1e300 was accepted, and costs and money holds overflowed what doubles hold as
+  // whole nanodollars: each price is capped, and so is the plan's multiplier.
+  test("prices: above the cap, infinite or not a number", () => {
+    const priced = (pricing: string) =>
+      file(minimal().replace("    provider: demo\n", `    provider: demo\n    pricing: ${pricing}\n`));
+    let path = priced("{ input: 1e300 }");
+    assertLine(
+      failure({}, path),
+      path,
+      "models[0].pricing.input",
+      /must be at most 1000000 \(USD per million tokens\)/,
+    );
+    path = priced("{ input: 3, cache_write: 1000000.01 }");
+    assertLine(failure({}, path), path, "models[0].pricing.cache_write", /must be at most 1000000/);
+    path = priced("{ output: .inf }");
+    assertLine(
+      failure({}, path),
+      path,
+      "models[0].pricing.output",
+      /must be finite \(USD per million tokens\)/,
+    );
+    path = priced("{ cached_input: -.inf }");
+    assertLine(failure({}, path), path, "models[0].pricing.cached_input", /must be finite/);
+    path = priced("{ input: .nan }");
+    assertLine(failure({}, path), path, "models[0].pricing.input", /must be a number/);
+    const plan = (multiplier: string) =>
+      file(minimal().replace("quota_tokens: 10", `quota_tokens: 10\n    price_multiplier: ${multiplier}`));
+    path = plan("1001");
+    assertLine(failure({}, path), path, "plans[0].price_multiplier", /must be at most 1000/);
+    path = plan(".inf");
+    assertLine(failure({}, path), path, "plans[0].price_multiplier", /must be finite/);
+    // the caps themselves are prices one may set
+    path = file(
+      minimal()
+        .replace(
+          "    provider: demo\n",
+          "    provider: demo\n    pricing: { input: 1000000, output: 1000000 }\n",
+        )
+        .replace("quota_tokens: 10", "quota_tokens: 10\n    price_multiplier: 1000"),
+    );
+    const config = loadConfig({}, path);
+    assert.deepEqual(config.models[0]!.pricing, { input: 1_000_000, output: 1_000_000 });
+    assert.equal(config.plans[0]!.price_multiplier, 1000);
   });
 
   test("prices: every field is optional; a model without pricing loads", () => {

@@ -40,14 +40,36 @@ export const deploymentSchema = z
 /** How a model's deployments share its calls (src/routing/strategy.ts). */
 export const ROUTING_STRATEGIES = ["weighted", "ordered", "least-busy", "latency"] as const;
 
+/**
+ * The dearest price a model may have, USD per million tokens: a dollar a token, over a
+ * thousand times any list price. A price such as 1e300 was accepted, and its costs and money
+ * holds ran far past what doubles hold as whole nanodollars (src/prices/pricing.ts): budgets
+ * were compared with numbers that no longer meant an amount.
+ */
+export const MAX_USD_PER_MILLION = 1_000_000;
+/** The most a plan's accounts may pay relative to the prices. */
+export const MAX_PRICE_MULTIPLIER = 1_000;
+
+/**
+ * A number for money, with messages that say what is wrong: YAML's `.inf` parses to Infinity,
+ * which zod refuses as "expected number", sending the reader to look for quotes; `.nan` is not
+ * a number indeed.
+ */
+const moneyNumber = (unit: string, max: number, maxText: string) =>
+  z
+    .number({
+      error: (issue) => {
+        if (issue.code !== "invalid_type") return undefined;
+        return typeof issue.input === "number" && !Number.isNaN(issue.input)
+          ? `must be finite (${unit})`
+          : `must be a number (${unit})`;
+      },
+    })
+    .nonnegative({ error: `must not be negative (${unit})` })
+    .max(max, { error: `must be at most ${maxText} (${unit})` });
+
 /** USD per million tokens, as providers list them; an absent field costs 0. */
-const usdPerMillion = z
-  .number({
-    error: (issue) =>
-      issue.code === "invalid_type" ? "must be a number (USD per million tokens)" : undefined,
-  })
-  .finite()
-  .nonnegative({ error: "must not be negative (USD per million tokens)" });
+const usdPerMillion = moneyNumber("USD per million tokens", MAX_USD_PER_MILLION, "1000000");
 const pricingSchema = z
   .object({
     input: usdPerMillion.optional(),
@@ -252,7 +274,7 @@ export const planSchema = z
     id,
     quota_tokens: z.number().int().nonnegative(),
     /** what the plan's accounts pay relative to list prices */
-    price_multiplier: z.number().finite().nonnegative().max(1000).default(1),
+    price_multiplier: moneyNumber("a factor of the prices", MAX_PRICE_MULTIPLIER, "1000").default(1),
     models: z.array(id).default([]),
     /** defaults for each key of the plan's accounts (a key may override them) and for the account as a whole */
     rate_limits: z

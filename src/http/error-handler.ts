@@ -6,7 +6,7 @@ import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors/index.ts";
 import type { GatewayDeps } from "./deps.ts";
-import { routeApi } from "./route-api.ts";
+import { pathApi, routeApi } from "./route-api.ts";
 
 /** Fastify's error codes that a client causes, mapped to our catalog. */
 function fromFastify(err: FastifyError): GatewayError | undefined {
@@ -90,7 +90,10 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
     const error = new GatewayError("route_not_found", {
       message: `Unknown route: ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`,
     });
-    return reply.code(error.status).type("application/json").send(error.toBody());
+    const api = pathApi(request.url);
+    if (api.requestIdHeader) reply.header(api.requestIdHeader, request.id);
+    const answer = api.error(error);
+    return reply.code(answer.status).type("application/json").send(answer.body);
   });
 }
 

@@ -1,8 +1,10 @@
 // Which client API a route serves (its route config `api`): where its key travels and the
 // envelope its errors are answered in. Routes of no API of their own (the model list, the
-// console, unknown routes) answer as chat completions do, in OpenAI's envelope.
+// console) answer as chat completions do, in OpenAI's envelope; an unknown route under an
+// API's path answers in that API's (pathApi).
 import type { FastifyRequest } from "fastify";
 import { chatCompletions } from "../apis/chat-completions/api.ts";
+import { messages } from "../apis/messages/api.ts";
 import type { ClientApi } from "../apis/types.ts";
 
 declare module "fastify" {
@@ -16,4 +18,14 @@ declare module "fastify" {
 
 export function routeApi(request: FastifyRequest): ClientApi {
   return request.routeOptions.config?.api ?? chatCompletions;
+}
+
+/**
+ * The API whose paths a URL is under, for requests no route matched: `PUT /v1/messages` or
+ * `POST /v1/messages/batches` come from Anthropic's SDK, which reads an error only from
+ * Anthropic's envelope. The Responses API's envelope is OpenAI's, as for any other path.
+ */
+export function pathApi(url: string): ClientApi {
+  const path = url.split("?")[0]!;
+  return path === "/v1/messages" || path.startsWith("/v1/messages/") ? messages : chatCompletions;
 }

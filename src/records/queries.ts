@@ -56,7 +56,6 @@ export const RECORD_FIELDS = [
   "key_prefix",
   "key_name",
   "model",
-  "api",
   "prompt_tokens",
   "completion_tokens",
   "total_tokens",
@@ -76,6 +75,7 @@ export const RECORD_FIELDS = [
   "cost_usd",
   "cost_nanos",
   "cost_source",
+  "api",
 ] as const satisfies readonly (keyof CallRecordView)[];
 
 /** "<created_at>:<request_id>": opaque to the console, stable across instances. */

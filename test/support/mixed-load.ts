@@ -21,7 +21,8 @@
 //
 // A share of the requests may speak OpenAI's Responses API (POST /v1/responses, the same
 // kinds but the hang-up before the answer, whose record could not be told from another's:
-// a Responses body has no `seed` to tie its record to it) through the same pipeline.
+// a Responses body has no `seed` to tie its record to it) through the same pipeline. Both
+// shares may be set: one load of all three APIs at once over the same keys.
 import type { IncomingMessage, Server } from "node:http";
 import type { Kysely } from "kysely";
 import { Agent, type Dispatcher, fetch } from "undici";
@@ -312,6 +313,19 @@ export interface PlanOptions {
   responsesShare?: number;
   /** send the Messages calls that the Anthropic mock can play to NATIVE_MODEL (half of them) */
   native?: boolean;
+  /**
+   * Give every way a request can go (chat completions, and the Responses API, the Messages
+   * API translated and natively where asked for) every kind twice on an open key before the
+   * draws, as a chat-only load gives its kinds: a load of several APIs then takes every path
+   * in each whatever the seed, where a share of a third left a native JSON answer to chance.
+   */
+  everyWay?: boolean;
+}
+
+/** A way a request can go: its API, and for Messages whether it goes to the Anthropic mock. */
+interface Way {
+  api: LoadApi;
+  native: boolean;
 }
 
 /** The kinds the Anthropic mock can play (it has no mock:no-usage or mock:hang-after). */
@@ -346,8 +360,9 @@ function messagesBody(index: number, chat: Record<string, unknown>, model: strin
 }
 
 /**
- * The requests of one run, all drawn from the seed. The first two of every kind go to a
- * fully open key, so every kind happens at least twice however the limits run out.
+ * The requests of one run, all drawn from the seed. The first two of every kind (of every
+ * kind in every way, with `everyWay`) go to a fully open key, so every kind happens at least
+ * twice however the limits run out.
  */
 export function planRequests(
   seed: number,
@@ -361,10 +376,21 @@ export function planRequests(
   const open = subjects.keys.filter((k) => k.open);
   if (!open.length) throw new Error("the load needs at least one open key (account 0, key 0)");
   const planned: PlannedRequest[] = [];
-  const guaranteed = REQUEST_KINDS.length * 2;
+  const ways: readonly Way[] | undefined = options.everyWay
+    ? [
+        { api: "chat.completions", native: false },
+        ...(responsesShare > 0 ? [{ api: "responses" as const, native: false }] : []),
+        ...(options.messagesShare ? [{ api: "messages" as const, native: false }] : []),
+        ...(options.messagesShare && options.native ? [{ api: "messages" as const, native: true }] : []),
+      ]
+    : undefined;
+  /** every kind twice, once as JSON and once streamed where it goes either way */
+  const round = REQUEST_KINDS.length * 2;
+  const guaranteed = round * (ways?.length ?? 1);
   for (let index = 0; index < count; index++) {
     let kind: RequestKind;
     let key: KeySubject;
+    const way = index < guaranteed ? ways?.[Math.floor(index / round)] : undefined;
     if (index < guaranteed) {
       kind = REQUEST_KINDS[index % REQUEST_KINDS.length]!;
       key = open[index % open.length]!;
@@ -373,7 +399,7 @@ export function planRequests(
       key = subjects.keys[Math.floor(random() * subjects.keys.length)]!;
     }
     // kinds that go either way: the guaranteed pair is one JSON call and one stream
-    const either = () => (index < guaranteed ? index >= REQUEST_KINDS.length : random() < 0.5);
+    const either = () => (index < guaranteed ? index % round >= REQUEST_KINDS.length : random() < 0.5);
     const tokens = int(1, 48);
     const maxTokens = int(16, 64);
     const directives: string[] = [];
@@ -440,8 +466,10 @@ export function planRequests(
     const instructions = "You are a terse test assistant.";
     const said = `Request ${index}: say something. mock:tokens=${tokens} ${directives.join(" ")}`;
     // (drawn only when there is a share, so a chat-only load's mix is what it was)
+    // (a hang-up before the answer is never a Responses call, even in the Responses way)
     const api: LoadApi =
-      responsesShare > 0 && kind !== "abort-before-answer" && random() < responsesShare
+      kind !== "abort-before-answer" &&
+      (way ? way.api === "responses" : responsesShare > 0 && random() < responsesShare)
         ? "responses"
         : "chat.completions";
     if (api === "responses") {
@@ -469,8 +497,10 @@ export function planRequests(
     if (stream) body.stream = true;
     if (includeUsage !== undefined) body.stream_options = { include_usage: includeUsage };
     // (drawn only when Messages calls are asked for: a chat-only load's draws stay as they were)
-    if (options.messagesShare && random() < options.messagesShare) {
-      const native = options.native && NATIVE_KINDS.has(kind) && random() < 0.5;
+    if (way ? way.api === "messages" : options.messagesShare && random() < options.messagesShare) {
+      const native = way
+        ? way.native && NATIVE_KINDS.has(kind)
+        : options.native && NATIVE_KINDS.has(kind) && random() < 0.5;
       const messages = messagesBody(index, body, native ? NATIVE_MODEL : model);
       planned.push({ index, kind, api: "messages", key, stream, body: messages, abortAfterMs });
     } else planned.push({ index, kind, api: "chat.completions", key, stream, body, abortAfterMs });
