@@ -7,7 +7,7 @@ import Fastify, {
   LogController,
 } from "fastify";
 import type { AuthContext } from "./auth/key-cache.ts";
-import { newId } from "./auth/key-format.ts";
+import { newRequestId } from "./auth/key-format.ts";
 import { GatewayError } from "./errors/index.ts";
 import { limitConnections } from "./http/connection-limits.ts";
 import { consoleStatic } from "./http/console-static.ts";
@@ -35,7 +35,7 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
     loggerInstance: deps.logger as FastifyBaseLogger,
     // one line per request, written by the close listener below, instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
-    genReqId: () => newId("req"),
+    genReqId: () => newRequestId(),
     bodyLimit: deps.config.server.body_limit_bytes,
     return503OnClosing: false,
     forceCloseConnections: "idle",

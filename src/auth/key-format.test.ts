@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { describe, test } from "node:test";
-import { base62, generateKey, hashKey, looksLikeKey, newId, parseBearer } from "./key-format.ts";
+import {
+  base62,
+  generateKey,
+  hashKey,
+  looksLikeKey,
+  newId,
+  newRequestId,
+  parseBearer,
+} from "./key-format.ts";
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -117,6 +125,30 @@ describe("newId", () => {
       }
     }
     assert.equal(ids.size, 1500);
+  });
+});
+
+describe("newRequestId", () => {
+  test("req_, 9 base36 characters of time and 11 base62 random ones, unique", () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const id = newRequestId(1_795_640_000_000);
+      assert.match(id, /^req_[0-9a-z]{9}[0-9A-Za-z]{11}$/);
+      ids.add(id);
+    }
+    assert.equal(ids.size, 2000, "one millisecond, 2000 distinct ids");
+  });
+
+  test("ids made later sort later, byte-wise and by a locale's collation (PostgreSQL's text order)", () => {
+    // times whose base36 digits cross the digit/letter boundary and carry into higher places
+    const times = [0, 9, 10, 35, 36, 1_295, 1_296, 1_795_640_000_000, 1_795_640_000_001, 2 ** 45];
+    const ids = times.map((t) => newRequestId(t));
+    const shuffled = [...ids].reverse();
+    assert.deepEqual([...shuffled].sort(), ids);
+    assert.deepEqual(
+      [...shuffled].sort((a, b) => a.localeCompare(b, "en-US")),
+      ids,
+    );
   });
 });
 

@@ -49,21 +49,41 @@ function idByte(): number {
   return idPool[idPoolAt++]!;
 }
 
-/**
- * A random id with a readable type prefix, e.g. req_3fK9x2LmQa7PzX (about 83 bits). Not a
- * secret, but made on every request: bytes map straight to characters, skipping those that
- * would bias the alphabet (>= 248), instead of the BigInt conversion keys use.
- */
-export function newId(kind: "acc" | "key" | "req"): string {
-  let id = `${kind}_`;
-  for (let n = 0; n < ID_CHARS; ) {
+/** `n` random base62 characters: bytes map straight to characters, skipping those that would bias the alphabet (>= 248). */
+function randomChars(n: number): string {
+  let out = "";
+  for (let i = 0; i < n; ) {
     const b = idByte();
     if (b < 248) {
-      id += BASE62[b % 62];
-      n++;
+      out += BASE62[b % 62];
+      i++;
     }
   }
-  return id;
+  return out;
+}
+
+/**
+ * A random id with a readable type prefix, e.g. acc_3fK9x2LmQa7PzX (about 83 bits). Not a
+ * secret; made without the BigInt conversion keys use.
+ */
+export function newId(kind: "acc" | "key" | "req"): string {
+  return `${kind}_${randomChars(ID_CHARS)}`;
+}
+
+/** Milliseconds in base36, fixed width: 9 characters last until the year 5188. */
+const TIME_CHARS = 9;
+/** Random characters after the time: about 65 bits, so ids made in one millisecond by any number of instances do not collide. */
+const REQUEST_RANDOM_CHARS = 11;
+
+/**
+ * A call's request id, e.g. req_0mwwlyyxtjCO4txp67xL: the time in milliseconds (base36,
+ * lowercase, so it sorts in time order under byte-wise and locale collations alike) then
+ * random characters. It is the call records' primary key: ids in time order are appended at
+ * the end of its index, where random ones land on a random page each, which SQLite then writes
+ * again in every commit (measured: 27.5 vs 14.8 µs of CPU per record inserted, docs/decisions.md).
+ */
+export function newRequestId(now: number = Date.now()): string {
+  return `req_${now.toString(36).padStart(TIME_CHARS, "0")}${randomChars(REQUEST_RANDOM_CHARS)}`;
 }
 
 export type BearerResult = { kind: "missing" } | { kind: "token"; token: string };

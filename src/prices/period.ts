@@ -5,9 +5,17 @@
 export const BUDGET_PERIODS = ["none", "month"] as const;
 export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
 
+/** The last month asked for, as [start, end) in ms: every charge asks, and months are long. */
+let lastMonth = { from: 0, to: 0, key: "" };
+
 /** "YYYY-MM" of the UTC month `ms` falls in: the month a charge made at `ms` counts for. */
 export function monthOf(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 7);
+  if (ms >= lastMonth.from && ms < lastMonth.to) return lastMonth.key;
+  const d = new Date(ms);
+  const from = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+  const to = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  lastMonth = { from, to, key: d.toISOString().slice(0, 7) };
+  return lastMonth.key;
 }
 
 /** When a budget of `period` next resets after `ms` (null: it never does). */
