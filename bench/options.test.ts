@@ -48,6 +48,20 @@ describe("bench options", () => {
       assert.throws(() => parseOptions(["--store", "postgres", "--instances", n], {}), /--instances/, n);
   });
 
+  test("--chunk-delay paces the openai mock's streams, and the fixed rate gets the connections the longer streams need", () => {
+    assert.equal(parseOptions([], {}).chunkDelay, 0);
+    const paced = parseOptions(["--chunk-delay", "5"], {});
+    assert.equal(paced.chunkDelay, 5);
+    // 500/s of streams lasting 20 + 5 × 22 ms: 130 connections keep each under half a second
+    assert.equal(paced.rateConnections, 130);
+    assert.equal(parseOptions([], { BENCH_CHUNK_DELAY: "2" }).chunkDelay, 2);
+    assert.throws(
+      () => parseOptions(["--chunk-delay", "1", "--provider", "gemini"], {}),
+      /only the openai mock/,
+    );
+    assert.throws(() => parseOptions(["--chunk-delay", "-1"], {}), /--chunk-delay/);
+  });
+
   test("another provider's mock still measures the gateway alone", () => {
     assert.deepEqual(parseOptions(["--provider", "anthropic"], {}).targets, ["gateway"]);
   });

@@ -17,6 +17,11 @@ export interface BenchOptions {
   rateConnections: number;
   /** the mock upstream's delay before its response headers, ms */
   latency: number;
+  /**
+   * ms the mock waits between the events of a stream; 0 sends the whole stream in one write,
+   * which a pass-through forwards as one while the gateway handles each event
+   */
+  chunkDelay: number;
   /** completion length the mock answers with */
   tokens: number;
   logLevel: string;
@@ -49,6 +54,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --rate R              requests/s of the fixed-rate runs         (BENCH_RATE, default 500)
   --rate-connections N  connections of the fixed-rate runs        (BENCH_RATE_CONNECTIONS, default --connections)
   --latency MS          mock upstream latency                     (BENCH_LATENCY, default 20)
+  --chunk-delay MS      the mock's pause between stream events, as a model's tokens
+                        come; 0 sends a stream in one write (openai only)
+                                                                  (BENCH_CHUNK_DELAY, default 0)
   --tokens N            completion tokens per answer              (BENCH_TOKENS, default 20)
   --log-level L         the gateway's LOG_LEVEL                   (BENCH_LOG_LEVEL, default warn)
   --targets LIST        direct,passthrough,gateway,routed,messages,responses
@@ -147,6 +155,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
       "rate-connections": { type: "string" },
       latency: { type: "string" },
       tokens: { type: "string" },
+      "chunk-delay": { type: "string" },
       "log-level": { type: "string" },
       targets: { type: "string" },
       modes: { type: "string" },
@@ -168,6 +177,11 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
     number("--connections", pick(values.connections, "BENCH_CONNECTIONS"), 50, 10_000),
   );
   const store = one("--store", pick(values.store, "BENCH_STORE") || "sqlite", STORES);
+  const chunkDelay = number("--chunk-delay", pick(values["chunk-delay"], "BENCH_CHUNK_DELAY"), 0, 1_000);
+  const tokens = number("--tokens", pick(values.tokens, "BENCH_TOKENS"), 20, 100_000);
+  const provider = list("--provider", pick(values.provider, "BENCH_PROVIDER") ?? "openai", PROVIDERS)[0]!;
+  if (chunkDelay > 0 && provider !== "openai")
+    throw new Error(`--chunk-delay: only the openai mock paces its streams, not the ${provider} one`);
   return {
     duration: number("--duration", pick(values.duration, "BENCH_DURATION"), quick ? 3 : 15, MAX_SECONDS),
     rateDuration: number(
@@ -184,17 +198,16 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
       number(
         "--rate-connections",
         pick(values["rate-connections"], "BENCH_RATE_CONNECTIONS"),
-        rateConnectionsFor(rate, latency, connections),
+        // a paced stream lasts its latency and a pause per event (the tokens, a finish, usage)
+        rateConnectionsFor(rate, latency + chunkDelay * (tokens + 2), connections),
         10_000,
       ),
     ),
     latency,
-    tokens: number("--tokens", pick(values.tokens, "BENCH_TOKENS"), 20, 100_000),
+    chunkDelay,
+    tokens,
     logLevel: pick(values["log-level"], "BENCH_LOG_LEVEL") ?? "warn",
-    ...targetsFor(
-      list("--provider", pick(values.provider, "BENCH_PROVIDER") ?? "openai", PROVIDERS)[0]!,
-      list("--targets", pick(values.targets, "BENCH_TARGETS"), TARGETS),
-    ),
+    ...targetsFor(provider, list("--targets", pick(values.targets, "BENCH_TARGETS"), TARGETS)),
     modes: list("--modes", pick(values.modes, "BENCH_MODES"), MODES),
     store,
     instances: instancesFor(store, pick(values.instances, "BENCH_INSTANCES")),

@@ -207,12 +207,14 @@ function writeResults(
 async function bench(options: BenchOptions): Promise<number> {
   tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
   log(
-    `benchmark: about ${estimateSeconds(options)} s; ${options.provider} mock upstream, latency ${options.latency} ms; ` +
+    `benchmark: about ${estimateSeconds(options)} s; ${options.provider} mock upstream, latency ${options.latency} ms` +
+      (options.chunkDelay ? `, ${options.chunkDelay} ms between stream events` : "") +
+      "; " +
       `store ${options.store}, ${options.instances} gateway instance${options.instances > 1 ? "s" : ""}` +
       (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)"),
   );
   const store = await prepareStore(options.store);
-  const mock = await startMock(options.latency, options.provider);
+  const mock = await startMock(options.latency, options.provider, options.chunkDelay);
   const targets = await startTargets(mock, options, store, tempDir);
   for (const target of targets)
     for (const mode of options.modes) await preflight(target, mode, options.tokens);

@@ -87,7 +87,11 @@ function apiUrl(server: ServerProcess, api: ClientApiName): string {
   return `${base}${API_PATHS[api]}`;
 }
 
-export function startMock(latencyMs: number, provider: BenchProvider = "openai"): Promise<ServerProcess> {
+export function startMock(
+  latencyMs: number,
+  provider: BenchProvider = "openai",
+  chunkDelayMs = 0,
+): Promise<ServerProcess> {
   const { script, args } = UPSTREAMS[provider];
   return startServer(
     "mock upstream",
@@ -99,6 +103,7 @@ export function startMock(latencyMs: number, provider: BenchProvider = "openai")
       "0",
       "--latency",
       String(latencyMs),
+      ...(chunkDelayMs > 0 ? ["--chunk-delay", String(chunkDelayMs)] : []),
       "--no-record",
       ...args,
     ],
