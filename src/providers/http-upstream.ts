@@ -100,15 +100,14 @@ export class HttpUpstream {
    * seen the end should read on rather than leave: leaving destroys the body, which costs an
    * AbortError and the keep-alive connection.
    */
-  async *events(opened: Opened): AsyncGenerator<SseEvent> {
-    try {
-      for await (const event of readSse(opened.body)) yield event;
-    } catch (err) {
-      throw this.failure(err, opened.deadline.signal, "the upstream stream broke off");
-    } finally {
-      opened.deadline.end();
-      if (!opened.body.destroyed) opened.body.destroy();
-    }
+  events(opened: Opened): AsyncGenerator<SseEvent> {
+    return readSse(opened.body, {
+      failure: (err) => this.failure(err, opened.deadline.signal, "the upstream stream broke off"),
+      done: () => {
+        opened.deadline.end();
+        if (!opened.body.destroyed) opened.body.destroy();
+      },
+    });
   }
 
   /** Normalises whatever went wrong into an UpstreamError, or the caller's abort reason. */

@@ -54,8 +54,17 @@ export async function deliverStream(
   let opened: OpenedStream | undefined;
   try {
     opened = await open();
-    const metered = meter.pass(opened.chunks);
-    await writer.writeAll(rendered(renderer, gate ? gate.pass(metered) : metered));
+    if (gate) await writer.writeAll(rendered(renderer, gate.pass(meter.pass(opened.chunks))));
+    // The plain stream in one loop: each stage as a generator of its own cost a suspension
+    // and promises per event, under every event of every stream.
+    else
+      for await (const chunk of opened.chunks) {
+        meter.note(chunk);
+        for (const event of renderer.chunk(chunk)) {
+          const full = writer.write(event);
+          if (full) await full;
+        }
+      }
     opened.observe("ok");
   } catch (err) {
     if (gate) await opened?.stop();

@@ -98,21 +98,45 @@ async function openAttempt(metrics: Metrics, attempt: Attempt, stream: boolean):
 /**
  * The stream again from its start, given its first result was already taken; `ended` is
  * told when it ends, with the error if it failed. (A stream never read to its end is ended
- * by the route's own end().)
+ * by the route's own end().) An iterator of its own rather than an async generator: it sits
+ * under every event of every stream, and a generator would add a suspension and a promise
+ * per chunk to what `rest.next()` already costs.
  */
-async function* withFirst(
+function withFirst(
   first: IteratorResult<Chunk>,
   rest: AsyncIterator<Chunk>,
   ended: (err?: unknown) => void,
-): AsyncGenerator<Chunk> {
-  try {
-    if (first.done) return;
-    yield first.value;
-    for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
-  } catch (err) {
+): AsyncIterableIterator<Chunk> {
+  let taken: IteratorResult<Chunk> | undefined = first;
+  let over = false;
+  const end = (err?: unknown): void => {
+    over = true;
     ended(err);
+  };
+  const passOn = (result: IteratorResult<Chunk>): IteratorResult<Chunk> => {
+    if (result.done) end();
+    return result;
+  };
+  const fail = (err: unknown): never => {
+    end(err);
     throw err;
-  } finally {
-    ended();
-  }
+  };
+  const iterator: AsyncIterableIterator<Chunk> = {
+    [Symbol.asyncIterator]: () => iterator,
+    next(): Promise<IteratorResult<Chunk>> {
+      if (taken) {
+        const result = taken;
+        taken = undefined;
+        return Promise.resolve(passOn(result));
+      }
+      if (over) return Promise.resolve({ done: true, value: undefined });
+      return rest.next().then(passOn, fail);
+    },
+    // the consumer stopped early: the attempt is over; `rest` is left to the route's end()
+    return(): Promise<IteratorResult<Chunk>> {
+      if (!over) end();
+      return Promise.resolve({ done: true, value: undefined });
+    },
+  };
+  return iterator;
 }

@@ -11,14 +11,19 @@ export class Meter {
   /** the last usage the upstream reported (streams report it once, at the end) */
   usage: Usage | undefined;
 
+  /** Notes one chunk. */
+  note(chunk: Chunk): void {
+    if (chunk.usage) this.usage = chunk.usage;
+    for (const c of chunk.choices) {
+      this.choices.add(c.index);
+      this.text += choiceText(c.delta);
+    }
+  }
+
   /** Passes the chunks through unchanged, noting each. */
   async *pass(chunks: AsyncIterable<Chunk>): AsyncGenerator<Chunk> {
     for await (const chunk of chunks) {
-      if (chunk.usage) this.usage = chunk.usage;
-      for (const c of chunk.choices) {
-        this.choices.add(c.index);
-        this.text += choiceText(c.delta);
-      }
+      this.note(chunk);
       yield chunk;
     }
   }

@@ -29,7 +29,8 @@ export class EventWriter {
     this.#sink.start();
   }
 
-  async write(event: SseEvent): Promise<void> {
+  /** Writes the event; a promise only while the client's socket is full (wait for it before the next). */
+  write(event: SseEvent): Promise<void> | undefined {
     this.start();
     if (!this.#wroteEvent) {
       this.#wroteEvent = true;
@@ -37,8 +38,7 @@ export class EventWriter {
     }
     // traffic of its own: the next keep-alive is due a whole interval from now
     this.#keepAlive?.refresh();
-    const wait = this.#sink.event(event.data, event.event);
-    if (wait) await wait;
+    return this.#sink.event(event.data, event.event);
   }
 
   async writeAll(events: AsyncIterable<SseEvent>): Promise<void> {
