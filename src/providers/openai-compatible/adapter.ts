@@ -9,13 +9,13 @@ import {
   restoreCustomCallChunks,
   restoreCustomCalls,
 } from "../custom-tools.ts";
-import { HttpUpstream, parseJson, parseShape, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, parseJson, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import type { Chunk, Completion, NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
 import { openaiPromptBound, ResponsesStreamState, responseCompletion, responsesBody } from "./responses.ts";
-import { completionSchema, errorSchema, readChunk, readUsage } from "./wire.ts";
+import { errorSchema, readChunk, readCompletion, readUsage } from "./wire.ts";
 
 /** The request body for this upstream: the forwarded fields and exactly one output bound. */
 export function wireBody(
@@ -125,7 +125,8 @@ export class OpenAICompatibleProvider implements Provider {
     if (native)
       return responseCompletion(await this.#http.json(await this.#sendResponses(call, native, false)));
     const raw = await this.#http.json(await this.#send(call, false));
-    const parsed = parseShape(completionSchema, raw, "the upstream's reply is not a chat completion");
+    const parsed = readCompletion(raw);
+    if (!parsed) throw new UpstreamError("malformed", "the upstream's reply is not a chat completion");
     const completion = parsed as unknown as Completion;
     completion.usage = readUsage(parsed.usage);
     return this.#customAsFunctions

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { completionSchema, errorSchema, readChunk, readUsage } from "./wire.ts";
+import { errorSchema, readChunk, readCompletion, readUsage } from "./wire.ts";
 
 describe("readUsage", () => {
   test("the three figures, the cache and reasoning breakdown, and the detail fields as sent", () => {
@@ -110,10 +110,10 @@ describe("finish reasons", () => {
   });
 
   test("the same in a whole completion", () => {
-    const parsed = completionSchema.parse({
+    const parsed = readCompletion({
       choices: [{ index: 0, message: { role: "assistant", content: "x" }, finish_reason: "eos" }],
     });
-    assert.equal(parsed.choices[0]?.finish_reason, "stop");
+    assert.equal(parsed?.choices[0]?.finish_reason, "stop");
   });
 });
 
@@ -147,10 +147,22 @@ describe("chunk and completion schemas", () => {
   });
 
   test("a completion message without a role is the assistant's", () => {
-    const parsed = completionSchema.parse({
+    const parsed = readCompletion({
       choices: [{ index: 0, message: { content: "hi" }, finish_reason: "stop" }],
     });
-    assert.equal(parsed.choices[0]?.message.role, "assistant");
+    assert.equal(parsed?.choices[0]?.message.role, "assistant");
+  });
+
+  test("a completion whose choice has no index, no message object, or a finish reason that is no string is refused", () => {
+    assert.equal(readCompletion({ choices: [{ message: { content: "x" } }] }), undefined);
+    assert.equal(readCompletion({ choices: [{ index: 0, message: "x" }] }), undefined);
+    assert.equal(readCompletion({ choices: [{ index: 0, message: {}, finish_reason: 1 }] }), undefined);
+    assert.equal(readCompletion({ id: "x" }), undefined);
+    assert.deepEqual(readCompletion({ id: "x", choices: [], usage: { a: 1 } }), {
+      id: "x",
+      choices: [],
+      usage: { a: 1 },
+    });
   });
 });
 

@@ -21,21 +21,17 @@ const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>([
   "function_call",
 ]);
 
-/**
- * OpenAI's own finish reasons pass; another server's word for "it ended" reads as stop. An
- * empty string is "not finished" (Ollama and SGLang send it on every chunk before the last).
- */
-const finishReason = z
-  .string()
-  .nullish()
-  .transform((r): FinishReason | null => (!r ? null : FINISH_REASONS.has(r) ? (r as FinishReason) : "stop"));
-
-const choice = z.looseObject({ index: z.number().int().nonnegative(), finish_reason: finishReason });
-
-export const completionSchema = z.looseObject({
-  choices: z.array(choice.extend({ message: z.looseObject({ role: z.string().catch("assistant") }) })),
-  usage: z.unknown().optional(),
-});
+/** A whole completion as read: every choice with its index, a finish reason as above, a message with a role. */
+export interface CompletionShape {
+  [field: string]: unknown;
+  choices: Array<{
+    [field: string]: unknown;
+    index: number;
+    finish_reason: FinishReason | null;
+    message: { [field: string]: unknown; role: string };
+  }>;
+  usage?: unknown;
+}
 
 /** A stream chunk as read: every choice with its index, a finish reason as above, a delta object. */
 export interface ChunkShape {
@@ -53,21 +49,41 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * A stream chunk checked as completionSchema checks a completion, by hand: a stream has
- * dozens of chunks, and zod's copy of each was most of what reading one cost. Normalizes the
- * parsed object in place (it is the caller's, fresh from JSON.parse); undefined when it is
- * not a chunk.
+ * A choice's index and finish reason checked, the reason normalised in place: OpenAI's own
+ * finish reasons pass; another server's word for "it ended" reads as stop. An empty string is
+ * "not finished" (Ollama and SGLang send it on every chunk before the last). False when the
+ * choice is not one.
+ */
+function readChoice(c: unknown): c is Record<string, unknown> {
+  if (!isObject(c) || !Number.isInteger(c.index) || (c.index as number) < 0) return false;
+  const r = c.finish_reason;
+  if (r != null && typeof r !== "string") return false;
+  c.finish_reason = !r ? null : FINISH_REASONS.has(r) ? r : "stop";
+  return true;
+}
+
+/**
+ * A stream chunk checked by hand rather than by a schema: a stream has dozens of chunks, and
+ * zod's copy of each was most of what reading one cost. Normalizes the parsed object in place
+ * (it is the caller's, fresh from JSON.parse); undefined when it is not a chunk.
  */
 export function readChunk(raw: unknown): ChunkShape | undefined {
   if (!isObject(raw) || !Array.isArray(raw.choices)) return undefined;
   for (const c of raw.choices as unknown[]) {
-    if (!isObject(c) || !Number.isInteger(c.index) || (c.index as number) < 0) return undefined;
-    const r = c.finish_reason;
-    if (r != null && typeof r !== "string") return undefined;
-    c.finish_reason = !r ? null : FINISH_REASONS.has(r) ? r : "stop";
+    if (!readChoice(c)) return undefined;
     if (!isObject(c.delta)) c.delta = {};
   }
   return raw as ChunkShape;
+}
+
+/** A whole completion, checked in place as readChunk checks a chunk; a message without a role is the assistant's. */
+export function readCompletion(raw: unknown): CompletionShape | undefined {
+  if (!isObject(raw) || !Array.isArray(raw.choices)) return undefined;
+  for (const c of raw.choices as unknown[]) {
+    if (!readChoice(c) || !isObject(c.message)) return undefined;
+    if (typeof c.message.role !== "string") c.message.role = "assistant";
+  }
+  return raw as CompletionShape;
 }
 
 /** An error object, in a 4xx/5xx body or inside a 200 stream. */
