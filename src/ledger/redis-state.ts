@@ -141,6 +141,27 @@ export class RedisState {
     }
   }
 
+  /**
+   * Resolves once both connections are up, or after `timeoutMs` whatever their state: an
+   * instance whose Redis answers must not refuse its first calls (503) while it connects, and
+   * one whose Redis is down starts anyway, refusing calls until it answers.
+   */
+  async connected(timeoutMs: number): Promise<boolean> {
+    const up = (c: Redis) =>
+      c.status === "ready"
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => c.once("ready", () => resolve()));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([Promise.all([up(this.client), up(this.subscriber)]).then(() => true), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async close(): Promise<void> {
     this.client.disconnect();
     this.subscriber.disconnect();

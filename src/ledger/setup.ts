@@ -15,6 +15,9 @@ import { RedisState } from "./redis-state.ts";
 import type { StoreHolds } from "./store-holds.ts";
 import type { Ledger } from "./types.ts";
 
+/** How long a start waits for Redis to answer before it listens anyway (refusing calls until it does). */
+const REDIS_START_WAIT_MS = 2_000;
+
 export interface LedgerSetup {
   ledger: Ledger;
   rates: RateLimits;
@@ -67,6 +70,8 @@ export function ledgerSetup(
     async start() {
       await lease.start();
       await ledger.start();
+      if (redis && !(await redis.connected(REDIS_START_WAIT_MS)))
+        logger.warn("Redis did not answer at start: calls are refused (503) until it does");
     },
     async stop() {
       await ledger.stop();
