@@ -140,28 +140,34 @@ class ResponsesCall implements ClientCall {
  */
 class ResponsesStream implements StreamRenderer {
   readonly #call: ResponsesCall;
+  readonly #req: ResponsesRequest;
+  readonly #ids: ResponseIds;
+  readonly #createdAt: number;
   readonly #events: ResponseEvents;
-  readonly #native: NativeResponseEvents;
-  #mode: "translated" | "native" | undefined;
+  /** the upstream's own events, passed on: set at its first chunk when it answered natively */
+  #native: NativeResponseEvents | undefined;
+  /** translated: response.created and response.in_progress were sent */
+  #started = false;
 
   constructor(call: ResponsesCall, req: ResponsesRequest, context: AnswerContext) {
     this.#call = call;
-    const ids = new ResponseIds(context.requestId);
-    const createdAt = Math.floor(context.startedAt / 1000);
-    this.#events = new ResponseEvents(req, ids, createdAt);
-    this.#native = new NativeResponseEvents(req, ids, createdAt);
+    this.#req = req;
+    this.#ids = new ResponseIds(context.requestId);
+    this.#createdAt = Math.floor(context.startedAt / 1000);
+    this.#events = new ResponseEvents(req, this.#ids, this.#createdAt);
   }
 
   /** Translated: response.created and response.in_progress open the stream, with the upstream's first chunk. */
   #open(out: ResponseEvent[]): void {
-    if (this.#mode) return;
-    this.#mode = "translated";
+    if (this.#started) return;
+    this.#started = true;
     out.push(...this.#events.start());
   }
 
   chunk(chunk: Chunk): readonly SseEvent[] {
-    this.#mode ??= chunk.native ? "native" : undefined;
-    if (this.#mode === "native") return this.#native.pass(chunk.native ?? []).map(sse);
+    if (!this.#started && !this.#native && chunk.native)
+      this.#native = new NativeResponseEvents(this.#req, this.#ids, this.#createdAt);
+    if (this.#native) return this.#native.pass(chunk.native ?? []).map(sse);
     const out: ResponseEvent[] = [];
     this.#open(out);
     out.push(...this.#events.chunk(chunk));
@@ -171,7 +177,7 @@ class ResponsesStream implements StreamRenderer {
   async finish(end: StreamEnd): Promise<readonly SseEvent[]> {
     const out: ResponseEvent[] = [];
     let response: (ResponseObject & { safety?: unknown }) | undefined;
-    if (this.#mode === "native") {
+    if (this.#native) {
       out.push(...this.#native.finish(responsesUsage(end.usage), end.withheld !== undefined));
       response = this.#native.response;
     } else {
@@ -194,7 +200,7 @@ class ResponsesStream implements StreamRenderer {
 
   error(error: GatewayError): readonly SseEvent[] {
     const failure = { code: error.code, message: error.message, param: error.param };
-    if (this.#mode === "native") return this.#native.fail(failure).map(sse);
+    if (this.#native) return this.#native.fail(failure).map(sse);
     const out: ResponseEvent[] = [];
     this.#open(out);
     out.push(...this.#events.fail(failure));

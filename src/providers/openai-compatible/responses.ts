@@ -17,9 +17,7 @@ import type {
   Usage,
 } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
+import { isObject } from "./wire.ts";
 
 const count = (v: unknown): number | undefined =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : undefined;

@@ -45,7 +45,8 @@ export interface ChunkShape {
   usage?: unknown;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
+/** A JSON object (not null, not an array): what every field of an upstream's reply is read from. */
+export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
