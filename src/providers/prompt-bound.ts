@@ -116,9 +116,18 @@ export function promptUpperBound(original: ChatRequest, o: PromptOverheads): num
   return n;
 }
 
-/** The local count of what the request sends the model: for estimates, never for admission. */
+/** What the model reads as the prompt, to count locally: the messages, and the tools or schema sent with them. */
+export function promptParts(request: ChatRequest): { messages: ChatRequest["messages"]; extra: unknown } {
+  return { messages: request.messages, extra: request.tools ?? request.functions ?? request.response_format };
+}
+
+/**
+ * The local count of what the request sends the model, on this thread: for estimates, never
+ * for admission. The relay estimates through src/tokens/estimator.ts instead, off the event loop.
+ */
 export function localPromptTokens(request: ChatRequest): number {
-  return countPromptTokens(request.messages, request.tools ?? request.functions ?? request.response_format);
+  const { messages, extra } = promptParts(request);
+  return countPromptTokens(messages, extra);
 }
 
 /**

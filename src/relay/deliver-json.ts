@@ -29,7 +29,7 @@ export async function deliverJson(
   const usage = completion.usage;
   let written = "";
   if (!usage) for (const c of completion.choices) written += choiceText(c.message);
-  noteUsage(draft, usage, req, written);
+  await noteUsage(draft, usage, req, written);
   const answer = {
     requestId: draft.requestId,
     model: req.model,

@@ -3,11 +3,9 @@
 // gate alone; the APIs differ by their renderer alone.
 import type { ClientCall, SseEvent, StreamRenderer } from "../apis/types.ts";
 import { fromUpstream, type GatewayError } from "../errors/index.ts";
-import { localPromptTokens } from "../providers/prompt-bound.ts";
 import type { Chunk } from "../providers/types.ts";
 import { ANSWERED, type CallOutcome, CLIENT_GONE, WITHHELD } from "../records/outcomes.ts";
 import type { SafetyPolicy } from "../safety/policy.ts";
-import { countText } from "../tokens/count.ts";
 import type { CallContext, StreamSink } from "./call.ts";
 import { type CallFinisher, isGatewayFault } from "./finish.ts";
 import type { Hold } from "./hold.ts";
@@ -16,7 +14,7 @@ import { lastUserText, type ReviewDeps, review } from "./review.ts";
 import { Meter } from "./stream/meter.ts";
 import { ReviewGate } from "./stream/review-gate.ts";
 import { EventWriter } from "./stream/write-events.ts";
-import { answerUsage, noteUsage } from "./usage.ts";
+import { answerUsage, estimateUsage, noteUsage } from "./usage.ts";
 
 export interface StreamDeps extends ReviewDeps {
   finisher: CallFinisher;
@@ -71,17 +69,23 @@ export async function deliverStream(
     const failure = fromUpstream(err);
     // (a failure to open was observed by openAnswer itself)
     if (opened && failure.code !== "safety_unavailable") opened.observe("error");
+    // (read before the estimate waits: it is the failure's cause, not a later hang-up)
+    const gone = ctx.clientSignal.aborted;
+    if (!gone && !writer.started && !meter.text) {
+      writer.dispose();
+      draft.setUsage(0, 0, "none");
+      throw failure;
+    }
     // What the upstream produced is charged, delivered or not: it did the work. A client
     // gone before the first chunk is charged the prompt the upstream read.
-    draft.setUsage(localPromptTokens(req), countText(meter.text), "estimated");
-    if (ctx.clientSignal.aborted) {
+    await estimateUsage(draft, req, meter.text);
+    if (gone) {
       writer.dispose();
       await deps.finisher.finish(draft, CLIENT_GONE, hold);
       return undefined;
     }
     if (!writer.started) {
       writer.dispose();
-      if (!meter.text) draft.setUsage(0, 0, "none");
       throw failure;
     }
     return failMidStream(deps, ctx, hold, writer, renderer, failure);
@@ -90,7 +94,7 @@ export async function deliverStream(
   const flagged = gate?.flagged;
   if (flagged) await opened.stop();
   // A flag at the very end comes after the upstream's usage; one earlier stopped it first.
-  noteUsage(draft, meter.usage, req, meter.text);
+  await noteUsage(draft, meter.usage, req, meter.text);
   await writer.writeEvents(
     await renderer.finish({
       usage: answerUsage(draft, meter.usage),

@@ -7,7 +7,6 @@ import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ClientCall } from "../apis/types.ts";
 import { fromUpstream, GatewayError } from "../errors/index.ts";
 import { formatUsd } from "../prices/usd.ts";
-import { localPromptTokens } from "../providers/prompt-bound.ts";
 import type { ResolvedModel } from "../providers/registry.ts";
 import type { UpstreamCall } from "../providers/types.ts";
 import { CLIENT_GONE } from "../records/outcomes.ts";
@@ -21,6 +20,7 @@ import { admit, type Hold } from "./hold.ts";
 import { type OpenedCompletion, openAnswer } from "./open.ts";
 import { recordedParams } from "./recorded-params.ts";
 import { reviewInput } from "./review.ts";
+import { estimateUsage } from "./usage.ts";
 
 export class Relay {
   readonly #deps: RelayDeps;
@@ -149,7 +149,7 @@ export class Relay {
       return await openAnswer(this.#deps.metrics, ctx, route, call, false);
     } catch (err) {
       if (!ctx.clientSignal.aborted) throw err;
-      ctx.draft.setUsage(localPromptTokens(req), 0, "estimated");
+      await estimateUsage(ctx.draft, req, "");
       await this.#deps.finisher.finish(ctx.draft, CLIENT_GONE, hold);
       return undefined;
     }

@@ -2,10 +2,10 @@
 // reported them, else a local estimate of what the model read and wrote.
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { AnswerUsage } from "../apis/types.ts";
-import { localPromptTokens } from "../providers/prompt-bound.ts";
+import { promptParts } from "../providers/prompt-bound.ts";
 import type { Usage } from "../providers/types.ts";
 import type { CallDraft } from "../records/draft.ts";
-import { countText } from "../tokens/count.ts";
+import { estimator } from "../tokens/estimator.ts";
 
 /**
  * Every text a choice carries, for counting and review: content, refusal, reasoning (the
@@ -31,14 +31,20 @@ export function choiceText(part: Record<string, unknown> | undefined): string {
 }
 
 /** The upstream's usage when it gave one, else the local estimate of `written` after this prompt. */
-export function noteUsage(
+export async function noteUsage(
   draft: CallDraft,
   usage: Usage | undefined,
   req: ChatRequest,
   written: string,
-): void {
+): Promise<void> {
   if (usage) draft.setUsage(usage.prompt, usage.completion, "upstream", usage);
-  else draft.setUsage(localPromptTokens(req), countText(written), "estimated");
+  else await estimateUsage(draft, req, written);
+}
+
+/** The local estimate (src/tokens/estimator.ts) of the prompt the model read and of `written`. */
+export async function estimateUsage(draft: CallDraft, req: ChatRequest, written: string): Promise<void> {
+  const { prompt, completion } = await estimator.count({ ...promptParts(req), text: written });
+  draft.setUsage(prompt, completion, "estimated");
 }
 
 /** The usage a client is told: the draft's figures (as charged) and what the upstream reported. */

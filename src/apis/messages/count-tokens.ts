@@ -1,8 +1,9 @@
 // POST /v1/messages/count_tokens: the gateway's own count of a Messages request's prompt, the
-// local o200k_base count (src/tokens/count.ts) of the canonical request, the one the gateway
-// estimates usage with when an upstream reports none. Not an upstream's tokenizer: Claude's
+// local o200k_base count (src/tokens/count.ts, off the event loop by src/tokens/estimator.ts)
+// of the canonical request, the one the gateway estimates usage with when an upstream reports none. Not an upstream's tokenizer: Claude's
 // counts run higher, by a model-dependent share; nothing is sent upstream or charged.
-import { localPromptTokens } from "../../providers/prompt-bound.ts";
+import { promptParts } from "../../providers/prompt-bound.ts";
+import { estimator } from "../../tokens/estimator.ts";
 import { canonicalRequest, checkMessages, countTokensSchema, parseBody } from "./request.ts";
 
 export interface TokenCount {
@@ -10,8 +11,9 @@ export interface TokenCount {
   inputTokens: number;
 }
 
-export function countTokens(body: unknown): TokenCount {
+export async function countTokens(body: unknown): Promise<TokenCount> {
   const req = { ...parseBody(countTokensSchema, body), max_tokens: Number.MAX_SAFE_INTEGER };
   checkMessages(req);
-  return { model: req.model, inputTokens: localPromptTokens(canonicalRequest(req)) };
+  const { prompt } = await estimator.count(promptParts(canonicalRequest(req)));
+  return { model: req.model, inputTokens: prompt };
 }

@@ -96,7 +96,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     const auth = request.auth!;
     const plan = deps.registry.plan(auth.account.plan_id);
     await admitRequest(deps.rates, auth, plan, (headers) => reply.headers(headers));
-    const { model, inputTokens } = countTokens(request.body);
+    const { model, inputTokens } = await countTokens(request.body);
     if (!deps.registry.resolve(auth.account.plan_id, model))
       throw new GatewayError("model_not_found", {
         message: `The model '${model}' does not exist or your plan does not include it.`,
