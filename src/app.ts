@@ -18,6 +18,7 @@ import { registerJsonBody } from "./http/json-body.ts";
 import { consoleRoutes } from "./http/routes/console/index.ts";
 import { opsRoutes } from "./http/routes/ops.ts";
 import { v1Routes } from "./http/routes/v1/index.ts";
+import { requestLogger } from "./observability/request-logger.ts";
 import type { CallDraft } from "./records/draft.ts";
 
 declare module "fastify" {
@@ -35,6 +36,7 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
     loggerInstance: deps.logger as FastifyBaseLogger,
     // one line per request, written by the close listener below, instead of Fastify's two
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
+    childLoggerFactory: requestLogger,
     genReqId: () => newRequestId(),
     bodyLimit: deps.config.server.body_limit_bytes,
     return503OnClosing: false,
@@ -78,9 +80,11 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
       const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
       const seconds = (performance.now() - started) / 1000;
       deps.metrics.observeRequest(route, status, seconds);
+      // by the parent logger: a request's own is made only if the request logs something else
       if (deps.logger.isLevelEnabled("info"))
-        request.log.info(
+        deps.logger.info(
           {
+            request_id: request.id,
             method: request.method,
             route,
             status,

@@ -701,6 +701,14 @@ for (const store of STORES) {
         gw.logs.some((l) => l.includes(`"key":"${key.id}"`)),
         "request lines name the key by id (so the capture covers the requests above)",
       );
+      const access = gw.logs
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((e) => e.key === key.id);
+      assert.match(
+        String(access?.request_id),
+        /^req_[0-9a-z]{9}[0-9A-Za-z]{11}$/,
+        "an access line names its request",
+      );
       for (const line of gw.logs) {
         for (const s of secrets) assert.ok(!line.includes(s), `a log line contains a secret: ${line}`);
         assert.doesNotMatch(line, /sk-[A-Za-z0-9_-]{12,}/, `a log line contains something key-like: ${line}`);
