@@ -17,6 +17,9 @@ export interface SseHooks {
   done?(): void;
 }
 
+/** the decoder's option for every piece but the last: a piece may end inside a character */
+const STREAM = { stream: true };
+
 export async function* readSse(
   body: AsyncIterable<Uint8Array | string>,
   hooks: SseHooks = {},
@@ -24,33 +27,36 @@ export async function* readSse(
   try {
     const decoder = new TextDecoder();
     let buffer = "";
-    let data: string[] = [];
+    // One data line is the common event: its text, without an array to join.
+    let data: string | undefined;
     let event: string | undefined;
     for await (const piece of body) {
-      buffer += typeof piece === "string" ? piece : decoder.decode(piece, { stream: true });
+      buffer += typeof piece === "string" ? piece : decoder.decode(piece, STREAM);
       let start = 0;
       for (let nl = buffer.indexOf("\n", start); nl !== -1; nl = buffer.indexOf("\n", start)) {
-        let line = buffer.slice(start, nl);
-        start = nl + 1;
-        if (line.endsWith("\r")) line = line.slice(0, -1);
-        if (line === "") {
-          if (data.length) yield { event, data: data.join("\n") };
-          data = [];
+        const end = nl > start && buffer.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
+        if (end === start) {
+          if (data !== undefined) yield { event, data };
+          data = undefined;
           event = undefined;
-        } else if (line.startsWith("data:")) {
-          data.push(line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5));
-        } else if (line.startsWith("event:")) {
-          event = line.slice(6).trim();
+        } else if (buffer.startsWith("data:", start)) {
+          const value = buffer.slice(buffer.charCodeAt(start + 5) === 32 ? start + 6 : start + 5, end);
+          data = data === undefined ? value : `${data}\n${value}`;
+        } else if (buffer.startsWith("event:", start)) {
+          event = buffer.slice(start + 6, end).trim();
         }
         // comments (":") and id/retry fields carry nothing the relay uses
+        start = nl + 1;
       }
-      buffer = buffer.slice(start);
+      if (start) buffer = buffer.slice(start);
     }
     buffer += decoder.decode();
     if (buffer.endsWith("\r")) buffer = buffer.slice(0, -1);
-    if (buffer.startsWith("data:"))
-      data.push(buffer.charCodeAt(5) === 32 ? buffer.slice(6) : buffer.slice(5));
-    if (data.length) yield { event, data: data.join("\n") };
+    if (buffer.startsWith("data:")) {
+      const value = buffer.charCodeAt(5) === 32 ? buffer.slice(6) : buffer.slice(5);
+      data = data === undefined ? value : `${data}\n${value}`;
+    }
+    if (data !== undefined) yield { event, data };
   } catch (err) {
     throw hooks.failure ? hooks.failure(err) : err;
   } finally {
