@@ -65,4 +65,17 @@ describe("bench options", () => {
   test("another provider's mock still measures the gateway alone", () => {
     assert.deepEqual(parseOptions(["--provider", "anthropic"], {}).targets, ["gateway"]);
   });
+
+  test("--node-options or BENCH_NODE_OPTIONS: the gateway's Node flags, flags only", () => {
+    assert.deepEqual(parseOptions([], {}).nodeOptions, []);
+    assert.deepEqual(
+      parseOptions(["--node-options=--max-semi-space-size=8  --max-old-space-size=256 "], {}).nodeOptions,
+      ["--max-semi-space-size=8", "--max-old-space-size=256"],
+    );
+    assert.deepEqual(parseOptions([], { BENCH_NODE_OPTIONS: "--max-semi-space-size=4" }).nodeOptions, [
+      "--max-semi-space-size=4",
+    ]);
+    assert.throws(() => parseOptions(["--node-options=evil.js"], {}), /"evil.js" is not a flag/);
+    assert.throws(() => parseOptions(["--node-options=--eval=1 x"], {}), /"x" is not a flag/);
+  });
 });

@@ -39,6 +39,8 @@ export interface BenchOptions {
   instances: number;
   /** content safety on the gateway: off, or on with a rules reviewer (stream requests are then answered as JSON) */
   safety: "off" | "rules";
+  /** Node and V8 flags of the gateway processes (e.g. --max-semi-space-size=8), to measure heap settings */
+  nodeOptions: string[];
   /** write V8 CPU profiles of the gateway and the pass-through to .bench/profiles */
   profile: boolean;
   quick: boolean;
@@ -73,6 +75,9 @@ export const USAGE = `usage: npm run bench -- [options]
                                                                   (BENCH_STORE, default sqlite)
   --instances N         gateway processes sharing a PostgreSQL store; the load spreads its
                         connections over them                     (BENCH_INSTANCES, default 1)
+  --node-options=FLAGS  Node and V8 flags of the gateway processes, space-separated, after
+                        an "=": --node-options=--max-semi-space-size=8
+                                                                  (BENCH_NODE_OPTIONS, default none)
   --profile             write .cpuprofile files of the gateway and the pass-through to .bench/profiles
   --quick               short runs, for a smoke test              (BENCH_QUICK=1)`;
 
@@ -126,6 +131,15 @@ export function rateConnectionsFor(rate: number, latencyMs: number, connections:
   return Math.max(connections, Math.ceil((rate * latencyMs * 2) / 1000));
 }
 
+/** Flags only: anything else would be taken for the script to run. */
+function nodeOptions(raw: string | undefined): string[] {
+  const flags = (raw ?? "").split(/\s+/).filter(Boolean);
+  for (const flag of flags)
+    if (!/^--[a-z0-9][a-z0-9-]*(=\S+)?$/.test(flag))
+      throw new Error(`--node-options: "${flag}" is not a flag like --max-semi-space-size=8`);
+  return flags;
+}
+
 /** Several gateway instances need a store they can share. */
 function instancesFor(store: StoreKind, raw: string | undefined): number {
   const instances = number("--instances", raw, 1, MAX_INSTANCES);
@@ -163,6 +177,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
       provider: { type: "string" },
       store: { type: "string" },
       instances: { type: "string" },
+      "node-options": { type: "string" },
       profile: { type: "boolean" },
       quick: { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -212,6 +227,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
     store,
     instances: instancesFor(store, pick(values.instances, "BENCH_INSTANCES")),
     safety: list("--safety", pick(values.safety, "BENCH_SAFETY") ?? "off", ["off", "rules"] as const)[0]!,
+    nodeOptions: nodeOptions(pick(values["node-options"], "BENCH_NODE_OPTIONS")),
     profile: values.profile ?? false,
     quick,
     help: values.help ?? false,

@@ -89,11 +89,11 @@ async function startTargets(
   if (wanted("direct")) targets.push(directTarget(mock));
   if (wanted("passthrough")) targets.push(await startPassthrough(mock, profileDir));
   if (GATEWAY_TARGETS.some(wanted)) {
-    const { logLevel, safety, provider, instances } = options;
+    const { logLevel, safety, provider, instances, nodeOptions } = options;
     const gateway = await startGatewayTarget(
       mock,
       dir,
-      { logLevel, safety, provider, instances, store },
+      { logLevel, safety, provider, instances, store, nodeOptions },
       profileDir,
     );
     if (wanted("gateway")) targets.push(gateway);
@@ -211,7 +211,8 @@ async function bench(options: BenchOptions): Promise<number> {
       (options.chunkDelay ? `, ${options.chunkDelay} ms between stream events` : "") +
       "; " +
       `store ${options.store}, ${options.instances} gateway instance${options.instances > 1 ? "s" : ""}` +
-      (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)"),
+      (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)") +
+      (options.nodeOptions.length ? `; gateway run with ${options.nodeOptions.join(" ")}` : ""),
   );
   const store = await prepareStore(options.store);
   const mock = await startMock(options.latency, options.provider, options.chunkDelay);

@@ -4,7 +4,7 @@
 // PostgreSQL with Redis, two instances share the store and the one key; afterwards the run's
 // database and Redis keys are gone.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -27,6 +27,7 @@ async function gatewayTargets(kind: StoreKind, instances: number, dir: string) {
     provider: "openai",
     instances,
     store,
+    nodeOptions: ["--max-semi-space-size=8"],
   });
   const targets: Target[] = [
     gateway,
@@ -58,6 +59,11 @@ for (const [kind, instances] of [
       const { store, gateway, targets } = await gatewayTargets(kind, instances, dir);
       assert.equal(gateway.urls.length, instances);
       assert.equal(new Set(gateway.pids).size, instances);
+      for (const pid of gateway.pids)
+        assert.ok(
+          readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--max-semi-space-size=8"),
+          "each instance runs with the bench's --node-options",
+        );
       assert.deepEqual(
         targets.map((t) => t.urls.map((u) => new URL(u).pathname)[0]),
         ["/v1/chat/completions", "/v1/chat/completions", "/v1/messages", "/v1/responses"],

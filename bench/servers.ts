@@ -170,6 +170,8 @@ export interface GatewayOptions {
   provider: BenchProvider;
   /** gateway processes; more than one share a PostgreSQL store */
   instances: number;
+  /** Node and V8 flags of each gateway process */
+  nodeOptions: string[];
   store: BenchStore;
 }
 
@@ -246,7 +248,7 @@ export async function startGatewayTarget(
     mkdirSync(dataDir, { recursive: true });
     return startServer(
       name,
-      [...profileFlags(profileDir, name), GATEWAY_SCRIPT, "serve", "--json"],
+      [...options.nodeOptions, ...profileFlags(profileDir, name), GATEWAY_SCRIPT, "serve", "--json"],
       gatewayEnv(config, dataDir, options.logLevel),
     );
   };
