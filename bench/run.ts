@@ -21,6 +21,7 @@ import {
 import { preflight } from "./requests.ts";
 import {
   apiTarget,
+  collectProfiles,
   directTarget,
   ROOT,
   routedTarget,
@@ -247,8 +248,12 @@ async function main(): Promise<void> {
     await cleanUp();
   }
   // The profiles are written as the servers exit, so only now are they complete.
-  if (options.profile)
-    log(`CPU profiles in ${join(OUT_DIR, "profiles")}; read one with: node bench/profile-summary.ts FILE`);
+  if (options.profile) {
+    collectProfiles(join(OUT_DIR, "profiles"));
+    log(
+      `CPU profiles in ${join(OUT_DIR, "profiles")} (worker threads' in workers/); read one with: node bench/profile-summary.ts FILE`,
+    );
+  }
 }
 
 main().catch((err: unknown) => {

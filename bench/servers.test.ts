@@ -4,7 +4,8 @@
 // PostgreSQL with Redis, two instances share the store and the one key; afterwards the run's
 // database and Redis keys are gone.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -14,7 +15,14 @@ import { storeSuite } from "../test/support/postgres.ts";
 import { PG_ADMIN_URL, REDIS_URL } from "./databases.ts";
 import { stopAll } from "./processes.ts";
 import { preflight } from "./requests.ts";
-import { apiTarget, routedTarget, startGatewayTarget, startMock, type Target } from "./servers.ts";
+import {
+  apiTarget,
+  collectProfiles,
+  routedTarget,
+  startGatewayTarget,
+  startMock,
+  type Target,
+} from "./servers.ts";
 import { prepareStore, removeStores } from "./stores.ts";
 import type { StoreKind } from "./types.ts";
 
@@ -104,3 +112,28 @@ for (const [kind, instances] of [
     });
   });
 }
+
+describe("bench profiles", () => {
+  test("a process's main thread and its worker threads each keep a profile, named by process", () => {
+    const dir = mkdtempSync(join(tmpdir(), "gateway-bench-profiles-"));
+    try {
+      // a process with a worker thread, profiled as the bench profiles the gateway
+      execFileSync(process.execPath, [
+        "--cpu-prof",
+        `--cpu-prof-dir=${join(dir, "gateway-1")}`,
+        "-e",
+        "new (require('node:worker_threads').Worker)('let x = 0; for (let i = 0; i < 1e6; i++) x += i', { eval: true })",
+      ]);
+      collectProfiles(dir);
+      assert.deepEqual(readdirSync(dir).sort(), ["gateway-1.cpuprofile", "workers"]);
+      assert.deepEqual(readdirSync(join(dir, "workers")), ["gateway-1-thread1.cpuprofile"]);
+      for (const file of [
+        join(dir, "gateway-1.cpuprofile"),
+        join(dir, "workers", "gateway-1-thread1.cpuprofile"),
+      ])
+        assert.ok((JSON.parse(readFileSync(file, "utf8")) as { nodes: unknown[] }).nodes.length > 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

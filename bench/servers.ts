@@ -1,7 +1,7 @@
 // Starts the servers of a benchmark, each in its own process on a loopback port: the mock
 // upstream, the bare pass-through and the gateway (a fresh store and config; one process, or
 // several on one PostgreSQL store).
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
@@ -73,11 +73,38 @@ export interface Target {
 /** A key of a gateway key's length, so every request has the same size. */
 const NO_KEY = `sk-${"x".repeat(43)}`;
 
-/** Node flags that write a V8 CPU profile of the process when it exits. */
+/**
+ * Node flags that write V8 CPU profiles of the process when it exits, into a folder of its own:
+ * one file per thread, named by Node with the thread's id (a fixed --cpu-prof-name made the
+ * gateway's token-counting worker write over the main thread's profile). collectProfiles
+ * names them afterwards.
+ */
 function profileFlags(dir: string | undefined, name: string): string[] {
-  return dir
-    ? ["--cpu-prof", `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`]
-    : [];
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${join(dir, `${name}-${Date.now()}`)}`] : [];
+}
+
+/** Node's own profile names: CPU.<date>.<time>.<pid>.<thread id>.<sequence>.cpuprofile */
+const NODE_PROFILE = /^CPU\.\d+\.\d+\.\d+\.(\d+)\.\d+\.cpuprofile$/;
+
+/**
+ * After the servers exited: each process's main thread profile becomes <process>.cpuprofile
+ * and each worker thread's workers/<process>-thread<id>.cpuprofile.
+ */
+export function collectProfiles(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name === "workers") continue;
+    const folder = join(dir, entry.name);
+    for (const file of readdirSync(folder)) {
+      const thread = NODE_PROFILE.exec(file)?.[1];
+      if (thread === undefined) continue;
+      if (thread === "0") renameSync(join(folder, file), join(dir, `${entry.name}.cpuprofile`));
+      else {
+        mkdirSync(join(dir, "workers"), { recursive: true });
+        renameSync(join(folder, file), join(dir, "workers", `${entry.name}-thread${thread}.cpuprofile`));
+      }
+    }
+    rmSync(folder, { recursive: true, force: true });
+  }
 }
 
 /** The API's URL at a server whose answer named its /v1 URL. */
