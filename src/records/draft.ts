@@ -43,6 +43,7 @@ export class CallDraft {
   readonly api: ApiName;
   readonly startedAt: number;
   readonly #startedHr: number;
+  #endedMs: number | undefined;
   accountId: string | null = null;
   keyId: string | null = null;
   publicModel: string | null = null;
@@ -96,6 +97,15 @@ export class CallDraft {
 
   markFirstToken(): void {
     this.ttftMs ??= this.elapsedMs();
+  }
+
+  /**
+   * The call ended now (its upstream failed, its client left): its latency stops here. What
+   * may follow before the record (a local estimate of its usage, counted off the event loop)
+   * is bookkeeping, not the call.
+   */
+  markEnded(): void {
+    this.#endedMs ??= this.elapsedMs();
   }
 
   /** `breakdown`: what the upstream reported of cache reads, cache writes and reasoning; none for estimates */
@@ -194,7 +204,7 @@ export class CallDraft {
       reserved_tokens: this.reservedTokens,
       overrun_tokens: this.overrunTokens,
       usage_source: this.usageSource,
-      latency_ms: this.elapsedMs(),
+      latency_ms: this.#endedMs ?? this.elapsedMs(),
       ttft_ms: this.ttftMs,
       safety_mode: this.safetyMode,
       safety_verdict: this.safetyVerdict,

@@ -69,7 +69,9 @@ export async function deliverStream(
     const failure = fromUpstream(err);
     // (a failure to open was observed by openAnswer itself)
     if (opened && failure.code !== "safety_unavailable") opened.observe("error");
-    // (read before the estimate waits: it is the failure's cause, not a later hang-up)
+    // The call ended here; the estimate below waits for the counting thread. Whether the
+    // client had left is read now: a hang-up during the wait does not make it the cause.
+    draft.markEnded();
     const gone = ctx.clientSignal.aborted;
     if (!gone && !writer.started && !meter.text) {
       writer.dispose();

@@ -149,6 +149,7 @@ export class Relay {
       return await openAnswer(this.#deps.metrics, ctx, route, call, false);
     } catch (err) {
       if (!ctx.clientSignal.aborted) throw err;
+      ctx.draft.markEnded();
       await estimateUsage(ctx.draft, req, "");
       await this.#deps.finisher.finish(ctx.draft, CLIENT_GONE, hold);
       return undefined;
