@@ -54,6 +54,21 @@ describe("TokenEstimator", () => {
     }
   });
 
+  it("counts here what cannot be sent to its thread, and owes nothing after", async () => {
+    const estimator = new TokenEstimator();
+    try {
+      const extra = { schema: { type: "object" }, hook: () => "not data" };
+      const counted = await estimator.count({ messages, extra, text: "written" });
+      assert.deepEqual(counted, {
+        prompt: countPromptTokens(messages, extra),
+        completion: countText("written"),
+      });
+      assert.equal((await estimator.count({ text: "next" })).completion, countText("next"));
+    } finally {
+      await estimator.close();
+    }
+  });
+
   it("stops its worker when idle and starts one again for the next count", async () => {
     const estimator = new TokenEstimator({ idleMs: 50 });
     try {

@@ -64,10 +64,16 @@ export class TokenEstimator {
     const worker = this.#worker ?? this.#start();
     const id = ++this.#nextId;
     return new Promise<Counted>((resolve, reject) => {
+      try {
+        worker.postMessage({ id, job });
+      } catch {
+        // a value the thread cannot be sent (none of a parsed request's): counted here
+        resolve(countHere(job));
+        return;
+      }
       this.#pending.set(id, { job, resolve, reject });
       // Referenced while it owes an answer, so a shutdown waiting on a call's record waits for it too.
       if (this.#pending.size === 1) worker.ref();
-      worker.postMessage({ id, job });
     });
   }
 
