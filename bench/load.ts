@@ -49,6 +49,7 @@ function summarise(samples: number[]): LatencySummary {
 /** Everything the responses of one load run add up to, over all its autocannon instances. */
 class Tally {
   readonly latencies: number[] = [];
+  readonly firstBytes: number[] = [];
   responses = 0;
   /** responses within each paced instance's own duration (see paced) */
   inWindow = 0;
@@ -63,6 +64,20 @@ class Tally {
     this.responses++;
     this.bytes += resBytes;
     if (status >= 200 && status < 300) this.latencies.push(ms);
+  };
+
+  /**
+   * Times each request of a connection to its response's headers (a stream's first byte: the
+   * gateway sends them with its first event). One request is in flight per connection.
+   */
+  onClient = (client: EventEmitter): void => {
+    let sent = 0;
+    client.on("request", () => {
+      sent = performance.now();
+    });
+    client.on("headers", ({ statusCode }: { statusCode: number }) => {
+      if (statusCode >= 200 && statusCode < 300) this.firstBytes.push(performance.now() - sent);
+    });
   };
 
   add(result: AutocannonResult): void {
@@ -88,6 +103,7 @@ class Tally {
       bytes,
       statusCodes,
       latencyMs: summarise(this.latencies),
+      firstByteMs: summarise(this.firstBytes),
       cpuMicros: cpuMicros(),
     };
   }
@@ -116,7 +132,7 @@ function baseOptions(spec: LoadSpec, urls: string[] = spec.urls): Record<string,
 function runInstance(options: Record<string, unknown>, tally: Tally, windowMs = Infinity): Promise<void> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const instance = autocannon(options, (err, result) => {
+    const instance = autocannon({ ...options, setupClient: tally.onClient }, (err, result) => {
       if (err) return reject(err);
       tally.add(result);
       resolve();

@@ -116,6 +116,7 @@ export async function measure(
     ...(spec.overallRate ? { rate: spec.overallRate } : {}),
     reqPerS: load.reqPerS,
     latencyMs: load.latencyMs,
+    firstByteMs: load.firstByteMs,
     cpuUsPerReq: perRequest(spent(before, after, target.pids), load.responses),
     ...(usesStore
       ? { storeCpuUsPerReq: perRequest(storeSpent(before.store, after.store), load.responses) }

@@ -14,6 +14,7 @@ function run(
   p50: number,
   reqPerS: number,
   store?: number,
+  firstByte = p50,
 ): RunResult {
   return {
     mode,
@@ -23,6 +24,7 @@ function run(
     ...(load === "rate" ? { rate: 500 } : {}),
     reqPerS,
     latencyMs: { p50, p90: p50, p99: p50, max: p50, mean: p50 },
+    firstByteMs: { p50: firstByte, p90: firstByte, p99: firstByte, max: firstByte, mean: firstByte },
     cpuUsPerReq: cpu,
     ...(store === undefined ? {} : { storeCpuUsPerReq: store }),
     upstreamCpuUsPerReq: 0,
@@ -78,5 +80,30 @@ describe("bench report", () => {
     );
     const table = postgres.split("\n").filter((l) => l.startsWith("json "));
     assert.match(table[0]!, /\s700\s+900\s+300\s/, "CPU, store CPU, RSS of the gateway's rate row");
+  });
+
+  test("streams: the gateway's first byte against the pass-through's, a goal line of its own", () => {
+    const runs = [
+      run("passthrough", "stream", "rate", 300, 21.5, 500, undefined, 21.2),
+      run("gateway", "stream", "rate", 600, 23, 500, undefined, 21.9),
+      run("passthrough", "json", "rate", 300, 21.5, 500),
+      run("gateway", "json", "rate", 600, 23, 500),
+    ];
+    const goals = checkGoals(runs, ["json", "stream"]);
+    assert.equal(goals[0]!.addedFirstByteMs, undefined, "a JSON answer has no first byte to speak of");
+    assert.ok(Math.abs(goals[1]!.addedFirstByteMs! - 0.7) < 1e-9);
+    const text = formatReport(runs, goals, undefined, parseOptions([], {}), "SQLite");
+    assert.match(
+      text,
+      /^ {2}stream gateway first byte vs pass-through: \+0\.70 ms \(p50\) {2}goal ≤ 1 ms {2}ok$/m,
+    );
+    const slow = checkGoals(
+      [runs[0]!, run("gateway", "stream", "rate", 600, 23, 500, undefined, 23.5)],
+      ["stream"],
+    );
+    assert.match(
+      formatReport(runs, slow, undefined, parseOptions([], {}), "SQLite"),
+      /first byte .* \+2\.30 ms .*MISSED/,
+    );
   });
 });

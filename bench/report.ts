@@ -3,7 +3,7 @@ import type { BenchOptions } from "./options.ts";
 import type { LoadKind, Mode, RunResult, TargetName } from "./types.ts";
 
 /** The issue's goals: CPU per request against the floor, and latency added at the fixed rate. */
-export const GOALS = { cpuRatio: 1.5, addedP50Ms: 0.5 } as const;
+export const GOALS = { cpuRatio: 1.5, addedP50Ms: 0.5, addedFirstByteMs: 1 } as const;
 
 /** A fixed-rate run that reached less than this share of its rate did not test that rate. */
 const RATE_REACHED = 0.97;
@@ -19,6 +19,8 @@ export interface GoalCheck {
   addedP50Ms?: number;
   /** pass-through p50 − direct p50 in the fixed-rate run, ms: what any Node hop costs */
   passthroughAddedP50Ms?: number;
+  /** streams: the gateway's p50 time to first byte − the pass-through's, in the fixed-rate run, ms */
+  addedFirstByteMs?: number;
 }
 
 export interface GatewaySummary {
@@ -59,6 +61,9 @@ export function checkGoals(runs: RunResult[], modes: Mode[]): GoalCheck[] {
       ),
       addedP50Ms: gateway?.addedP50Ms,
       passthroughAddedP50Ms: passthrough?.addedP50Ms,
+      ...(mode === "stream" && gateway && passthrough
+        ? { addedFirstByteMs: gateway.firstByteMs.p50 - passthrough.firstByteMs.p50 }
+        : {}),
     };
   });
 }
@@ -138,6 +143,11 @@ function goalLines(goals: GoalCheck[], options: BenchOptions): string[] {
         `goal ≤ ${GOALS.addedP50Ms} ms  ${verdict(g.addedP50Ms, GOALS.addedP50Ms)}` +
         `  (pass-through adds ${signed(g.passthroughAddedP50Ms)} ms)`,
     );
+    if (g.addedFirstByteMs !== undefined)
+      lines.push(
+        `  ${g.mode.padEnd(6)} gateway first byte vs pass-through: ${signed(g.addedFirstByteMs)} ms (p50)  ` +
+          `goal ≤ ${GOALS.addedFirstByteMs} ms  ${verdict(g.addedFirstByteMs, GOALS.addedFirstByteMs)}`,
+      );
   }
   return lines;
 }

@@ -38,6 +38,8 @@ export interface LoadResult {
   bytes: number;
   statusCodes: Record<string, number>;
   latencyMs: LatencySummary;
+  /** from each 2xx request's start to its response's headers: a stream's first byte */
+  firstByteMs: LatencySummary;
   /** CPU (user + system) the load generator itself spent, whole process, microseconds */
   cpuMicros: number;
 }
@@ -67,6 +69,8 @@ export interface RunResult {
   rate?: number;
   reqPerS: number;
   latencyMs: LatencySummary;
+  /** to the response's headers, a stream's first byte */
+  firstByteMs: LatencySummary;
   /** the target's p50 minus the direct target's p50 under the same load and mode */
   addedP50Ms?: number;
   /** CPU (user + system) the target's own processes (every gateway instance) spent per response */
