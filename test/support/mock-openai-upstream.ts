@@ -762,8 +762,16 @@ export function startMockUpstream(
     return false;
   }
 
-  /** `deployment`: Azure's deployment path names the model, not the body */
-  function handleChat(req: IncomingMessage, res: ServerResponse, path: string, deployment?: string): void {
+  /**
+   * Tracks a POST, records it (when recording), and hands its body on once read: parsed, or
+   * `parsed` false when it is not JSON (the record then keeps the raw text).
+   */
+  function receive(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    onBody: (state: ReturnType<typeof tracker.begin>, parsed: boolean, body: any) => void,
+  ): void {
     const state = tracker.begin(res);
     req.once("error", () => tracker.finish(state));
 
@@ -785,6 +793,13 @@ export function startMockUpstream(
         parsed = false;
       }
       if (entry !== undefined) entry.body = parsed ? body : raw;
+      onBody(state, parsed, body);
+    });
+  }
+
+  /** `deployment`: Azure's deployment path names the model, not the body */
+  function handleChat(req: IncomingMessage, res: ServerResponse, path: string, deployment?: string): void {
+    receive(req, res, path, (state, parsed, body) => {
       if (deployment !== undefined && parsed && body && typeof body === "object") body.model ??= deployment;
       answerChat(req, res, state, parsed, body);
     });
@@ -797,27 +812,12 @@ export function startMockUpstream(
    * mock:drop-after=K (stream: the events up to the K-th text delta, then the connection cut).
    */
   function handleResponses(req: IncomingMessage, res: ServerResponse, path: string): void {
-    const state = tracker.begin(res);
-    req.once("error", () => tracker.finish(state));
-    const entry: ReceivedRequest | undefined = record
-      ? { method: req.method ?? "POST", path, headers: req.headers, body: undefined, at: Date.now() }
-      : undefined;
-    if (entry !== undefined) requests.push(entry);
-    const bufs: Buffer[] = [];
-    req.on("data", (b: Buffer) => bufs.push(b));
-    req.on("end", () => {
-      if (state.closed) return;
-      const raw = Buffer.concat(bufs).toString("utf8");
-      let body: any;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        if (entry !== undefined) entry.body = raw;
+    receive(req, res, path, (state, parsed, body) => {
+      if (!parsed) {
         state.done = true;
         sendError(res, 400, INVALID_JSON_MESSAGE, "invalid_request_error", null, null);
         return;
       }
-      if (entry !== undefined) entry.body = body;
       if (!authorized(req, res)) {
         state.done = true;
         return;
