@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { parseOptions } from "./options.ts";
-import { checkGoals, formatReport } from "./report.ts";
+import { addLatencyDeltas, checkGoals, formatReport } from "./report.ts";
 import type { LoadKind, Mode, RunResult, TargetName } from "./types.ts";
 
 function run(
@@ -15,6 +15,7 @@ function run(
   reqPerS: number,
   store?: number,
   firstByte = p50,
+  p99 = p50,
 ): RunResult {
   return {
     mode,
@@ -23,7 +24,7 @@ function run(
     connections: 50,
     ...(load === "rate" ? { rate: 500 } : {}),
     reqPerS,
-    latencyMs: { p50, p90: p50, p99: p50, max: p50, mean: p50 },
+    latencyMs: { p50, p90: p50, p99, max: p99, mean: p50 },
     firstByteMs: { p50: firstByte, p90: firstByte, p99: firstByte, max: firstByte, mean: firstByte },
     cpuUsPerReq: cpu,
     ...(store === undefined ? {} : { storeCpuUsPerReq: store }),
@@ -105,5 +106,34 @@ describe("bench report", () => {
       formatReport(runs, slow, undefined, parseOptions([], {}), "SQLite"),
       /first byte .* \+2\.30 ms .*MISSED/,
     );
+  });
+
+  test("latency goals: the gateway's p50 and p99 over the pass-through's, the hop over direct alongside", () => {
+    const runs = [
+      run("direct", "json", "rate", 100, 20.5, 500, undefined, 20.5, 23),
+      run("passthrough", "json", "rate", 300, 21, 500, undefined, 21, 27.3),
+      run("gateway", "json", "rate", 600, 21.45, 500, undefined, 21.45, 26.7),
+    ];
+    addLatencyDeltas(runs);
+    const text = formatReport(runs, checkGoals(runs, ["json"]), undefined, parseOptions([], {}), "SQLite");
+    assert.match(
+      text,
+      /^ {2}json {3}gateway p50 vs pass-through: \+0\.45 ms {2}goal ≤ 0\.5 ms {2}ok {2}\(over direct: gateway \+0\.95 ms, pass-through \+0\.50 ms\)$/m,
+    );
+    assert.match(text, /^ {2}json {3}gateway p99 vs pass-through: -0\.60 ms {2}goal ≤ 2 ms {2}ok$/m);
+    const slower = [
+      runs[0]!,
+      runs[1]!,
+      run("gateway", "json", "rate", 600, 21.6, 500, undefined, 21.6, 29.5),
+    ];
+    const missed = formatReport(
+      slower,
+      checkGoals(slower, ["json"]),
+      undefined,
+      parseOptions([], {}),
+      "SQLite",
+    );
+    assert.match(missed, /p50 vs pass-through: \+0\.60 ms .*MISSED/);
+    assert.match(missed, /p99 vs pass-through: \+2\.20 ms .*MISSED/);
   });
 });
