@@ -11,6 +11,15 @@ describe("bench options", () => {
     assert.equal(o.instances, 1);
   });
 
+  test("--profile and --perf are off unless asked for, and each alone", () => {
+    const none = parseOptions([], {});
+    assert.deepEqual([none.profile, none.perf], [false, false]);
+    const perf = parseOptions(["--perf"], {});
+    assert.deepEqual([perf.profile, perf.perf], [false, true]);
+    const both = parseOptions(["--perf", "--profile"], {});
+    assert.deepEqual([both.profile, both.perf], [true, true]);
+  });
+
   test("--targets picks targets in the table's order, the new APIs among them", () => {
     assert.deepEqual(parseOptions(["--targets", "responses,gateway,messages"], {}).targets, [
       "gateway",

@@ -43,6 +43,8 @@ export interface BenchOptions {
   nodeOptions: string[];
   /** write V8 CPU profiles of the gateway and the pass-through to .bench/profiles */
   profile: boolean;
+  /** record the gateway and the pass-through with Linux perf (CPU time) to .bench/perf */
+  perf: boolean;
   quick: boolean;
   help: boolean;
 }
@@ -79,6 +81,8 @@ export const USAGE = `usage: npm run bench -- [options]
                         an "=": --node-options=--max-semi-space-size=8
                                                                   (BENCH_NODE_OPTIONS, default none)
   --profile             write .cpuprofile files of the gateway and the pass-through to .bench/profiles
+  --perf                record the gateway and the pass-through with Linux perf, CPU time
+                        only, to .bench/perf (needs perf on PATH)
   --quick               short runs, for a smoke test              (BENCH_QUICK=1)`;
 
 const MAX_SECONDS = 300;
@@ -179,6 +183,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
       instances: { type: "string" },
       "node-options": { type: "string" },
       profile: { type: "boolean" },
+      perf: { type: "boolean" },
       quick: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -229,6 +234,7 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
     safety: list("--safety", pick(values.safety, "BENCH_SAFETY") ?? "off", ["off", "rules"] as const)[0]!,
     nodeOptions: nodeOptions(pick(values["node-options"], "BENCH_NODE_OPTIONS")),
     profile: values.profile ?? false,
+    perf: values.perf ?? false,
     quick,
     help: values.help ?? false,
   };

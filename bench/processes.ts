@@ -21,11 +21,20 @@ function isRunning(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
 }
 
-function spawnNode(nodeArgs: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, nodeArgs, { env, stdio: ["ignore", "pipe", "pipe"] });
+/** Starts a command as a tracked child: stopAll() and killAllNow() end it with the others. */
+export function spawnTracked(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): ChildProcess {
+  const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   child.once("exit", () => running.delete(child));
   return child;
+}
+
+function spawnNode(nodeArgs: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawnTracked(process.execPath, nodeArgs, env);
 }
 
 function collectLines(child: ChildProcess, onFirstJson: (line: string) => void): ServerProcess["logs"] {
@@ -103,7 +112,7 @@ export function runToEnd(name: string, nodeArgs: string[], timeoutMs: number): P
   });
 }
 
-function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
+export function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
   if (!isRunning(child)) return Promise.resolve(true);
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);

@@ -8,6 +8,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { measure, type Processes, warmUp } from "./measure.ts";
 import { type BenchOptions, parseOptions, USAGE } from "./options.ts";
+import { checkPerf, type PerfRecording, recordPerf } from "./perf-record.ts";
 import { statusKb } from "./proc-stats.ts";
 import { killAllNow, type ServerProcess, stopAll } from "./processes.ts";
 import {
@@ -84,18 +85,18 @@ async function startTargets(
   store: BenchStore,
   dir: string,
 ): Promise<Target[]> {
-  const profileDir = options.profile ? join(OUT_DIR, "profiles") : undefined;
+  const profiling = { dir: options.profile ? join(OUT_DIR, "profiles") : undefined, perf: options.perf };
   const targets: Target[] = [];
   const wanted = (name: TargetName) => options.targets.includes(name);
   if (wanted("direct")) targets.push(directTarget(mock));
-  if (wanted("passthrough")) targets.push(await startPassthrough(mock, profileDir));
+  if (wanted("passthrough")) targets.push(await startPassthrough(mock, profiling));
   if (GATEWAY_TARGETS.some(wanted)) {
     const { logLevel, safety, provider, instances, nodeOptions } = options;
     const gateway = await startGatewayTarget(
       mock,
       dir,
       { logLevel, safety, provider, instances, store, nodeOptions },
-      profileDir,
+      profiling,
     );
     if (wanted("gateway")) targets.push(gateway);
     if (wanted("routed")) targets.push(routedTarget(gateway));
@@ -205,6 +206,19 @@ function writeResults(
 // Main
 // ---------------------------------------------------------------------------
 
+/**
+ * One perf recording per server process kind, over the warm-ups and every measured run: the
+ * gateway's covers all the targets it answers (routed, messages, responses too).
+ */
+function startRecordings(targets: Target[]): PerfRecording[] {
+  const dir = join(OUT_DIR, "perf");
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  return targets
+    .filter((t) => t.name === "passthrough" || t.name === "gateway")
+    .map((t) => recordPerf(dir, t.name, t.pids));
+}
+
 async function bench(options: BenchOptions): Promise<number> {
   tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
   log(
@@ -215,14 +229,17 @@ async function bench(options: BenchOptions): Promise<number> {
       (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)") +
       (options.nodeOptions.length ? `; gateway run with ${options.nodeOptions.join(" ")}` : ""),
   );
+  if (options.perf) checkPerf();
   const store = await prepareStore(options.store);
   const mock = await startMock(options.latency, options.provider, options.chunkDelay);
   const targets = await startTargets(mock, options, store, tempDir);
   for (const target of targets)
     for (const mode of options.modes) await preflight(target, mode, options.tokens);
+  const recordings = options.perf ? startRecordings(targets) : [];
   const started = Date.now();
   await warmUpAll(targets, options);
   const runs = await benchAll(targets, options, mock.pid, store);
+  for (const recording of recordings) await recording.stop();
   addLatencyDeltas(runs);
   const goals = checkGoals(runs, options.modes);
   const gateway = gatewaySummary(targets);
@@ -247,6 +264,10 @@ async function main(): Promise<void> {
   } finally {
     await cleanUp();
   }
+  if (options.perf && process.exitCode === 0)
+    log(
+      `CPU-time recordings in ${join(OUT_DIR, "perf")}; read one with: node bench/perf-summary.ts ${join(OUT_DIR, "perf", "gateway.data")}`,
+    );
   // The profiles are written as the servers exit, so only now are they complete.
   if (options.profile) {
     collectProfiles(join(OUT_DIR, "profiles"));

@@ -29,14 +29,19 @@ import type { StoreKind } from "./types.ts";
 async function gatewayTargets(kind: StoreKind, instances: number, dir: string) {
   const store = await prepareStore(kind);
   const mock = await startMock(0);
-  const gateway = await startGatewayTarget(mock, dir, {
-    logLevel: "warn",
-    safety: "off",
-    provider: "openai",
-    instances,
-    store,
-    nodeOptions: ["--max-semi-space-size=8"],
-  });
+  const gateway = await startGatewayTarget(
+    mock,
+    dir,
+    {
+      logLevel: "warn",
+      safety: "off",
+      provider: "openai",
+      instances,
+      store,
+      nodeOptions: ["--max-semi-space-size=8"],
+    },
+    { perf: true },
+  );
   const targets: Target[] = [
     gateway,
     routedTarget(gateway),
@@ -57,8 +62,11 @@ for (const [kind, instances] of [
 ] as const) {
   describe(`bench gateway on ${kind}, ${instances} instance(s)`, await storeSuite(kind), () => {
     const dir = mkdtempSync(join(tmpdir(), "gateway-bench-test-"));
+    /** the JIT maps --perf-basic-prof makes Node write, removed with the rest */
+    const perfMaps: string[] = [];
     after(async () => {
       await stopAll();
+      for (const map of perfMaps) rmSync(map, { force: true });
       await removeStores();
       rmSync(dir, { recursive: true, force: true });
     });
@@ -72,6 +80,13 @@ for (const [kind, instances] of [
           readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--max-semi-space-size=8"),
           "each instance runs with the bench's --node-options",
         );
+      for (const pid of gateway.pids) {
+        assert.ok(
+          readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--perf-basic-prof"),
+          "with --perf, each instance names its JIT code for perf",
+        );
+        perfMaps.push(`/tmp/perf-${pid}.map`);
+      }
       assert.deepEqual(
         targets.map((t) => t.urls.map((u) => new URL(u).pathname)[0]),
         ["/v1/chat/completions", "/v1/chat/completions", "/v1/messages", "/v1/responses"],

@@ -79,8 +79,20 @@ const NO_KEY = `sk-${"x".repeat(43)}`;
  * gateway's token-counting worker write over the main thread's profile). collectProfiles
  * names them afterwards.
  */
-function profileFlags(dir: string | undefined, name: string): string[] {
-  return dir ? ["--cpu-prof", `--cpu-prof-dir=${join(dir, `${name}-${Date.now()}`)}`] : [];
+function profileFlags(profiling: Profiling, name: string): string[] {
+  return [
+    ...(profiling.dir
+      ? ["--cpu-prof", `--cpu-prof-dir=${join(profiling.dir, `${name}-${Date.now()}`)}`]
+      : []),
+    // names the process's JIT code for perf, in /tmp/perf-<pid>.map (Node's fixed place)
+    ...(profiling.perf ? ["--perf-basic-prof"] : []),
+  ];
+}
+
+/** How the servers are profiled: V8 profiles into `dir`, and JIT names for a perf recording. */
+export interface Profiling {
+  dir?: string | undefined;
+  perf: boolean;
 }
 
 /** Node's own profile names: CPU.<date>.<time>.<pid>.<thread id>.<sequence>.cpuprofile */
@@ -151,11 +163,11 @@ export function directTarget(mock: ServerProcess): Target {
   };
 }
 
-export async function startPassthrough(mock: ServerProcess, profileDir?: string): Promise<Target> {
+export async function startPassthrough(mock: ServerProcess, profiling: Profiling): Promise<Target> {
   const upstream = String(mock.info.url);
   const server = await startServer(
     "pass-through",
-    [...profileFlags(profileDir, "passthrough"), PASSTHROUGH_SCRIPT, "--upstream", upstream, "--host", HOST],
+    [...profileFlags(profiling, "passthrough"), PASSTHROUGH_SCRIPT, "--upstream", upstream, "--host", HOST],
     process.env,
   );
   return {
@@ -266,7 +278,7 @@ export async function startGatewayTarget(
   mock: ServerProcess,
   dir: string,
   options: GatewayOptions,
-  profileDir?: string,
+  profiling: Profiling,
 ): Promise<Target> {
   const config = writeGatewayConfig(dir, String(mock.info.url), options);
   const start = (n: number) => {
@@ -275,7 +287,7 @@ export async function startGatewayTarget(
     mkdirSync(dataDir, { recursive: true });
     return startServer(
       name,
-      [...options.nodeOptions, ...profileFlags(profileDir, name), GATEWAY_SCRIPT, "serve", "--json"],
+      [...options.nodeOptions, ...profileFlags(profiling, name), GATEWAY_SCRIPT, "serve", "--json"],
       gatewayEnv(config, dataDir, options.logLevel),
     );
   };
