@@ -21,12 +21,14 @@ export function checkPerf(): void {
     throw new Error("--perf needs Linux perf on the PATH (Debian: apt-get install linux-perf)");
 }
 
+/** perf refuses a recording it may not make (permissions, a pid gone) at once, or not at all. */
+const STARTED_MS = 1_000;
+
 /** Starts recording the processes `pids` (with their call stacks) into DIR/NAME.data. */
-export function recordPerf(dir: string, name: string, pids: readonly number[]): PerfRecording {
+export async function recordPerf(dir: string, name: string, pids: readonly number[]): Promise<PerfRecording> {
   const file = join(dir, `${name}.data`);
   const child = spawnTracked("perf", [
     "record",
-    "--quiet",
     "-g",
     "-F",
     String(FREQUENCY),
@@ -36,9 +38,13 @@ export function recordPerf(dir: string, name: string, pids: readonly number[]): 
     pids.join(","),
   ]);
   let stderr = "";
+  child.stdout!.resume();
   child.stderr!.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
   });
+  // Found out now rather than after the whole bench has run.
+  if (await waitForExit(child, STARTED_MS))
+    throw new Error(`perf could not record ${name}: ${stderr.trim() || `exit ${child.exitCode}`}`);
   return {
     file,
     async stop() {

@@ -210,13 +210,15 @@ function writeResults(
  * One perf recording per server process kind, over the warm-ups and every measured run: the
  * gateway's covers all the targets it answers (routed, messages, responses too).
  */
-function startRecordings(targets: Target[]): PerfRecording[] {
+function startRecordings(targets: Target[]): Promise<PerfRecording[]> {
   const dir = join(OUT_DIR, "perf");
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  return targets
-    .filter((t) => t.name === "passthrough" || t.name === "gateway")
-    .map((t) => recordPerf(dir, t.name, t.pids));
+  return Promise.all(
+    targets
+      .filter((t) => t.name === "passthrough" || t.name === "gateway")
+      .map((t) => recordPerf(dir, t.name, t.pids)),
+  );
 }
 
 async function bench(options: BenchOptions): Promise<number> {
@@ -235,7 +237,7 @@ async function bench(options: BenchOptions): Promise<number> {
   const targets = await startTargets(mock, options, store, tempDir);
   for (const target of targets)
     for (const mode of options.modes) await preflight(target, mode, options.tokens);
-  const recordings = options.perf ? startRecordings(targets) : [];
+  const recordings = options.perf ? await startRecordings(targets) : [];
   const started = Date.now();
   await warmUpAll(targets, options);
   const runs = await benchAll(targets, options, mock.pid, store);
