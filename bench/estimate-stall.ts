@@ -6,8 +6,8 @@
 // The worker runs first: the in-thread rows would otherwise leave the tokenizer loaded in it.
 import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { countPromptTokens } from "../src/tokens/count.ts";
-import { type CountJob, TokenEstimator } from "../src/tokens/estimator.ts";
+import { type CountJob, countPromptTokens } from "../src/tokens/count.ts";
+import { TokenEstimator } from "../src/tokens/estimator.ts";
 
 /** about 240K tokens of code and prose, as a coding agent's conversation grows to */
 const source = (file: string) => readFileSync(new URL(`../${file}`, import.meta.url), "utf8");

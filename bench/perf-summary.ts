@@ -11,6 +11,7 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import { checkPerf } from "./perf-record.ts";
 
 interface Frame {
   symbol: string;
@@ -102,8 +103,8 @@ function leafName(frame: Frame | undefined): string {
   return `${symbol} [${where}]`;
 }
 
-function add(map: Map<string, number>, key: string, n = 1): void {
-  map.set(key, (map.get(key) ?? 0) + n);
+function add(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1);
 }
 
 export function summarise(samples: Iterable<Sample>): PerfSummary {
@@ -155,7 +156,7 @@ export function format(file: string, summary: PerfSummary, top: number): string 
   ].join("\n");
 }
 
-/** Runs `perf script` on a recording and summarises its samples as they stream in. */
+/** Runs `perf script` on a recording and summarises its samples. */
 export async function summariseRecording(file: string): Promise<PerfSummary> {
   const perf = spawn("perf", ["script", "-i", file, "-F", "comm,pid,tid,ip,sym,dso"], {
     stdio: ["ignore", "pipe", "pipe"],
@@ -186,6 +187,7 @@ if (import.meta.main) {
     console.error("usage: node bench/perf-summary.ts FILE.data [--top N]");
     process.exit(2);
   }
+  checkPerf();
   for (const file of positionals)
     console.log(format(file, await summariseRecording(file), Number(values.top)));
 }

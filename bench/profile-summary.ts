@@ -1,6 +1,8 @@
 // Reads a V8 .cpuprofile (e.g. from `npm run bench -- --profile`) and prints where the busy
 // time went: by area (the nearest src/ file or npm package on the stack, so Node internals are
 // billed to whoever called them) and the heaviest src/ functions, inclusive of their callees.
+// V8 samples wall time: a thread waiting in a syscall or for a core is billed as busy there;
+// bench/perf-summary.ts (`npm run bench -- --perf`) gives CPU time.
 //   node bench/profile-summary.ts .bench/profiles/gateway-….cpuprofile [--top 25]
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";

@@ -78,3 +78,25 @@ export function countPromptTokens(messages: ReadonlyArray<Record<string, unknown
   if (extra) total += countText(JSON.stringify(extra));
   return total;
 }
+
+/** What to count: a prompt's messages (and the tools or schema sent with them), a text, or both. */
+export interface CountJob {
+  messages?: ReadonlyArray<Record<string, unknown>>;
+  /** tools, functions or a response_format schema: read by the model as prompt */
+  extra?: unknown;
+  /** text the model wrote */
+  text?: string;
+}
+
+export interface Counted {
+  prompt: number;
+  completion: number;
+}
+
+/** A job's counts, on the thread that calls it (src/tokens/estimator.ts runs it on a worker). */
+export function countJob(job: CountJob): Counted {
+  return {
+    prompt: job.messages ? countPromptTokens(job.messages, job.extra) : 0,
+    completion: countText(job.text ?? ""),
+  };
+}

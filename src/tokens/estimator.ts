@@ -5,21 +5,7 @@
 // on the first estimate and stops after a while without one, so a gateway whose upstreams
 // report usage never holds the tokenizer's memory (about 75 MB) for long.
 import { Worker } from "node:worker_threads";
-import { countPromptTokens, countText } from "./count.ts";
-
-/** What to count: a prompt's messages (and the tools or schema sent with them), a text, or both. */
-export interface CountJob {
-  messages?: ReadonlyArray<Record<string, unknown>>;
-  /** tools, functions or a response_format schema: read by the model as prompt */
-  extra?: unknown;
-  /** text the model wrote */
-  text?: string;
-}
-
-export interface Counted {
-  prompt: number;
-  completion: number;
-}
+import { type Counted, type CountJob, countJob } from "./count.ts";
 
 export type CountReply = { id: number } & (Counted | { error: string });
 
@@ -30,13 +16,6 @@ interface Pending {
   job: CountJob;
   resolve(counted: Counted): void;
   reject(err: Error): void;
-}
-
-function countHere(job: CountJob): Counted {
-  return {
-    prompt: job.messages ? countPromptTokens(job.messages, job.extra) : 0,
-    completion: countText(job.text ?? ""),
-  };
 }
 
 export class TokenEstimator {
@@ -60,7 +39,7 @@ export class TokenEstimator {
   }
 
   count(job: CountJob): Promise<Counted> {
-    if (this.#here) return Promise.resolve().then(() => countHere(job));
+    if (this.#here) return Promise.resolve().then(() => countJob(job));
     const worker = this.#worker ?? this.#start();
     const id = ++this.#nextId;
     return new Promise<Counted>((resolve, reject) => {
@@ -68,7 +47,7 @@ export class TokenEstimator {
         worker.postMessage({ id, job });
       } catch {
         // a value the thread cannot be sent (none of a parsed request's): counted here
-        resolve(countHere(job));
+        resolve(countJob(job));
         return;
       }
       this.#pending.set(id, { job, resolve, reject });
@@ -130,7 +109,7 @@ export class TokenEstimator {
     this.#pending.clear();
     for (const { job, resolve, reject } of owed) {
       try {
-        resolve(countHere(job));
+        resolve(countJob(job));
       } catch (err) {
         reject(err as Error);
       }
