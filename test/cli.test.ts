@@ -25,6 +25,7 @@ const MIGRATIONS = [
   "012-client-api",
   "013-stored-responses",
   "015-shared-money",
+  "016-ledger-charges",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";

@@ -8,7 +8,7 @@ import pg from "pg";
 import type { Logger } from "pino";
 import type { Database } from "../store/schema.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
-import type { StoreHolds } from "./store-holds.ts";
+import type { RecordedHold, StoreHolds } from "./store-holds.ts";
 import type { CostRule, Counter, LedgerSubject, MoneyCounter, Reservation } from "./types.ts";
 
 const CHANNEL = "gateway_ledger";
@@ -127,13 +127,13 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
 
   async closeWithRecords(
     trx: Kysely<Database>,
-    reservations: readonly Reservation[],
+    holds: readonly RecordedHold[],
     charges: { keys: ReadonlyMap<string, number>; accounts: ReadonlyMap<string, number> },
   ): Promise<void> {
     // one call ends the holds and charges, locking keys then accounts in id order
     const keys = [...charges.keys];
     const accounts = [...charges.accounts];
-    await sql`select gateway_ledger_close(${reservations.map((r) => r.id)}::bigint[],
+    await sql`select gateway_ledger_close(${holds.map((h) => h.reservation.id)}::bigint[],
       ${keys.map(([id]) => id)}::text[], ${keys.map(([, t]) => t)}::bigint[],
       ${accounts.map(([id]) => id)}::text[], ${accounts.map(([, t]) => t)}::bigint[])`.execute(trx);
   }

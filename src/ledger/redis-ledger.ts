@@ -1,7 +1,9 @@
 // The ledger shared through Redis, with PostgreSQL as the truth: each hold is one Lua script
 // (check and hold, atomic across instances, about 0.3 ms), journaled in the store
 // (ledger_reservations) before the call goes upstream; the record writer ends the journal row
-// in the transaction that commits the record and its charge, then the hold is closed in Redis.
+// in the transaction that commits the record and its charge, leaving the charge in
+// ledger_charges, then the hold is closed in Redis. The charge row goes with a later commit of
+// this instance; if the instance dies first, the sweep applies the charge to Redis.
 //
 // Redis holds, per epoch (see redis-state.ts): per account and key its consumption `u` and
 // holds `r`, its spending in nanodollars (`st` in total, `sm` in the month `mk`) and the money
@@ -21,7 +23,7 @@ import type { Store } from "../store/db.ts";
 import type { Database } from "../store/schema.ts";
 import { CHECK_EPOCH, type RedisState, type Reply } from "./redis-state.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
-import type { StoreHolds } from "./store-holds.ts";
+import type { RecordedHold, StoreHolds } from "./store-holds.ts";
 import type { CostRule, Counter, LedgerSubject, MoneyBudget, MoneyCounter, Reservation } from "./types.ts";
 
 /** integers as Redis reads them (Lua would print 1e15 as "1e+15") */
@@ -389,6 +391,10 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   readonly #logger: Logger;
   /** this instance's numbering of its holds; unique with the instance id */
   #nextHold = 1;
+  /** holds whose charge is in ledger_charges and which closed in Redis: the row can go */
+  #settled = new Set<number>();
+  /** those the writer's current transaction deletes */
+  #deleting: number[] = [];
   readonly #onMessage = (channel: string, message: string) => {
     if (channel !== this.#redis.channel) return;
     const [account, key] = message.split(" ");
@@ -424,13 +430,14 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     void this.#redis.subscriber.subscribe(this.#redis.channel).catch(() => undefined);
   }
 
-  #keys(epoch: string, s: { accountId: string; keyId: string }) {
+  /** Redis's keys for a subject and an instance's holds (this instance's by default). */
+  #keys(epoch: string, s: { accountId: string; keyId: string }, instance = this.#instanceId) {
     const k = (name: string) => this.#redis.key(epoch, name);
     return {
       account: k(`s:a:${s.accountId}`),
       key: k(`s:k:${s.keyId}`),
-      holds: k(`h:${this.#instanceId}`),
-      swept: k(`x:${this.#instanceId}`),
+      holds: k(`h:${instance}`),
+      swept: k(`x:${instance}`),
       accountQueue: k(`q:a:${s.accountId}`),
       keyQueue: k(`q:k:${s.keyId}`),
       waiters: k("w"),
@@ -542,9 +549,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     try {
       await this.#journal.add(row);
     } catch (err) {
-      await this.#closeInRedis({ id: hold, ...this.#pair(subject), tokens, nanos: null }, 0, 0).catch(
-        () => undefined,
-      );
+      await this.#closeInRedis({ id: hold, ...this.#pair(subject) }, 0, 0).catch(() => undefined);
       throw err;
     }
     if ((await this.#redis.client.get(this.#redis.epochKey)) === epoch) return true;
@@ -655,12 +660,21 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     // The journal row goes first: a seed in between would count the hold again, with nobody left to close it.
     if (!recorded) await this.#forget([reservation.id]);
     await this.#closeInRedis(reservation, charge, nanos);
+    // Its charge row stays until now: had this instance died before the close, a sweep would
+    // have applied it. It goes with the writer's next transaction.
+    if (recorded) this.#settled.add(reservation.id);
   }
 
-  async #closeInRedis(r: Reservation, charge: number, nanos: number): Promise<void> {
+  /** Closes a hold of this instance, or of `instance` (a dead one's charge, by a sweep). */
+  async #closeInRedis(
+    r: Pick<Reservation, "id" | "accountId" | "keyId">,
+    charge: number,
+    nanos: number,
+    instance = this.#instanceId,
+  ): Promise<void> {
     const month = this.month();
     await this.#redis.run(SETTLE_LUA, (e) => {
-      const k = this.#keys(e, r);
+      const k = this.#keys(e, r, instance);
       return {
         keys: [k.account, k.key, k.holds, k.swept, k.accountQueue, k.keyQueue],
         args: [r.id, charge, this.#redis.channel, r.accountId, r.keyId, nanos, month],
@@ -678,24 +692,36 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
 
   async closeWithRecords(
     trx: Kysely<Database>,
-    reservations: readonly Reservation[],
+    holds: readonly RecordedHold[],
     _charges: unknown,
     charge: () => Promise<void>,
   ): Promise<void> {
-    if (reservations.length)
-      await trx
-        .deleteFrom("ledger_reservations")
-        .where("instance_id", "=", this.#instanceId)
-        .where(
-          "hold",
-          "in",
-          reservations.map((r) => r.id),
+    const done = [...this.#settled];
+    if (holds.length || done.length) {
+      const instance = this.#instanceId;
+      const ids = holds.map((h) => h.reservation.id);
+      // one statement: the holds' journal rows end, their charges are kept until the holds
+      // close in Redis, and the charges of holds closed there since the last commit go
+      await sql`with gone as (
+          delete from ledger_reservations where instance_id = ${instance} and hold = any(${ids}::bigint[])
+        ), done as (
+          delete from ledger_charges where instance_id = ${instance} and hold = any(${done}::bigint[])
         )
-        .execute();
+        insert into ledger_charges (instance_id, hold, account_id, key_id, tokens, nanos, created_at)
+        select ${instance}, c.hold, c.account_id, c.key_id, c.tokens, c.nanos, ${Date.now()}
+          from unnest(${ids}::bigint[], ${holds.map((h) => h.reservation.accountId)}::text[],
+                      ${holds.map((h) => h.reservation.keyId)}::text[], ${holds.map((h) => h.tokens)}::bigint[],
+                      ${holds.map((h) => h.nanos)}::bigint[]) as c(hold, account_id, key_id, tokens, nanos)`.execute(
+        trx,
+      );
+    }
+    this.#deleting = done;
     await charge();
   }
 
   committed(reservations: readonly Reservation[]): void {
+    for (const id of this.#deleting) this.#settled.delete(id);
+    this.#deleting = [];
     this.closedInStore(reservations);
   }
 
@@ -734,8 +760,10 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   }
 
   /**
-   * Releases the holds of instances whose lease ran out: in Redis, then their journal rows,
-   * then in Redis again (a seed in between may have counted a journal row once more).
+   * Releases the holds of instances whose lease ran out: first the charges of those whose
+   * records committed (closed in Redis as their instance would have), then the rest in Redis,
+   * then their journal rows, then in Redis again (a seed in between may have counted a journal
+   * row once more).
    */
   async sweep(): Promise<number> {
     const live = new Set(
@@ -747,15 +775,39 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     live.add(this.#instanceId);
     const epoch = await this.#redis.epoch();
     const inRedis = await this.#redis.client.smembers(this.#redis.key(epoch, "inst"));
-    const journaled = (
-      await this.#db.selectFrom("ledger_reservations").select("instance_id").distinct().execute()
-    ).map((r) => r.instance_id);
+    const inStore = (
+      await sql<{ instance_id: string }>`select instance_id from ledger_reservations
+        union select instance_id from ledger_charges`.execute(this.#db)
+    ).rows.map((r) => r.instance_id);
     let released = 0;
-    for (const dead of new Set([...inRedis, ...journaled])) {
+    for (const dead of new Set([...inRedis, ...inStore])) {
       if (live.has(dead)) continue;
+      // Charged before released: a hold given back first would leave room its charge used.
+      const charges = await this.#db
+        .selectFrom("ledger_charges")
+        .select(["hold", "account_id", "key_id", "tokens", "nanos"])
+        .where("instance_id", "=", dead)
+        .execute();
+      for (const c of charges)
+        await this.#closeInRedis(
+          { id: Number(c.hold), accountId: c.account_id, keyId: c.key_id },
+          Number(c.tokens),
+          Number(c.nanos),
+          dead,
+        );
       released += await this.#sweepRedis(dead);
       await this.#db.deleteFrom("ledger_reservations").where("instance_id", "=", dead).execute();
       released += await this.#sweepRedis(dead);
+      if (charges.length)
+        await this.#db
+          .deleteFrom("ledger_charges")
+          .where("instance_id", "=", dead)
+          .where(
+            "hold",
+            "in",
+            charges.map((c) => c.hold),
+          )
+          .execute();
     }
     await sql`delete from ledger_instances where heartbeat_at < gateway_ledger_now() - ${this.#leaseMs}`.execute(
       this.#db,
@@ -798,6 +850,14 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   async stop(): Promise<void> {
     this.stopWaiting();
     this.#redis.subscriber.off("message", this.#onMessage);
+    // What no later commit will take; a row left here is only applied (to nothing) by a sweep.
+    if (this.#settled.size)
+      await this.#db
+        .deleteFrom("ledger_charges")
+        .where("instance_id", "=", this.#instanceId)
+        .where("hold", "in", [...this.#settled])
+        .execute()
+        .catch(() => undefined);
     await this.#journal.close();
   }
 }

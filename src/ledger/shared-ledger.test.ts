@@ -463,8 +463,79 @@ for (const kind of ["postgres", "redis"] as const) {
         await finish(other, s, granted.reservation, 1, 1);
       });
 
+      /** An instance with a 400 ms lease that no longer renews it: as if it crashed. */
+      async function dyingInstance(): Promise<Instance> {
+        const dying = await instance(randomUUID(), 400);
+        await dying.lease.stop();
+        return dying;
+      }
+      const leaseRunsOut = () => new Promise((resolve) => setTimeout(resolve, 500));
+
+      test("an instance dies after its record committed, before its hold closed: the sweep charges the record's tokens and money", async () => {
+        const s = await newSubject(1_000, { key: { limit: 10_000_000, period: "none" } });
+        const [dying, other] = [await dyingInstance(), await instance()];
+        const r = await dying.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(r.ok);
+        await dying.writer.write(record(s, 100, 700_000), r.reservation); // committed, never settled
+        await leaseRunsOut();
+        await other.ledger.sweep();
+        assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 100, reserved: 0 });
+        assert.deepEqual(await agreed(other, "key", s.keyId), {
+          spent: { total: 700_000, month: 700_000, monthKey: monthOf(now()) },
+          reserved: 0,
+        });
+        // it was only slow, not dead: its own close comes late and changes nothing
+        await dying.ledger.settle(r.reservation, 100, 700_000);
+        assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 100, reserved: 0 });
+        assert.equal((await agreed(other, "key", s.keyId)).spent.total, 700_000);
+        const rest = await other.ledger.reserve(s, 1_000, 1, { signal: AbortSignal.abort() });
+        assert.ok(rest.ok);
+        assert.equal(rest.reservation.tokens, 900, "the limit less the charge, counted once");
+        await finish(other, s, rest.reservation, 0);
+      });
+
+      test("an instance swept while slow commits its record, then dies before closing its hold: the next sweep charges it", async () => {
+        const s = await newSubject(1_000);
+        const [dying, other] = [await dyingInstance(), await instance()];
+        const r = await dying.ledger.reserve(s, 300, 300);
+        assert.ok(r.ok);
+        await leaseRunsOut();
+        await other.ledger.sweep();
+        assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 0, reserved: 0 });
+        await dying.writer.write(record(s, 120), r.reservation); // committed after the sweep, never settled
+        await other.ledger.sweep();
+        assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 120, reserved: 0 });
+        await other.ledger.sweep();
+        assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 120, reserved: 0 }, "once");
+      });
+
       if (kind === "redis") {
         const flush = () => flushRedisKeys(TEST_REDIS_URL, prefix);
+
+        test("a recorded charge is kept in the store only until its hold closed in Redis: the rows do not pile up", async () => {
+          const s = await newSubject(10_000);
+          const i = await instance();
+          const rows = async () =>
+            Number(
+              (
+                await store.db
+                  .selectFrom("ledger_charges")
+                  .select((eb) => eb.fn.countAll<number>().as("n"))
+                  .where("key_id", "=", s.keyId)
+                  .executeTakeFirstOrThrow()
+              ).n,
+            );
+          for (let n = 0; n < 5; n++) {
+            const r = await i.ledger.reserve(s, 100, 100);
+            assert.ok(r.ok);
+            await i.writer.write(record(s, 10), r.reservation);
+            assert.equal(await rows(), 1, "this call's charge; the last call's went with this commit");
+            await i.ledger.settle(r.reservation, 10, 0);
+          }
+          assert.deepEqual(await i.ledger.inspect("key", s.keyId), { used: 50, reserved: 0 });
+          await i.stop();
+          assert.equal(await rows(), 0, "a stopping instance takes the last one");
+        });
 
         test("flushed with money held: the new epoch seeds spending and held money from the store, charged once", async () => {
           const [a, b] = instances;

@@ -5,6 +5,13 @@ import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.ts";
 import type { Reservation } from "./types.ts";
 
+/** A hold whose record is being committed, with what the record charges. */
+export interface RecordedHold {
+  reservation: Reservation;
+  tokens: number;
+  nanos: number;
+}
+
 export interface StoreHolds {
   /**
    * In the writer's transaction: ends these holds in the store and adds the charges to the
@@ -12,7 +19,7 @@ export interface StoreHolds {
    */
   closeWithRecords(
     trx: Kysely<Database>,
-    reservations: readonly Reservation[],
+    holds: readonly RecordedHold[],
     charges: { keys: ReadonlyMap<string, number>; accounts: ReadonlyMap<string, number> },
     charge: () => Promise<void>,
   ): Promise<void>;

@@ -384,7 +384,9 @@ export class RecordWriter {
               await trx.executeQuery(this.#sql.addToAccount(id, accounts.get(id)!));
           };
           if (this.#holds) {
-            const holds = batch.flatMap((p) => (p.reservation ? [p.reservation] : []));
+            const holds = batch.flatMap(({ reservation, record }) =>
+              reservation ? [{ reservation, tokens: record.total_tokens, nanos: record.cost_nanos }] : [],
+            );
             await this.#holds.closeWithRecords(trx, holds, { keys, accounts }, charge);
           } else await charge();
           await this.#spend(trx, batch);

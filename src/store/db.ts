@@ -19,6 +19,7 @@ import * as prices from "./migrations/011-prices.ts";
 import * as clientApi from "./migrations/012-client-api.ts";
 import * as storedResponses from "./migrations/013-stored-responses.ts";
 import * as sharedMoney from "./migrations/015-shared-money.ts";
+import * as ledgerCharges from "./migrations/016-ledger-charges.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   "012-client-api": clientApi,
   "013-stored-responses": storedResponses,
   "015-shared-money": sharedMoney,
+  "016-ledger-charges": ledgerCharges,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

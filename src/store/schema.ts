@@ -243,6 +243,17 @@ export interface LedgerReservationsTable {
   created_at: number;
 }
 
+/** With Redis: a recorded call's charge, from its record's commit until its hold closed in Redis. */
+export interface LedgerChargesTable {
+  instance_id: string;
+  hold: number;
+  account_id: string;
+  key_id: string;
+  tokens: number;
+  nanos: number;
+  created_at: number;
+}
+
 export interface LedgerWaitersTable {
   id: Generated<number>;
   instance_id: string;
@@ -279,6 +290,7 @@ export interface Database {
   deployment_health: DeploymentHealthTable;
   ledger_instances: LedgerInstancesTable;
   ledger_reservations: LedgerReservationsTable;
+  ledger_charges: LedgerChargesTable;
   ledger_waiters: LedgerWaitersTable;
   stored_responses: StoredResponsesTable;
 }
