@@ -7,6 +7,7 @@
 // unreachable, calls are refused with 503.
 import type { Kysely } from "kysely";
 import { GatewayError } from "../errors/index.ts";
+import { runScript } from "../store/redis-script.ts";
 import type { Database } from "../store/schema.ts";
 import type {
   Admission,
@@ -219,17 +220,12 @@ export class RedisRateLimiter implements RateLimits {
     const list = buckets(ticket.subjects, ["tokens"]);
     if (!list.length || ticket.tokens === actualTokens || !ticket.epoch) return;
     const epoch = ticket.epoch;
-    this.#redis.client
-      .eval(
-        SETTLE_LUA,
-        list.length + 1,
-        this.#redis.epochKey,
-        ...list.map((b) => this.#key(epoch, b)),
-        epoch,
-        ticket.tokens - actualTokens,
-        ...list.map((b) => b.capacity),
-      )
-      .catch(this.#onError);
+    runScript(
+      this.#redis.client,
+      SETTLE_LUA,
+      [this.#redis.epochKey, ...list.map((b) => this.#key(epoch, b))],
+      [epoch, ticket.tokens - actualTokens, ...list.map((b) => b.capacity)],
+    ).catch(this.#onError);
   }
 
   async peek(subjects: readonly RateSubject[]): Promise<RateState> {

@@ -12,6 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { runScript } from "../store/redis-script.ts";
 
 /** f2: accounts and keys carry their spending and held money (issue #18) */
 const FORMAT = "f2";
@@ -88,13 +89,11 @@ export class RedisState {
       try {
         this.#runId ??= /run_id:(\w+)/.exec(await this.client.info("server"))![1]!;
         const previous = this.#epoch;
-        const epoch = (await this.client.eval(
+        const epoch = (await runScript(
+          this.client,
           EPOCH_LUA,
-          1,
-          `${this.prefix}epoch`,
-          this.#runId,
-          randomBytes(6).toString("hex"),
-          FORMAT,
+          [`${this.prefix}epoch`],
+          [this.#runId, randomBytes(6).toString("hex"), FORMAT],
         )) as string;
         if (previous !== undefined && previous !== epoch)
           this.#logger.warn(
@@ -127,14 +126,7 @@ export class RedisState {
     for (let attempt = 0; ; attempt++) {
       const epoch = await this.epoch();
       const { keys, args } = build(epoch);
-      const reply = (await this.client.eval(
-        lua,
-        keys.length + 1,
-        this.epochKey,
-        ...keys,
-        epoch,
-        ...args,
-      )) as Reply;
+      const reply = (await runScript(this.client, lua, [this.epochKey, ...keys], [epoch, ...args])) as Reply;
       if (reply[0] !== "epoch" || attempt >= 3) return reply;
       if (reply[1] === epoch) continue;
       await this.changed();

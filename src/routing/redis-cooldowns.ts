@@ -8,6 +8,7 @@
 // cooldowns it started) until it is back; a call never fails because of Redis.
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import { runScript } from "../store/redis-script.ts";
 import {
   type Cooldown,
   type CooldownListener,
@@ -132,20 +133,24 @@ export class RedisCooldowns implements CooldownStore {
     const local = this.#window.add(deployment, now);
     const cooldown: Cooldown = { until: now + this.#settings.ms, reason: "failures" };
     try {
-      const [count, started] = (await this.#redis.eval(
+      const [count, started] = (await runScript(
+        this.#redis,
         FAIL_SCRIPT,
-        3,
-        this.#key("failures", deployment),
-        this.#key("cooldown", deployment),
-        this.#key("probe", deployment),
-        now,
-        this.#settings.windowMs,
-        this.#settings.failures,
-        `${now}-${this.#instance}-${++this.#member}`,
-        JSON.stringify(cooldown),
-        this.#settings.ms + PROBE_GRACE_MS,
-        this.#channel,
-        this.#announcement(deployment, cooldown),
+        [
+          this.#key("failures", deployment),
+          this.#key("cooldown", deployment),
+          this.#key("probe", deployment),
+        ],
+        [
+          now,
+          this.#settings.windowMs,
+          this.#settings.failures,
+          `${now}-${this.#instance}-${++this.#member}`,
+          JSON.stringify(cooldown),
+          this.#settings.ms + PROBE_GRACE_MS,
+          this.#channel,
+          this.#announcement(deployment, cooldown),
+        ],
       )) as [number, number];
       this.#shared.set(deployment, { count, at: now });
       if (started) this.#started(deployment, cooldown);
