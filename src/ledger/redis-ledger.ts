@@ -395,6 +395,13 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   #settled = new Set<number>();
   /** those the writer's current transaction deletes */
   #deleting: number[] = [];
+  /** closes Redis could not take (unreachable, timed out), retried until they land */
+  readonly #unclosed = new Map<
+    number,
+    { reservation: Reservation; charge: number; nanos: number; recorded: boolean }
+  >();
+  #retrying: NodeJS.Timeout | undefined;
+  #retryRound: Promise<void> | undefined;
   readonly #onMessage = (channel: string, message: string) => {
     if (channel !== this.#redis.channel) return;
     const [account, key] = message.split(" ");
@@ -659,10 +666,44 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   ): Promise<void> {
     // The journal row goes first: a seed in between would count the hold again, with nobody left to close it.
     if (!recorded) await this.#forget([reservation.id]);
-    await this.#closeInRedis(reservation, charge, nanos);
+    try {
+      await this.#closeInRedis(reservation, charge, nanos);
+    } catch (err) {
+      // The call is done and, if recorded, charged in the store: it must not fail for this.
+      // The hold keeps its room in Redis until the close lands (a close is idempotent: it
+      // finds the hold or nothing); if this instance dies first, the sweep closes it.
+      this.#logger.warn(
+        { err, hold: reservation.id },
+        "could not close a hold in Redis; retrying every second",
+      );
+      this.#unclosed.set(reservation.id, { reservation, charge, nanos, recorded });
+      this.#retrying ??= setInterval(() => {
+        // one round at a time: a round waits up to the command timeout (2 s) per close
+        this.#retryRound ??= this.#retryCloses().finally(() => {
+          this.#retryRound = undefined;
+        });
+      }, 1_000).unref();
+      return;
+    }
     // Its charge row stays until now: had this instance died before the close, a sweep would
     // have applied it. It goes with the writer's next transaction.
     if (recorded) this.#settled.add(reservation.id);
+  }
+
+  async #retryCloses(): Promise<void> {
+    for (const [id, c] of this.#unclosed) {
+      try {
+        await this.#closeInRedis(c.reservation, c.charge, c.nanos);
+      } catch {
+        return; // Redis still does not answer: all of them wait for the next round
+      }
+      this.#unclosed.delete(id);
+      if (c.recorded) this.#settled.add(id);
+    }
+    if (this.#unclosed.size) return;
+    clearInterval(this.#retrying);
+    this.#retrying = undefined;
+    this.#logger.info("the holds Redis could not close are closed");
   }
 
   /** Closes a hold of this instance, or of `instance` (a dead one's charge, by a sweep). */
@@ -850,6 +891,10 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   async stop(): Promise<void> {
     this.stopWaiting();
     this.#redis.subscriber.off("message", this.#onMessage);
+    // A last try; what is still open after it is closed by the others' sweep (charges included).
+    clearInterval(this.#retrying);
+    await this.#retryRound;
+    if (this.#unclosed.size) await this.#retryCloses();
     // What no later commit will take; a row left here is only applied (to nothing) by a sweep.
     if (this.#settled.size)
       await this.#db

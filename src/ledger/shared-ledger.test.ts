@@ -7,6 +7,7 @@
 // and a monthly budget starts again with the month of the ledger's clock.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
@@ -17,6 +18,7 @@ import {
   redisPrefix,
   TEST_REDIS_URL,
 } from "../../test/support/redis-instance.ts";
+import { until } from "../../test/support/stream-assertions.ts";
 import { createAccount, createKey, setBudget } from "../accounts/repository.ts";
 import { createLogger } from "../observability/logger.ts";
 import { monthOf } from "../prices/period.ts";
@@ -54,6 +56,8 @@ interface Instance {
   };
   lease: InstanceLease;
   writer: RecordWriter;
+  /** its Redis connection (Redis's ledger only) */
+  redis: RedisState | undefined;
   stop(): Promise<void>;
 }
 
@@ -112,6 +116,7 @@ for (const kind of ["postgres", "redis"] as const) {
           ledger,
           lease,
           writer,
+          redis,
           async stop() {
             await ledger.stop();
             await lease.stop();
@@ -511,6 +516,27 @@ for (const kind of ["postgres", "redis"] as const) {
 
       if (kind === "redis") {
         const flush = () => flushRedisKeys(TEST_REDIS_URL, prefix);
+
+        test("a close Redis cannot take (unreachable) does not fail the call: it lands once Redis answers", async () => {
+          const s = await newSubject(1_000);
+          const [i, other] = [await instance(), await instance()];
+          const r = await i.ledger.reserve(s, 100, 100);
+          assert.ok(r.ok);
+          await i.writer.write(record(s, 40), r.reservation);
+          const client = i.redis!.client;
+          const ended = once(client, "end");
+          client.disconnect();
+          await ended;
+          await i.ledger.settle(r.reservation, 40, 0); // resolves: the record is committed
+          assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 0, reserved: 100 });
+          await client.connect();
+          await until(
+            async () => (await other.ledger.inspect("key", s.keyId))?.used === 40,
+            "the close lands",
+            5_000,
+          );
+          assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 40, reserved: 0 });
+        });
 
         test("a recorded charge is kept in the store only until its hold closed in Redis: the rows do not pile up", async () => {
           const s = await newSubject(10_000);
