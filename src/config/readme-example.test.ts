@@ -31,7 +31,6 @@ test("the README's configuration example loads, and shows the defaults of the se
       "log_level",
       "default_plan",
       "routing",
-      "safety",
       "retention",
     ] as const)
       assert.deepEqual(shown[section], defaults[section], `${section}: the README shows the defaults`);
