@@ -26,6 +26,7 @@ import { Relay } from "./relay/relay.ts";
 import { type Routing, startRouting } from "./routing/setup.ts";
 import { SafetyPolicy } from "./safety/policy.ts";
 import { buildReviewers } from "./safety/reviewers/index.ts";
+import { WithheldLimiter } from "./safety/withheld-limiter.ts";
 import { migrate, openStore } from "./store/db.ts";
 import { registerModels } from "./store/models-seen.ts";
 import { RevisionWatcher } from "./store/revision-watcher.ts";
@@ -175,6 +176,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     finisher,
     metrics,
     safety,
+    withheld: new WithheldLimiter(config.safety.withheld_limit),
     logger,
     keepAliveMs: config.server.sse_keepalive_ms,
     now,

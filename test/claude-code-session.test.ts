@@ -3,7 +3,7 @@
 // Code asks for, and several rounds of tool_use / tool_result, streamed through
 // @anthropic-ai/sdk's beta Messages API as Claude Code calls it. Against the Anthropic mock
 // (native): every cache_control marker and every signed thinking block reaches the upstream
-// unchanged, only allowed betas are forwarded, and the prompt cache shows in usage, records
+// unchanged, the betas but the denied (oauth) are forwarded, and the prompt cache shows in usage, records
 // and charges. Against the translated upstreams the same session completes, charged as their
 // usage says. In each case the records add up to the counters.
 import assert from "node:assert/strict";
@@ -15,7 +15,8 @@ import type {
   BetaMessage,
   BetaMessageParam,
 } from "@anthropic-ai/sdk/resources/beta/messages";
-import { DEFAULT_ALLOWED_BETAS } from "../src/providers/anthropic/config.ts";
+import { DEFAULT_DENIED } from "../src/providers/anthropic/config.ts";
+import { denies } from "../src/providers/passthrough.ts";
 import { type MessagesGateway, startMessagesGateway, UPSTREAMS } from "./support/messages-gateway.ts";
 import { thinkingSignature } from "./support/mock-anthropic-upstream.ts";
 
@@ -163,13 +164,14 @@ describe("native, to the Anthropic upstream", () => {
     assert.deepEqual(markers, [4, 4, 4], "two system blocks, the last tool, the newest turn");
   });
 
-  test("only the betas the provider allows are forwarded; the gateway's key and version, never the client's headers", () => {
+  test("the betas but those the provider denies are forwarded; the gateway's key and version, never the client's headers", () => {
     const asked = SESSION.headers["anthropic-beta"]!.split(",");
-    const allowed = asked.filter((b) => (DEFAULT_ALLOWED_BETAS as readonly string[]).includes(b));
+    const allowed = asked.filter((b) => !denies(DEFAULT_DENIED, b));
     assert.deepEqual(allowed, [
       "claude-code-20250219",
       "interleaved-thinking-2025-05-14",
       "fine-grained-tool-streaming-2025-05-14",
+      "effort-2025-11-24",
     ]);
     for (const r of env.mocks.anthropic.requests) {
       assert.equal(r.headers["anthropic-beta"], allowed.join(","));

@@ -9,7 +9,7 @@ import OpenAI, { BadRequestError } from "openai";
 import { Stream } from "openai/core/streaming";
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions";
 import { updateAccount } from "../src/accounts/repository.ts";
-import { WITHHELD_MESSAGE } from "../src/relay/review.ts";
+import { withheldNotice } from "../src/relay/review.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import {
   type StoreKind,
@@ -54,6 +54,9 @@ function safetyConfig(upstream: MockUpstream, reviewInput: boolean) {
       review_input: reviewInput,
       timeout_ms: 5_000,
       segment_tokens: 4, // segments of about 16 characters: several reviews per answer
+      // these suites withhold many answers of one key on purpose (test/withheld-answers.test.ts
+      // tests the bound)
+      withheld_limit: { max: 1_000 },
       reviewers: [
         {
           type: "rules" as const,
@@ -186,7 +189,7 @@ for (const store of STORES) {
         const body = JSON.parse(raw);
         assert.equal(body.object, "chat.completion");
         assert.equal(body.choices[0].finish_reason, "content_filter");
-        assert.equal(body.choices[0].message.content, WITHHELD_MESSAGE);
+        assert.equal(body.choices[0].message.content, withheldNotice(res.headers.get("x-request-id")!));
         assert.deepEqual(body.safety, { verdict: "flagged", stage: "output", categories: ["blocked_terms"] });
         assert.equal(body.usage.completion_tokens, 5, "the upstream's usage is reported");
         const row = await record(res);
@@ -315,7 +318,9 @@ for (const store of STORES) {
         liveKey,
       );
       const stream = parseStream(await res.text());
-      const released = stream.contents.join("");
+      const notice = `\n\n${withheldNotice(res.headers.get("x-request-id")!)}`;
+      assert.equal(stream.contents.at(-1), notice, "the gateway's notice ends the text");
+      const released = stream.contents.slice(0, -1).join("");
       assert.ok(released.length > 0, "the segments before the flag were released");
       assert.ok(MOCK_TEXT.startsWith(released), `released text is a prefix of the answer: "${released}"`);
       assert.ok(!released.includes(LATE_WORD), "the flagged segment was held back");

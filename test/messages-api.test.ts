@@ -476,7 +476,7 @@ for (const { kind, model, label } of UPSTREAMS) {
       const before = env.mockOf(model).requests.length;
       const calls = (await env.gw.recorded("key_id", key.id)).calls;
       const counted = await client.messages.countTokens(body);
-      const canonical = canonicalRequest(messagesRequestSchema.parse({ ...body, max_tokens: 1 }));
+      const canonical = canonicalRequest(messagesRequestSchema.parse({ ...body, max_tokens: 1 })).request;
       assert.deepEqual(counted, { input_tokens: localPromptTokens(canonical) });
       assert.ok(counted.input_tokens > 10);
       assert.equal(env.mockOf(model).requests.length, before);
@@ -640,7 +640,7 @@ describe("refusals as the SDK's typed errors, each recorded as a messages call",
     assert.equal(err.headers?.get("x-should-retry"), "false");
   });
 
-  test("invalid_request_error: a missing max_tokens, a block type not served, an unknown field", async () => {
+  test("invalid_request_error: a missing max_tokens, a malformed block; an unknown field is the upstream's to judge", async () => {
     const missing = await expectRefusal(
       client.messages.create({ model: "claude", messages: ask.messages } as never),
       { cls: BadRequestError, status: 400, type: "invalid_request_error", code: "invalid_request" },
@@ -649,21 +649,18 @@ describe("refusals as the SDK's typed errors, each recorded as a messages call",
     const block = await expectRefusal(
       client.messages.create({
         ...ask,
-        messages: [
-          {
-            role: "user",
-            content: [{ type: "document", source: { type: "text", data: "x", media_type: "text/plain" } }],
-          },
-        ],
+        messages: [{ role: "user", content: [{ type: "text" }] }],
       } as never),
       { cls: BadRequestError, status: 400, type: "invalid_request_error", code: "invalid_request" },
     );
-    assert.match(block.apiMessage!, /^messages\.0\.content\.0\.type: Input tag does not match .*'thinking'/);
+    assert.equal(block.apiMessage, "messages.0.content.0.text: Field required");
+    // A field the gateway does not know goes to the Anthropic upstream as it came (forward
+    // compatibility): the upstream refuses it here, as Anthropic does, in its own words.
     const extra = await expectRefusal(client.messages.create({ ...ask, frequency_penalty: 1 } as never), {
       cls: BadRequestError,
       status: 400,
       type: "invalid_request_error",
-      code: "invalid_request",
+      code: "upstream_bad_request",
     });
     assert.equal(extra.apiMessage, "frequency_penalty: Extra inputs are not permitted");
   });
@@ -749,14 +746,15 @@ describe("routing", () => {
   });
 });
 
-describe("the anthropic-beta allow-list", () => {
-  test("only the provider's allowed flags reach the upstream; the rest are dropped, not refused", async () => {
+describe("anthropic-beta flags", () => {
+  test("the client's flags reach the upstream but those the provider denies, which are dropped with a notice", async () => {
     const res = await post(
       "/v1/messages",
       { model: "claude", max_tokens: 10, messages: [{ role: "user", content: "hi mock:tokens=1" }] },
-      { "anthropic-beta": "interleaved-thinking-2025-05-14, made-up-beta-2099-01-01,claude-code-20250219" },
+      { "anthropic-beta": "interleaved-thinking-2025-05-14, oauth-2025-04-20,claude-code-20250219" },
     );
     assert.equal(res.status, 200, await res.clone().text());
+    assert.equal(res.headers.get("x-gateway-dropped"), "anthropic-beta (oauth-2025-04-20)");
     const sent = env.mocks.anthropic.requests.at(-1)!;
     assert.equal(sent.headers["anthropic-beta"], "interleaved-thinking-2025-05-14,claude-code-20250219");
     assert.equal(sent.headers["anthropic-version"], "2023-06-01");
@@ -784,7 +782,25 @@ describe("the anthropic-beta allow-list", () => {
       messages: [{ role: "user", content: "hi mock:tokens=1" }],
     });
     assert.equal(without.status, 200);
+    assert.equal(without.headers.get("x-gateway-dropped"), "context_management");
     assert.equal("context_management" in env.mocks.anthropic.requests.at(-1)!.body, false);
+  });
+
+  // Claude Code drops a flag its gateway's upstream refuses and retries, when the refusal is
+  // worded as its gateway contract says: the token `capability_rejected: beta_header:<flag>`.
+  test("a flag the upstream refuses comes back as the capability token Claude Code recovers from", async () => {
+    const res = await post(
+      "/v1/messages",
+      { model: "claude", max_tokens: 10, messages: [{ role: "user", content: "hi mock:tokens=1" }] },
+      { "anthropic-beta": "claude-code-20250219,made-up-beta-2099-01-01" },
+    );
+    assert.equal(res.status, 400);
+    const body = (await res.json()) as {
+      error: { type: string; message: string; details: { reason: string } };
+    };
+    assert.equal(body.error.type, "invalid_request_error");
+    assert.equal(body.error.message, "capability_rejected: beta_header:made-up-beta-2099-01-01");
+    assert.match(body.error.details.reason, /made-up-beta-2099-01-01/);
   });
 });
 

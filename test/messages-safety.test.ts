@@ -1,12 +1,13 @@
 // Content safety on the Messages API, with the rules reviewer, on each kind of upstream: a
-// streamed request is answered with the non-streamed message, reviewed first; flagged output
-// is withheld (stop_reason refusal, the safety extension, charged); thinking is output and is
-// reviewed too; reviewed streaming (opt-in) holds back what a review flags and still ends in
-// Anthropic's sequence; a flagged prompt is refused in Anthropic's envelope.
+// streamed request is a reviewed stream unless the operator chose JSON (then it is answered
+// with the non-streamed message, reviewed first); flagged output is withheld as an ordinary
+// turn whose text is the gateway's notice (end_turn, the safety extension, charged); thinking
+// is output and is reviewed too; reviewed streaming holds back what a review flags and still
+// ends in Anthropic's sequence; a flagged prompt is refused in Anthropic's envelope.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { BadRequestError } from "@anthropic-ai/sdk";
-import { WITHHELD_MESSAGE } from "../src/relay/review.ts";
+import { withheldNotice } from "../src/relay/review.ts";
 import {
   failing,
   type MessagesGateway,
@@ -23,6 +24,7 @@ const LATE_WORD = "from";
 let env: MessagesGateway;
 let secret: string;
 let liveSecret: string;
+let jsonSecret: string;
 
 before(async () => {
   const models = [...UPSTREAMS.flatMap((u) => [u.model, failing(u.model)]), "demo"];
@@ -31,12 +33,16 @@ before(async () => {
       plans: [
         { id: "default", quota_tokens: 1_000_000_000, models },
         { id: "live", quota_tokens: 1_000_000_000, models, safety: { streaming: "reviewed" as const } },
+        // the operator's explicit choice of the spec's JSON answer to a stream
+        { id: "json", quota_tokens: 1_000_000_000, models, safety: { streaming: "json" as const } },
       ],
       safety: {
         enabled: true,
         review_input: true,
         timeout_ms: 5_000,
         segment_tokens: 4,
+        // this suite withholds many answers of one key on purpose
+        withheld_limit: { max: 1_000 },
         reviewers: [
           {
             type: "rules" as const,
@@ -49,6 +55,7 @@ before(async () => {
   });
   secret = (await env.gw.key(await env.gw.account("safe"))).secret;
   liveSecret = (await env.gw.key(await env.gw.account("live", { plan: "live" }))).secret;
+  jsonSecret = (await env.gw.key(await env.gw.account("json", { plan: "json" }))).secret;
 });
 
 after(async () => {
@@ -64,13 +71,33 @@ const post = (body: unknown, key = secret) =>
 
 for (const { kind, model, label } of UPSTREAMS) {
   describe(label, () => {
-    test("a streamed request is answered with the whole message, reviewed first", async () => {
+    test("a streamed request is a reviewed stream when nobody chose the mode", async () => {
       const res = await post({
         model,
         max_tokens: 50,
         stream: true,
         messages: [{ role: "user", content: "hi mock:tokens=3" }],
       });
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get("content-type")!, /^text\/event-stream/);
+      assert.equal(res.headers.get("x-content-safety-stream"), "reviewed");
+      const events = parseNamedStream(await res.text());
+      assert.equal(events.at(-1)!.event, "message_stop");
+      const row = await env.gw.record(res.headers.get("request-id")!);
+      assert.equal(row.safety_mode, "reviewed");
+      assert.equal(row.safety_verdict, "pass");
+    });
+
+    test("a streamed request is answered with the whole message, reviewed first, when the operator chose json", async () => {
+      const res = await post(
+        {
+          model,
+          max_tokens: 50,
+          stream: true,
+          messages: [{ role: "user", content: "hi mock:tokens=3" }],
+        },
+        jsonSecret,
+      );
       assert.equal(res.status, 200);
       assert.match(res.headers.get("content-type")!, /^application\/json/);
       assert.equal(res.headers.get("x-content-safety"), "on");
@@ -86,14 +113,18 @@ for (const { kind, model, label } of UPSTREAMS) {
       if (kind === "anthropic") assert.equal(env.mocks.anthropic.requests.at(-1)!.body.stream, undefined);
     });
 
-    test("flagged output is withheld: stop_reason refusal, the safety extension, usage charged", async () => {
-      const answer = await env.anthropic(secret).messages.create({
-        model,
-        max_tokens: 50,
-        messages: [{ role: "user", content: "say it mock:tokens=12" }],
-      });
-      assert.deepEqual(answer.content, [{ type: "text", text: WITHHELD_MESSAGE }]);
-      assert.equal(answer.stop_reason, "refusal");
+    test("flagged output is withheld: the gateway's notice as an ordinary turn, the safety extension, usage charged", async () => {
+      const { data: answer, request_id } = await env
+        .anthropic(secret)
+        .messages.create({
+          model,
+          max_tokens: 50,
+          messages: [{ role: "user", content: "say it mock:tokens=12" }],
+        })
+        .withResponse();
+      assert.deepEqual(answer.content, [{ type: "text", text: withheldNotice(request_id!) }]);
+      // not `refusal`, which Claude Code shows as Anthropic's usage policy
+      assert.equal(answer.stop_reason, "end_turn");
       assert.deepEqual((answer as unknown as { safety: unknown }).safety, {
         verdict: "flagged",
         stage: "output",
@@ -120,8 +151,9 @@ for (const { kind, model, label } of UPSTREAMS) {
         .map((e) => e.data.delta.text)
         .join("");
       assert.equal(text.includes(LATE_WORD), false, "the flagged segment never reached the client");
+      assert.ok(text.endsWith(withheldNotice(res.headers.get("request-id")!)), "the notice ends the text");
       const delta = events.find((e) => e.event === "message_delta")!.data;
-      assert.equal(delta.delta.stop_reason, "refusal");
+      assert.equal(delta.delta.stop_reason, "end_turn");
       assert.deepEqual(delta.safety.categories, ["blocked_terms"]);
       const row = await env.gw.record(res.headers.get("request-id")!);
       assert.equal(row.status, "content_filter");
@@ -150,16 +182,19 @@ for (const { kind, model, label } of UPSTREAMS) {
 }
 
 test("thinking is output: a native answer's thinking is reviewed and withheld with the rest", async () => {
-  const answer = await env.anthropic(secret).messages.create({
-    model: "claude",
-    max_tokens: 4000,
-    thinking: { type: "enabled", budget_tokens: 1024 },
-    messages: [{ role: "user", content: "ponder mock:tokens=2" }],
-  });
+  const { data: answer, request_id } = await env
+    .anthropic(secret)
+    .messages.create({
+      model: "claude",
+      max_tokens: 4000,
+      thinking: { type: "enabled", budget_tokens: 1024 },
+      messages: [{ role: "user", content: "ponder mock:tokens=2" }],
+    })
+    .withResponse();
   assert.deepEqual(
     answer.content,
-    [{ type: "text", text: WITHHELD_MESSAGE }],
+    [{ type: "text", text: withheldNotice(request_id!) }],
     "the mock thinks 'Let me think.'",
   );
-  assert.equal(answer.stop_reason, "refusal");
+  assert.equal(answer.stop_reason, "end_turn");
 });

@@ -68,16 +68,19 @@ before(async () => {
           base_url: anthropic.url,
           api_key_env: "ANTHROPIC_KEY",
           timeouts: fast,
+          strict: true,
         },
-        {
-          id: "claude-lenient",
-          type: "anthropic",
-          base_url: anthropic.url,
-          api_key_env: "ANTHROPIC_KEY",
-          drop_unsupported: true,
-        },
+        // the default: what Anthropic cannot honour is dropped, with a notice
+        { id: "claude-lenient", type: "anthropic", base_url: anthropic.url, api_key_env: "ANTHROPIC_KEY" },
         { id: "claude-badkey", type: "anthropic", base_url: anthropic.url, api_key_env: "WRONG_KEY" },
-        { id: "gem", type: "gemini", base_url: gemini.url, api_key_env: "GEMINI_KEY", timeouts: fast },
+        {
+          id: "gem",
+          type: "gemini",
+          base_url: gemini.url,
+          api_key_env: "GEMINI_KEY",
+          timeouts: fast,
+          strict: true,
+        },
         { id: "gem-badkey", type: "gemini", base_url: gemini.url, api_key_env: "WRONG_KEY" },
         {
           id: "az",
@@ -177,7 +180,11 @@ async function complete(params: Params) {
     JSON.parse(JSON.stringify(data)),
     `${params.model} answer`,
   );
-  return { answer: data, record: await gw.record(response.headers.get("x-request-id")!) };
+  return {
+    answer: data,
+    record: await gw.record(response.headers.get("x-request-id")!),
+    dropped: response.headers.get("x-gateway-dropped"),
+  };
 }
 
 /** A streamed answer (usage asked for), every chunk validated, with its call record. */
@@ -528,7 +535,6 @@ describe("Anthropic", () => {
       ["logprobs", true],
       ["presence_penalty", 0.5],
       ["seed", 7],
-      ["response_format", { type: "json_object" }],
       ["temperature", 1.5],
     ] as const) {
       const err = await refusal(
@@ -542,7 +548,27 @@ describe("Anthropic", () => {
     assert.equal(anthropic.requests.length, before, "nothing was sent upstream");
   });
 
-  test("values that change nothing are dropped quietly; drop_unsupported drops what would be refused", async () => {
+  // Structured output on a Claude-backed model: the AI SDK's, LangChain's and the Agents SDK's
+  // default path for JSON output through the OpenAI APIs.
+  test("response_format json_schema is Anthropic's output_config.format; JSON mode an object schema", async () => {
+    const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
+    await complete({
+      model,
+      messages: [{ role: "user", content: "x mock:tokens=2" }],
+      response_format: { type: "json_schema", json_schema: { name: "place", schema, strict: true } },
+    });
+    assert.deepEqual(lastBody(anthropic).output_config, { format: { type: "json_schema", schema } });
+    await complete({
+      model,
+      messages: [{ role: "user", content: "x mock:tokens=2" }],
+      response_format: { type: "json_object" },
+    });
+    assert.deepEqual(lastBody(anthropic).output_config, {
+      format: { type: "json_schema", schema: { type: "object" } },
+    });
+  });
+
+  test("values that change nothing are dropped quietly; by default what strict mode refuses is dropped", async () => {
     await complete({
       model,
       n: 1,
@@ -563,7 +589,7 @@ describe("Anthropic", () => {
       "store",
     ])
       assert.equal(field in sent, false, field);
-    const { answer } = await complete({
+    const { answer, dropped, record } = await complete({
       model: "claude-lenient",
       n: 2,
       seed: 3,
@@ -571,6 +597,9 @@ describe("Anthropic", () => {
     });
     assert.equal(answer.choices.length, 1);
     assert.equal("seed" in lastBody(anthropic), false);
+    // the client is told what its upstream did not get, and so is the record
+    assert.equal(dropped, "n, seed");
+    assert.deepEqual(JSON.parse(record.params!).dropped, ["n", "seed"]);
   });
 });
 

@@ -96,18 +96,45 @@ describe("rate limits", () => {
     );
   });
 
-  it("the SDK sees a RateLimitError; GET /v1/models carries the windows without using them", async () => {
+  it("the SDK sees a RateLimitError; GET /v1/models is a request like any other", async () => {
     const account = await gw.account("sdk");
     const { secret } = await gw.key(account);
     const client = new OpenAI({ apiKey: secret, baseURL: gw.baseURL, maxRetries: 0 });
     const models = await client.models.list().withResponse();
-    assert.equal(models.response.headers.get("x-ratelimit-remaining-requests"), "3");
-    for (let i = 0; i < 3; i++)
+    assert.equal(models.response.headers.get("x-ratelimit-remaining-requests"), "2");
+    for (let i = 0; i < 2; i++)
       await client.chat.completions.create({ model: TEST_MODEL, messages: [{ role: "user", content: "x" }] });
     await assert.rejects(
       client.chat.completions.create({ model: TEST_MODEL, messages: [{ role: "user", content: "x" }] }),
       (err: unknown) => err instanceof RateLimitError && err.code === "rate_limit_exceeded",
     );
+  });
+
+  // Second audit: GET and DELETE /v1/responses/{id} and GET /v1/models served 12 of 12 on a
+  // key limited to 5 a minute. Reads cost the gateway and the store a request too.
+  it("reads count: the model list, a model, a stored response's GET and DELETE; the 4th is 429", async () => {
+    const account = await gw.account("reads");
+    const { secret } = await gw.key(account);
+    const get = (path: string, method = "GET") =>
+      fetch(`${gw.baseURL}${path}`, { method, headers: { authorization: `Bearer ${secret}` } });
+    const statuses: number[] = [];
+    for (const [path, method] of [
+      ["/models", "GET"],
+      [`/models/${TEST_MODEL}`, "GET"],
+      ["/responses/resp_none", "GET"],
+      ["/responses/resp_none", "DELETE"],
+      ["/models", "GET"],
+    ] as const) {
+      const res = await get(path, method);
+      await res.arrayBuffer();
+      statuses.push(res.status);
+      if (res.status === 429) {
+        assert.equal((await get(path, method)).status, 429);
+        assert.ok(Number(res.headers.get("retry-after")) >= 1);
+      }
+    }
+    // 3 a minute for the key: two model reads and one response read; the rest are refused
+    assert.deepEqual(statuses, [200, 200, 404, 429, 429]);
   });
 
   it("the account's limit holds across its keys", async () => {

@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI, { APIError, BadRequestError, NotFoundError } from "openai";
 import type { FunctionTool, ResponseStreamEvent } from "openai/resources/responses/responses";
 import { updateAccount } from "../src/accounts/repository.ts";
+import { withheldNotice } from "../src/relay/review.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import { runCodexSession } from "./support/codex-session.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
@@ -49,6 +50,8 @@ let client: OpenAI;
 let other: OpenAI;
 let guarded: OpenAI;
 let live: OpenAI;
+/** safety on, with the spec's JSON answer to a stream chosen for the account */
+let jsonChosen: OpenAI;
 
 /** The three upstreams every behaviour runs on; `body` reads what the upstream was sent. */
 const UPSTREAMS = [
@@ -97,7 +100,6 @@ before(async () => {
           type: "gemini",
           base_url: gemini.url,
           api_key_env: "GEMINI_KEY",
-          drop_unsupported: true,
           timeouts: fast,
         },
       ],
@@ -137,6 +139,9 @@ before(async () => {
   const segments = await gw.account("reviewed-streaming");
   await updateAccount(gw.gateway.deps.store.db, segments, { safety: "on", safety_streaming: "reviewed" });
   live = new OpenAI({ ...options, apiKey: (await gw.key(segments)).secret });
+  const chosen = await gw.account("reviewed-json");
+  await updateAccount(gw.gateway.deps.store.db, chosen, { safety: "on", safety_streaming: "json" });
+  jsonChosen = new OpenAI({ ...options, apiKey: (await gw.key(chosen)).secret });
 });
 
 after(async () => {
@@ -392,23 +397,16 @@ for (const { model, mock } of UPSTREAMS) {
       assert.match(sent, /first answer/);
     });
 
-    test("a built-in tool is refused naming it, and nothing is sent upstream", async () => {
+    test("a built-in tool the deployment does not allow is left out, and the client is told which", async () => {
       const before = mock().requests.length;
-      const { data, response } = await client.responses
-        .create({ model, input: "search", tools: [{ type: "web_search" }] })
-        .withResponse()
-        .then(
-          () => assert.fail("accepted"),
-          (err: APIError) => ({ data: err, response: err.headers }),
-        );
-      assert.ok(data instanceof BadRequestError);
-      assert.equal(data.param, "tools[0]");
-      assert.match(data.message, /web_search/);
-      assert.equal(mock().requests.length, before);
-      const record = await gw.record(response!.get("x-request-id")!);
-      assert.equal(record.api, "responses");
-      assert.equal(record.http_status, 400);
-      assert.equal(Number(record.total_tokens), 0);
+      const { response } = await client.responses
+        .create({ model, input: "search mock:tokens=1", tools: [{ type: "web_search" }] })
+        .withResponse();
+      assert.equal(mock().requests.length, before + 1, "the call was answered");
+      assert.equal(response.headers.get("x-gateway-dropped"), "tools[0] (web_search)");
+      const record = await gw.record(response.headers.get("x-request-id")!);
+      assert.equal(record.http_status, 200);
+      assert.deepEqual(JSON.parse(record.params ?? "{}").dropped, ["tools[0] (web_search)"]);
     });
 
     test("a Codex-like session: reasoning, a shell call, the apply_patch call, the answer; nothing stored", async () => {
@@ -536,10 +534,19 @@ describe("Responses API across upstreams and edge cases", () => {
     assert.equal(lastBody(openai).max_completion_tokens, 100, "max_output_tokens' field");
   });
 
-  test("content safety on: a streamed request is answered with the reviewed Response body; a flag withholds it", async () => {
+  test("content safety on: a streamed request is a reviewed stream unless json was chosen; a flag withholds the answer", async () => {
+    const streamed = await guarded.responses.create({
+      model: "gpt",
+      input: "hi mock:tokens=3",
+      stream: true,
+    });
+    const seen: string[] = [];
+    for await (const event of streamed) seen.push(event.type);
+    assert.equal(seen.at(-1), "response.completed", "nobody chose the mode: reviewed streaming");
+
     const res = await fetch(`${gw.baseURL}/responses`, {
       method: "POST",
-      headers: { authorization: `Bearer ${guarded.apiKey}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${jsonChosen.apiKey}`, "content-type": "application/json" },
       body: JSON.stringify({ model: "gpt", input: "hi mock:tokens=3", stream: true }),
     });
     assert.equal(res.status, 200);
@@ -551,8 +558,14 @@ describe("Responses API across upstreams and edge cases", () => {
     assert.equal((body.output[0] as any).content[0].text, mockText(3));
 
     const flagged = await create({ model: "gpt", input: `say mock:text=${BLOCKED} mock:tokens=2` }, guarded);
-    assert.equal(flagged.response.status, "incomplete");
-    assert.deepEqual(flagged.response.incomplete_details, { reason: "content_filter" });
+    // completed, not incomplete: Codex takes an incomplete response for a dropped stream and retries
+    assert.equal(flagged.response.status, "completed");
+    assert.equal(flagged.response.incomplete_details, null);
+    assert.equal(
+      flagged.response.output_text,
+      withheldNotice(flagged.headers.get("x-request-id")!),
+      "the gateway's notice, naming the request",
+    );
     assert.doesNotMatch(JSON.stringify(flagged.response.output), new RegExp(BLOCKED));
     assert.deepEqual((flagged.response as any).safety.categories, ["blocked_terms"]);
     assert.equal(flagged.record.safety_verdict, "flagged");
@@ -563,22 +576,30 @@ describe("Responses API across upstreams and edge cases", () => {
     );
   });
 
-  test("reviewed streaming: the events come as reviewed; a flag ends the Response incomplete, withheld", async () => {
+  test("reviewed streaming: the events come as reviewed; a flag ends the Response completed with the notice", async () => {
     const clean = await live.responses.create({ model: "gpt", input: "hi mock:tokens=6", stream: true });
     const types: string[] = [];
     for await (const event of clean) types.push(event.type);
     assert.equal(types.at(-1), "response.completed");
-    const flagged = await live.responses.create({
-      model: "gpt",
-      input: `say mock:text=${BLOCKED} mock:tokens=3`,
-      stream: true,
-    });
+    const { data: flagged, response: res } = await live.responses
+      .create({ model: "gpt", input: `say mock:text=${BLOCKED} mock:tokens=3`, stream: true })
+      .withResponse();
     const events: ResponseStreamEvent[] = [];
     for await (const event of flagged) events.push(event);
     const end = events.at(-1)!;
-    assert.equal(end.type, "response.incomplete");
+    assert.equal(end.type, "response.completed");
     const response = (end as { response: OpenAI.Responses.Response }).response;
-    assert.deepEqual(response.incomplete_details, { reason: "content_filter" });
+    assert.equal(response.status, "completed");
+    assert.equal(response.incomplete_details, null);
+    const notice = response.output.at(-1) as OpenAI.Responses.ResponseOutputMessage;
+    assert.deepEqual(notice.content, [
+      {
+        type: "output_text",
+        text: withheldNotice(res.headers.get("x-request-id")!),
+        annotations: [],
+        logprobs: [],
+      },
+    ]);
     assert.deepEqual((response as any).safety.categories, ["blocked_terms"]);
     assert.doesNotMatch(JSON.stringify(events), new RegExp(BLOCKED), "nothing flagged reached the client");
   });
@@ -640,31 +661,39 @@ describe("Responses API across upstreams and edge cases", () => {
     };
     await bad({ model: "gpt" }, "input");
     await bad({ model: "gpt", input: 42 }, "input");
-    await bad({ model: "gpt", input: [{ type: "bogus_call", id: "x" }] }, "input[0].type");
-    // a built-in tool's item is known, and refused where its tool is not allowed (every upstream here)
-    await bad(
-      {
-        model: "gpt",
-        input: [
-          { role: "user", content: "x" },
-          { type: "web_search_call", id: "ws" },
-        ],
-      },
-      "input[1]",
-    );
+    await bad({ model: "gpt", input: [{ type: "", id: "x" }] }, "input[0].type");
     await bad({ model: "gpt", input: [{ role: "robot", content: "x" }] }, "input[0].role");
     await bad({ model: "gpt", input: [{ type: "function_call_output", output: "x" }] }, "input[0].call_id");
     await bad({ model: "gpt", input: "x", tools: [{ type: "function" }] }, "tools[0].name");
-    await bad(
-      { model: "gpt", input: "x", tools: [{ type: "file_search", vector_store_ids: ["vs"] }] },
-      "tools[0]",
-    );
-    await bad({ model: "gpt", input: "x", tool_choice: { type: "web_search_preview" } }, "tool_choice");
     await bad({ model: "gpt", input: "x", background: true }, "background");
     await bad({ model: "gpt", input: "x", temperature: 7 }, "temperature");
     await bad({ model: "gpt", input: [] }, "input");
     await bad({ model: "gpt", input: "x", previous_response_id: "resp_nope" }, "previous_response_id");
     await bad([1, 2], null);
+  });
+
+  // What the gateway does not know is no bad input: a translation leaves it out and says so.
+  test("items, tools and fields the gateway does not translate are left out with a notice, not refused", async () => {
+    const { response } = await client.responses
+      .create({
+        model: "gpt",
+        input: [
+          { role: "user", content: "x mock:tokens=1" },
+          { type: "web_search_call", id: "ws", status: "completed" },
+          { type: "compaction_summary", id: "cs", summary: "earlier" },
+        ],
+        tools: [{ type: "file_search", vector_store_ids: ["vs"] }],
+        tool_choice: { type: "web_search_preview" },
+        client_metadata: { session: "s1" },
+      } as never)
+      .withResponse();
+    assert.equal(
+      response.headers.get("x-gateway-dropped"),
+      "client_metadata, input[2] (compaction_summary), tools[0] (file_search), tool_choice (web_search_preview), input[1] (web_search_call)",
+    );
+    const sent = openai.requests.at(-1)!.body as Record<string, unknown>;
+    assert.equal("client_metadata" in sent, false);
+    assert.equal("tools" in sent, false);
   });
 
   // docs/apis.md lists these as not offered, answered as any unknown route: the code is the

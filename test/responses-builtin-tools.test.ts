@@ -11,7 +11,7 @@ import OpenAI, { APIError, BadRequestError } from "openai";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { updateAccount } from "../src/accounts/repository.ts";
 import type { CallRecord } from "../src/records/writer.ts";
-import { WITHHELD_MESSAGE } from "../src/relay/review.ts";
+import { withheldNotice } from "../src/relay/review.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { startMockAnthropic } from "./support/mock-anthropic-upstream.ts";
 import { MOCK_SEARCH_URL, WEB_SEARCH_INPUT_TOKENS } from "./support/mock-openai-responses.ts";
@@ -53,14 +53,24 @@ before(async () => {
           api_key_env: "MOCK_UPSTREAM_KEY",
           responses_builtin_tools: ["web_search"],
           timeouts: fast,
+          // strict: what a provider does not pass on is refused (by default it is dropped with a
+          // notice: test/responses-api.test.ts)
+          strict: true,
         },
-        { id: "oai", type: "openai-compatible", base_url: openai.url, api_key_env: "MOCK_UPSTREAM_KEY" },
+        {
+          id: "oai",
+          type: "openai-compatible",
+          base_url: openai.url,
+          api_key_env: "MOCK_UPSTREAM_KEY",
+          strict: true,
+        },
         {
           id: "claude",
           type: "anthropic",
           base_url: anthropic.url,
           api_key_env: "ANTHROPIC_KEY",
           timeouts: fast,
+          strict: true,
         },
       ],
       models: [
@@ -321,9 +331,10 @@ describe("content safety on a native answer", () => {
       .create({ model: "search", input: `news mock:text=${BLOCKED} mock:tokens=3`, tools })
       .withResponse();
     const record = await gw.record(raw.headers.get("x-request-id")!);
-    assert.equal(flagged.status, "incomplete");
-    assert.deepEqual(flagged.incomplete_details, { reason: "content_filter" });
-    assert.equal(flagged.output_text, WITHHELD_MESSAGE);
+    // completed with the gateway's notice: Codex retries an incomplete (content_filter) response
+    assert.equal(flagged.status, "completed");
+    assert.equal(flagged.incomplete_details, null);
+    assert.equal(flagged.output_text, withheldNotice(raw.headers.get("x-request-id")!));
     assert.doesNotMatch(JSON.stringify(flagged), new RegExp(BLOCKED));
     assert.deepEqual((flagged as any).safety.categories, ["blocked_terms"]);
     assert.equal(record.safety_verdict, "flagged");
@@ -335,19 +346,26 @@ describe("content safety on a native answer", () => {
     assert.deepEqual(await guarded.responses.retrieve(flagged.id), flagged, "stored as withheld");
   });
 
-  test("reviewed streaming: the upstream's events as reviewed; a flag ends the Response incomplete, nothing flagged sent", async () => {
-    const stream = await live.responses.create({
-      model: "search",
-      input: `news mock:text=${BLOCKED} mock:tokens=3`,
-      tools: [{ type: "web_search" }],
-      stream: true,
-    });
+  test("reviewed streaming: the upstream's events as reviewed; a flag ends the Response completed with the notice, nothing flagged sent", async () => {
+    const { data: stream, response: raw } = await live.responses
+      .create({
+        model: "search",
+        input: `news mock:text=${BLOCKED} mock:tokens=3`,
+        tools: [{ type: "web_search" }],
+        stream: true,
+      })
+      .withResponse();
     const events: ResponseStreamEvent[] = [];
     for await (const event of stream) events.push(event);
     const end = events.at(-1)!;
-    assert.equal(end.type, "response.incomplete");
+    assert.equal(end.type, "response.completed");
     const response = (end as { response: OpenAI.Responses.Response }).response;
-    assert.deepEqual(response.incomplete_details, { reason: "content_filter" });
+    assert.equal(response.incomplete_details, null);
+    const notice = response.output.at(-1) as OpenAI.Responses.ResponseOutputMessage;
+    assert.equal(
+      (notice.content[0] as { text: string }).text,
+      withheldNotice(raw.headers.get("x-request-id")!),
+    );
     assert.deepEqual((response as any).safety.categories, ["blocked_terms"]);
     assert.doesNotMatch(JSON.stringify(events), new RegExp(BLOCKED), "nothing flagged reached the client");
     assert.deepEqual(

@@ -93,6 +93,15 @@ export interface StreamEnd {
 
 /** The events of one streamed answer. One renderer per call; its methods are called in order. */
 export interface StreamRenderer {
+  /**
+   * Optional: called with the first chunk before it is rendered, for an API whose stream
+   * announces the prompt's size when it starts (Messages' `message_start`). `usageSoFar` gives
+   * what the upstream reported so far (its first chunks' usage, Anthropic's message_start), or
+   * else the gateway's local count of the prompt (o200k_base, on the counting thread; output 0).
+   * A renderer calls it only when it needs it, so native streams, which carry the upstream's
+   * own message_start, never count.
+   */
+  begin?(first: Chunk, usageSoFar: () => Promise<Usage>): void | Promise<void>;
   /** the events of one canonical chunk (none, one or several) */
   chunk(chunk: Chunk): readonly SseEvent[];
   /**

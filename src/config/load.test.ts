@@ -28,6 +28,7 @@ server:
   host: 0.0.0.0
   port: 9090
   body_limit_bytes: 2048
+  agent_body_limit_bytes: 8192
   body_discard_bytes: 4096
   body_discard_ms: 500
   shutdown_grace_ms: 1500
@@ -133,6 +134,7 @@ describe("loadConfig: embedded defaults", () => {
       host: "127.0.0.1",
       port: 8080,
       body_limit_bytes: 1_048_576,
+      agent_body_limit_bytes: 32 * 1_048_576,
       body_discard_bytes: 64 * 1_048_576,
       body_discard_ms: 10_000,
       sse_keepalive_ms: 15_000,
@@ -173,6 +175,7 @@ describe("loadConfig: the YAML file", () => {
       host: "0.0.0.0",
       port: 9090,
       body_limit_bytes: 2048,
+      agent_body_limit_bytes: 8192,
       body_discard_bytes: 4096,
       body_discard_ms: 500,
       sse_keepalive_ms: 15_000,

@@ -1,6 +1,8 @@
 // The configuration file's schema: one place for every field, its type and its default.
 // The README's configuration reference documents these fields; keep them in step.
 import { z } from "zod";
+import { mediaUrlsSchema } from "../apis/media-urls.ts";
+import { capabilitiesSchema } from "../providers/capabilities.ts";
 import { providerSchema } from "../providers/catalog.ts";
 import { outputBoundField } from "../providers/config-fields.ts";
 import { DEFAULT_PROMPT_OVERHEADS } from "../providers/prompt-bound.ts";
@@ -106,6 +108,8 @@ export const modelSchema = z
     prompt_overhead: promptOverheadSchema,
     /** USD per million tokens; absent: the price table's, if it knows the upstream model (src/prices/) */
     pricing: pricingSchema.optional(),
+    /** what the model takes (reasoning, images, tools); absent fields are inferred (src/providers/capabilities.ts) */
+    capabilities: capabilitiesSchema.optional(),
   })
   .strict();
 
@@ -235,7 +239,24 @@ const safetySchema = z
     review_input: z.boolean().default(false),
     /** one review (the whole reviewer chain over one text); past it the review has failed */
     timeout_ms: positiveInt.default(5_000),
-    streaming: safetyStreaming.default("json"),
+    /**
+     * How `stream: true` is answered. Unset: chat completions `json` (spec 4.2), Messages and
+     * Responses `reviewed` (coding agents cannot read a JSON answer to a stream and send the
+     * turn again); set, it applies to every API. Plans and accounts may override it.
+     */
+    streaming: safetyStreaming.optional(),
+    /**
+     * A key whose answers were withheld `max` times within `window_ms` is refused (429
+     * `withheld_repeats`, `x-should-retry: false`) until the oldest of them leaves the window,
+     * so an agent retrying a withheld turn in a loop stops; `max: 0` turns it off.
+     */
+    withheld_limit: z
+      .object({
+        max: z.number().int().nonnegative().max(1_000_000).default(10),
+        window_ms: positiveInt.max(86_400_000).default(60_000),
+      })
+      .strict()
+      .prefault({}),
     /** reviewed streaming: release text at a sentence end, or at the latest after this many tokens */
     segment_tokens: positiveInt.max(4096).default(64),
     /** run in order; the first flag blocks */
@@ -297,6 +318,11 @@ export const configSchema = z
         port: z.number().int().min(0).max(65535).default(8080),
         /** largest request body accepted; larger ones get 413 before they are read */
         body_limit_bytes: positiveInt.default(1_048_576),
+        /**
+         * the same for the coding agents' APIs (`/v1/messages`, its count_tokens, `/v1/responses`),
+         * whose clients send the whole conversation every turn: Anthropic's own limit, 32 MiB
+         */
+        agent_body_limit_bytes: positiveInt.default(32 * 1_048_576),
         /** a streamed answer that sends nothing for this long sends an SSE comment line (0: never) */
         sse_keepalive_ms: z.number().int().nonnegative().default(15_000),
         /** a streaming client that reads nothing for this long is cut off, as if it had left */
@@ -385,6 +411,23 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * The local token counts (count_tokens, usage estimates) share one thread, whose queue
+     * takes each account's counts in turn (src/tokens/estimator.ts). Past either bound
+     * count_tokens is refused (429 `count_queue_full`, 503 `count_queue_busy`) and an estimate
+     * is the byte bound of what it counts.
+     */
+    counting: z
+      .object({
+        /** counts one account may have queued or running */
+        queue_per_account: positiveInt.max(100_000).default(8),
+        /** counts queued or running in all */
+        queue_total: positiveInt.max(1_000_000).default(64),
+      })
+      .strict()
+      .prefault({}),
+    /** image and file URLs a request hands an upstream to fetch (src/apis/media-urls.ts) */
+    media_urls: mediaUrlsSchema,
   })
   .strict()
   .superRefine((cfg, ctx) => {

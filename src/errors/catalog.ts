@@ -91,6 +91,14 @@ export const catalog = {
     "the request fits what consumption leaves, but calls still in flight hold those tokens and did not settle within `ledger.wait_ms` (the message says how many are left)",
     1,
   ),
+  withheld_repeats: entry(
+    429,
+    "requests",
+    "withheld_repeats",
+    "This API key's answers were withheld by the gateway's content policy too many times in a short while; its calls are refused for now. Change the request rather than sending it again.",
+    "the key's answers were withheld by content safety `safety.withheld_limit.max` times within `window_ms` (10 in 60 s by default): its calls are refused until the oldest leaves the window (`retry-after` says when), so an agent that retries a withheld turn stops",
+    "never",
+  ),
   ledger_unavailable: entry(
     503,
     "dev_gateway_error",
@@ -112,6 +120,22 @@ export const catalog = {
     "rate_limit_exceeded",
     "Rate limit reached for tokens per minute. Retry after the time in the retry-after header.",
     "the key's or the account's tokens per minute cannot cover the request (`retry-after` says when)",
+  ),
+  count_queue_full: entry(
+    429,
+    "requests",
+    "count_queue_full",
+    "This account has as many token counts waiting as the gateway takes. Retry after the time in the retry-after header.",
+    "`POST /v1/messages/count_tokens` while the account already has `counting.queue_per_account` counts queued or running on the gateway's counting thread",
+    1,
+  ),
+  count_queue_busy: entry(
+    503,
+    "dev_gateway_error",
+    "count_queue_busy",
+    "The gateway's token counter has as many counts waiting as it takes. Retry after the time in the retry-after header.",
+    "`POST /v1/messages/count_tokens` while `counting.queue_total` counts of all accounts are queued or running on the gateway's counting thread",
+    1,
   ),
   invalid_request: entry(
     400,
@@ -139,7 +163,7 @@ export const catalog = {
     "invalid_request_error",
     "request_too_large",
     "The request body is larger than the gateway accepts.",
-    "the body exceeds `server.body_limit_bytes` (refused before it is read)",
+    "the body exceeds `server.body_limit_bytes`, or on `/v1/messages`, its `count_tokens` and `/v1/responses` `server.agent_body_limit_bytes` (32 MiB by default); refused before it is read, the message names the limit and the setting (`POST /v1/messages`: Anthropic's type `request_too_large`)",
   ),
   request_timeout: entry(
     408,

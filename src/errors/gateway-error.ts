@@ -10,6 +10,12 @@ export class GatewayError extends Error {
   readonly headers: Record<string, string> | undefined;
   /** the upstream's own code, kept for a client error the upstream reported (issue #17) */
   readonly #code: string | undefined;
+  /**
+   * The capability a refusal is about (`mid_conv_system`, `effort_unsupported`, …), for
+   * clients whose fallbacks key on it: the Messages API words such a refusal as Claude Code's
+   * gateway contract asks (src/apis/messages/errors.ts).
+   */
+  readonly capability: string | undefined;
 
   constructor(
     name: ErrorName,
@@ -19,6 +25,7 @@ export class GatewayError extends Error {
       headers?: Record<string, string>;
       /** replaces the catalog's code: an upstream's own code for the error it reported */
       code?: string | undefined;
+      capability?: string | undefined;
       cause?: unknown;
     } = {},
   ) {
@@ -31,6 +38,7 @@ export class GatewayError extends Error {
     this.errorName = name;
     this.param = options.param ?? null;
     this.#code = options.code;
+    this.capability = options.capability;
     this.headers = retryHeaders(entry, options.headers);
   }
 

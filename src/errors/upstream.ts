@@ -31,6 +31,7 @@ export function fromUpstream(err: unknown): GatewayError {
         message: err.detail?.message ?? err.message,
         code: err.detail?.code,
         param: err.detail?.param ?? null,
+        capability: err.detail?.capability,
         cause: err,
       });
     return new GatewayError("upstream_error", { message: err.message, cause: err });

@@ -5,6 +5,7 @@ import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors/index.ts";
+import { bodyTooLarge } from "./body-limits.ts";
 import type { GatewayDeps } from "./deps.ts";
 import { pathApi, routeApi } from "./route-api.ts";
 
@@ -62,7 +63,11 @@ function discardRest(
 
 export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const error = toGatewayError(err);
+    // A body over the limit is told which limit and which setting (./body-limits.ts).
+    const error =
+      (err as FastifyError | undefined)?.code === "FST_ERR_CTP_BODY_TOO_LARGE"
+        ? bodyTooLarge(request, deps.config.server)
+        : toGatewayError(err);
     if (error.status >= 500 && error.errorName === "internal_error")
       request.log.error({ err }, "request failed inside the gateway");
     if (reply.sent || reply.raw.headersSent) {

@@ -13,6 +13,11 @@ declare module "fastify" {
     api?: ClientApi;
     /** the route runs a call: it is recorded from its first moment, refused calls too */
     records?: boolean;
+    /**
+     * A read (the model list, a stored response): it takes a request from the key's and the
+     * account's rate limits, as a call does, without a record.
+     */
+    reads?: boolean;
   }
 }
 

@@ -1,63 +1,45 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { GatewayError } from "../errors/index.ts";
-import { refuseBuiltinTools } from "./builtin-tools.ts";
-import type { NativeRequest, Provider } from "./types.ts";
+import { type BuiltinToolUse, builtinAllowed, withoutDisallowedTools } from "./builtin-tools.ts";
 
-const native = (...uses: Array<[string, string]>): NativeRequest => ({
-  api: "responses",
-  body: {},
-  headers: {},
-  builtinTools: uses.map(([type, param]) => ({ type, param })),
-});
-const provider = (allowed?: string[]) =>
-  ({ ...(allowed ? { builtinTools: () => new Set(allowed) } : {}) }) as unknown as Provider;
+const use = (type: string, param = "tools[0]"): BuiltinToolUse => ({ type, param });
 
-const refusal = (call: NativeRequest, p: Provider) => {
-  try {
-    refuseBuiltinTools(call, p);
-  } catch (err) {
-    assert.ok(err instanceof GatewayError);
-    return { name: err.errorName, status: err.status, param: err.param, message: err.message };
-  }
-  return undefined;
-};
-
-test("a call without built-in tools passes any provider", () => {
-  assert.equal(refusal(native(), provider()), undefined);
-  assert.doesNotThrow(() => refuseBuiltinTools(undefined, provider()));
-});
-
-test("a provider that passes none refuses the first tool, naming it and its param", () => {
-  const r = refusal(native(["web_search", "tools[0]"], ["file_search", "tools[1]"]), provider());
-  assert.equal(r?.name, "invalid_request");
-  assert.equal(r?.status, 400);
-  assert.equal(r?.param, "tools[0]");
-  assert.match(r!.message, /built-in tool 'web_search'/);
-});
-
-test("every tool must be allowed: the first one that is not is named", () => {
-  const r = refusal(
-    native(["web_search", "tools[0]"], ["file_search", "tools[1]"]),
-    provider(["web_search"]),
-  );
-  assert.equal(r?.param, "tools[1]");
-  assert.match(r!.message, /'file_search'/);
-  assert.equal(refusal(native(["web_search", "tools[0]"]), provider(["web_search"])), undefined);
-});
-
-test("a dated tool type is its tool; an item needs one of the tools that make it", () => {
+test("a tool is allowed by its name; a dated type is its tool; an item needs one of the tools that make it", () => {
+  assert.equal(builtinAllowed(use("web_search"), new Set(["web_search"])), true);
+  assert.equal(builtinAllowed(use("file_search"), new Set(["web_search"])), false);
+  assert.equal(builtinAllowed(use("web_search_preview_2025_03_11"), new Set(["web_search_preview"])), true);
+  assert.equal(builtinAllowed(use("web_search_call", "input[2]"), new Set(["web_search_preview"])), true);
+  assert.equal(builtinAllowed(use("web_search_call", "input[2]"), new Set(["web_search"])), true);
+  assert.equal(builtinAllowed(use("web_search_call", "input[2]"), new Set(["file_search"])), false);
+  assert.equal(builtinAllowed(use("tool_search_call", "input[1]"), new Set(["tool_search"])), true);
   assert.equal(
-    refusal(native(["web_search_preview_2025_03_11", "tools[0]"]), provider(["web_search_preview"])),
-    undefined,
+    builtinAllowed(use("quantum_oracle"), new Set(["web_search"])),
+    false,
+    "an unknown type is never allowed",
   );
-  assert.equal(refusal(native(["web_search_call", "input[2]"]), provider(["web_search_preview"])), undefined);
-  assert.equal(refusal(native(["web_search_call", "input[2]"]), provider(["web_search"])), undefined);
-  const r = refusal(native(["web_search_call", "previous_response_id"]), provider(["file_search"]));
-  assert.equal(r?.param, "previous_response_id");
-  assert.match(r!.message, /item 'web_search_call'/);
 });
 
-test("an unknown type is never allowed", () => {
-  assert.equal(refusal(native(["quantum_oracle", "tools[0]"]), provider(["web_search"]))?.param, "tools[0]");
+test("a native body keeps the allowed tools and loses the others, and a tool_choice naming one; items stay", () => {
+  const body = {
+    tools: [{ type: "web_search" }, { type: "function", name: "f" }, { type: "file_search" }],
+    tool_choice: { type: "file_search" },
+    input: [{ type: "file_search_call", id: "fs" }],
+  };
+  const uses = [
+    use("web_search"),
+    use("file_search", "tools[2]"),
+    use("file_search", "tool_choice"),
+    use("file_search_call", "input[0]"),
+  ];
+  const { body: out, removed } = withoutDisallowedTools(body, uses, new Set(["web_search"]));
+  assert.deepEqual(out.tools, [{ type: "web_search" }, { type: "function", name: "f" }]);
+  assert.equal("tool_choice" in out, false);
+  assert.deepEqual(out.input, body.input);
+  assert.deepEqual(
+    removed.map((u) => u.param),
+    ["tools[2]", "tool_choice"],
+  );
+  assert.equal(body.tools.length, 3, "the client's body is not changed");
+  const all = withoutDisallowedTools(body, [use("web_search")], new Set(["web_search"]));
+  assert.equal(all.body, body, "nothing to remove: the same body");
 });

@@ -18,6 +18,7 @@ export const BUILTIN_TOOLS = [
   "computer_use_preview",
   "local_shell",
   "mcp",
+  "tool_search",
 ] as const;
 
 export type BuiltinTool = (typeof BUILTIN_TOOLS)[number];
@@ -36,6 +37,8 @@ export const BUILTIN_ITEM_TYPES = [
   "mcp_call",
   "mcp_approval_request",
   "mcp_approval_response",
+  "tool_search_call",
+  "tool_search_output",
 ] as const;
 
 export type BuiltinItemType = (typeof BUILTIN_ITEM_TYPES)[number];
@@ -54,6 +57,8 @@ const BUILTIN_ITEMS: Readonly<Record<string, readonly BuiltinTool[] | undefined>
   mcp_call: ["mcp"],
   mcp_approval_request: ["mcp"],
   mcp_approval_response: ["mcp"],
+  tool_search_call: ["tool_search"],
+  tool_search_output: ["tool_search"],
 } satisfies Record<BuiltinItemType, readonly BuiltinTool[]>;
 
 /** One use of a built-in tool in a request: the tool, or the item it made, and where it is. */
@@ -71,33 +76,34 @@ export interface BuiltinToolUse {
 const undated = (type: string): string => type.replace(/_\d{4}_\d{2}_\d{2}$/, "");
 
 /** Whether a use is allowed by a set of allowed tools. */
-function allowed(use: BuiltinToolUse, tools: ReadonlySet<string>): boolean {
+export function builtinAllowed(use: BuiltinToolUse, tools: ReadonlySet<string>): boolean {
   const item = BUILTIN_ITEMS[use.type];
   if (item) return item.some((tool) => tools.has(tool));
   return tools.has(undated(use.type));
 }
 
+/** Why a built-in tool is not passed on: what a strict provider's refusal says. */
+export const BUILTIN_REFUSAL =
+  "built-in tools run at OpenAI, outside the gateway's token accounting, and pass only to OpenAI upstreams whose operator allows them; define a function tool instead";
+
 /**
- * Refuses an attempt on a deployment whose adapter will not pass on every built-in tool the
- * native body uses: 400 naming the first such tool or item, nothing sent. A call that uses
- * none passes.
+ * A native Responses body without the built-in tools the provider does not allow (its `tools`
+ * entries, and a `tool_choice` naming one): what was taken out, for notices. The items such
+ * tools made earlier stay: they are history, which the upstream reads as it is.
  */
-export function refuseBuiltinTools(native: NativeRequest | undefined, provider: Provider): void {
-  const uses = native?.builtinTools;
-  if (!uses?.length) return;
-  const tools = provider.builtinTools?.(native!) ?? NONE;
-  const refused = uses.find((use) => !allowed(use, tools));
-  if (refused) throw builtinToolRefusal(refused);
-}
-
-const NONE: ReadonlySet<string> = new Set();
-
-function builtinToolRefusal(use: BuiltinToolUse): GatewayError {
-  const what = BUILTIN_ITEMS[use.type]
-    ? `The item '${use.type}' of a built-in tool`
-    : `The built-in tool '${use.type}'`;
-  return new GatewayError("invalid_request", {
-    message: `${what} is not supported by this model's upstream: built-in tools run at OpenAI, outside the gateway's token accounting, and pass only to OpenAI upstreams whose operator allows them. Define a function tool instead.`,
-    param: use.param,
-  });
+export function withoutDisallowedTools(
+  body: Readonly<Record<string, unknown>>,
+  uses: readonly BuiltinToolUse[],
+  allowedTools: ReadonlySet<string>,
+): { body: Readonly<Record<string, unknown>>; removed: BuiltinToolUse[] } {
+  const removed = uses.filter(
+    (u) => (u.param.startsWith("tools[") || u.param === "tool_choice") && !builtinAllowed(u, allowedTools),
+  );
+  if (!removed.length) return { body, removed };
+  const out: Record<string, unknown> = { ...body };
+  const gone = new Set(removed.filter((u) => u.param !== "tool_choice").map((u) => u.type));
+  if (Array.isArray(out.tools))
+    out.tools = (out.tools as Array<{ type?: unknown }>).filter((t) => !gone.has(t?.type as string));
+  if (removed.some((u) => u.param === "tool_choice")) delete out.tool_choice;
+  return { body: out, removed };
 }

@@ -2,6 +2,7 @@
 // adapter) states only what is its own.
 import { z } from "zod";
 import { configId } from "../config/id.ts";
+import { passthroughFields } from "./passthrough.ts";
 
 const positiveInt = z.number().int().positive();
 
@@ -31,6 +32,8 @@ export const httpProviderFields = {
   headers: z.record(z.string(), z.string()).default({}),
   timeouts,
   max_connections: positiveInt.max(4096).default(256),
+  /** what the upstream cannot carry: dropped with a notice, or refused (strict); names never passed natively */
+  ...passthroughFields,
 };
 
 export type Timeouts = z.output<typeof timeouts>;

@@ -1,10 +1,13 @@
 // What a provider does with each OpenAI request field: translates it, drops it because it
-// changes nothing there, or refuses the request because it cannot honour it. A field that
-// would change the answer is never dropped silently: the client hears which field and which
-// provider, and nothing goes upstream. `drop_unsupported: true` on a provider drops instead.
+// changes nothing there, or cannot honour it. A field that would change the answer is never
+// dropped silently: by default it is dropped with a notice (the `x-gateway-dropped` header and
+// the record, ./passthrough.ts); a provider in strict mode refuses the request instead,
+// naming the field and the provider, and nothing goes upstream.
 // The same rules render the tables of docs/providers.md (npm run docs:providers).
 import { type ChatRequest, FORWARDED_FIELDS } from "../apis/chat-completions/request.ts";
 import { GatewayError } from "../errors/index.ts";
+import { noteDropped } from "./passthrough.ts";
+import type { UpstreamCall } from "./types.ts";
 
 export type ForwardedField = (typeof FORWARDED_FIELDS)[number];
 
@@ -74,16 +77,17 @@ export const SHARED_RULES = {
 } satisfies Partial<FieldRules>;
 
 /**
- * The request as the provider's translation reads it: refused fields throw invalid_request
- * naming the field and the provider; with `dropUnsupported`, they are left out instead.
- * Call before anything is sent, so a refusal costs no upstream call.
+ * The request as the provider's translation reads it: a field it cannot honour is left out and
+ * noted on the call; in strict mode it throws invalid_request naming the field and the
+ * provider. Call before anything is sent, so a refusal costs no upstream call.
  */
 export function applyFieldRules(
-  request: ChatRequest,
+  call: UpstreamCall,
   rules: FieldRules,
   provider: string,
-  dropUnsupported: boolean,
+  strict: boolean,
 ): ChatRequest {
+  const request = call.request;
   let out = request;
   for (const field of Object.keys(rules) as ForwardedField[]) {
     const value = request[field];
@@ -91,11 +95,12 @@ export function applyFieldRules(
     if (value === undefined || !refuse) continue;
     const why = refuse(value as never, request);
     if (why === undefined) continue;
-    if (!dropUnsupported)
+    if (strict)
       throw new GatewayError("invalid_request", {
-        message: `'${field}' is not supported by ${provider}: ${why}. Leave it out, or ask the gateway's operator to set drop_unsupported on this provider.`,
+        message: `'${field}' is not supported by ${provider}: ${why}. Leave it out, or ask the gateway's operator to turn off strict mode on this provider (it then drops the field and says so in the x-gateway-dropped header).`,
         param: field,
       });
+    noteDropped(call, field);
     if (out === request) out = { ...request };
     delete out[field];
   }

@@ -1,10 +1,12 @@
 // The HTTP side every networked adapter shares: one keep-alive undici Pool per provider (never
 // a connection per request), the call's deadline, error bodies read within bounds, and every
 // way a call can break turned into an UpstreamError. Adapters add only their wire format.
+
 import { Pool } from "undici";
 import type { z } from "zod";
 import type { Timeouts } from "./config-fields.ts";
 import { Deadline } from "./deadline.ts";
+import { registerSecret } from "./secrets.ts";
 import { readSse, type SseEvent } from "./sse-reader.ts";
 import { retryAfterMs, UpstreamError } from "./upstream-error.ts";
 
@@ -150,6 +152,9 @@ export function upstreamHeaders(
   fixed: Record<string, string> = {},
 ): Record<string, string> {
   const key = config.api_key_env ? env[config.api_key_env] : undefined;
+  registerSecret(key);
+  // an extra header may carry a credential of its own (an organisation token, a gateway's key)
+  for (const value of Object.values(config.headers)) registerSecret(value);
   return {
     "content-type": "application/json",
     accept: "application/json, text/event-stream",

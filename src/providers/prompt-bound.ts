@@ -130,27 +130,35 @@ export function localPromptTokens(request: ChatRequest): number {
   return countPromptTokens(messages, extra);
 }
 
+/** Block and part types an upstream prices as an image or a file, beyond their bytes. */
+const IMAGE_TYPES: ReadonlySet<string> = new Set(["image", "input_image", "image_url"]);
+const FILE_TYPES: ReadonlySet<string> = new Set(["document", "input_file", "file", "container_upload"]);
+
 /**
- * The most prompt tokens an upstream can count for a Responses API body sent as it is (OpenAI's
- * Responses API, for built-in tools): every byte of the body's JSON (its texts, tool
- * definitions and the earlier items, built-in tools' included, with their keys), the template's
- * share per request, per item and for tools, and the bound of each image and file part. What a
- * built-in tool adds while it runs (web search results read by the model) is not in the body:
- * it is counted by the upstream and charged as reported.
+ * The most prompt tokens an upstream can count for a client's body sent as it is (a Messages
+ * API body to Anthropic, a Responses API body to OpenAI's Responses API): every byte of the
+ * body's JSON (its texts, tool definitions, earlier turns and items, thinking, documents,
+ * fields newer than the gateway, with their keys), the template's share per request, per
+ * message or item and for tools, and the bound of each image and file part. What a server
+ * tool adds while it runs (web search results read by the model) is not in the body: it is
+ * counted by the upstream and charged as reported.
  */
-export function responsesBodyBound(body: Readonly<Record<string, unknown>>, o: PromptOverheads): number {
+export function nativeBodyBound(body: Readonly<Record<string, unknown>>, o: PromptOverheads): number {
   let n = o.per_request + utf8(JSON.stringify(body));
-  const input = body.input;
-  const items: unknown[] = Array.isArray(input) ? input : [input];
-  n += o.per_message * (items.length + (body.instructions ? 1 : 0));
-  for (const item of items) {
-    const content = (item as { content?: unknown } | null)?.content;
-    if (!Array.isArray(content)) continue;
-    for (const part of content as Array<{ type?: unknown }>) {
-      if (part?.type === "input_image") n += o.image;
-      else if (part?.type === "input_file") n += o.file;
+  const list = body.messages ?? body.input;
+  const items: unknown[] = Array.isArray(list) ? list : [list];
+  n += o.per_message * (items.length + (body.instructions || body.system ? 1 : 0));
+  const parts = (content: unknown) => {
+    if (!Array.isArray(content)) return;
+    for (const part of content as Array<{ type?: unknown; content?: unknown }>) {
+      const type = typeof part?.type === "string" ? part.type : "";
+      if (IMAGE_TYPES.has(type)) n += o.image;
+      else if (FILE_TYPES.has(type)) n += o.file;
+      // a tool result holds parts of its own
+      else if (Array.isArray(part?.content)) parts(part.content);
     }
-  }
+  };
+  for (const item of items) parts((item as { content?: unknown } | null)?.content);
   const tools = body.tools;
   if (Array.isArray(tools) && tools.length) n += o.tools + toolsBound(tools);
   return n;

@@ -1,5 +1,7 @@
 // Upstream error messages reach clients; they must not carry the upstream's addresses,
-// keys or tokens. This strips what looks like either and bounds the length.
+// keys or tokens. This strips the secrets the gateway holds (./secrets.ts), then what looks
+// like an address or a key, and bounds the length.
+import { redactSecrets } from "./secrets.ts";
 
 const URL_RE = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>)]+/gi;
 const HOST_PORT_RE =
@@ -19,7 +21,8 @@ function looksLikeIpv6(match: string): boolean {
 }
 
 export function sanitizeUpstreamMessage(message: string): string {
-  const clean = message
+  // the configured secrets first, whole: the patterns below could cut one and hide the rest
+  const clean = redactSecrets(message.slice(0, MAX_INPUT + 512))
     .slice(0, MAX_INPUT)
     .replace(URL_RE, "[url]")
     .replace(SECRET_RE, "[redacted]")

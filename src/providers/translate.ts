@@ -132,3 +132,12 @@ export const EFFORTS: readonly string[] = ["none", "minimal", "low", "medium", "
 /** Why a reasoning_effort cannot be honoured, for a FieldRule's `refuse`. */
 export const unknownEffort = (effort: string) =>
   EFFORTS.includes(effort) ? undefined : `it knows no reasoning effort '${effort}'`;
+
+/**
+ * A system message in the middle of a conversation, for an upstream whose system prompt can
+ * only open it (Anthropic without the mid-conversation beta, Gemini): text in a user turn at
+ * that place, marked so the model reads it as the system's.
+ */
+export function midConversationSystem(text: string): string {
+  return `<system>\n${text}\n</system>`;
+}

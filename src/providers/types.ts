@@ -9,6 +9,7 @@ import type { z } from "zod";
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ApiName } from "../apis/names.ts";
 import type { BuiltinToolUse } from "./builtin-tools.ts";
+import type { PassthroughSettings, Untranslated } from "./passthrough.ts";
 import type { PromptOverheads } from "./prompt-bound.ts";
 
 /** Why a choice ended, whatever the upstream called it. */
@@ -78,6 +79,13 @@ export interface Chunk {
   }>;
   usage?: Usage | undefined;
   /**
+   * Usage the upstream reported before its final figures (Anthropic's `message_start`: the
+   * prompt's input and cache counts, the output so far), on the first chunk after it. Never
+   * sent to a client: the relay takes it off (src/relay/stream/meter.ts) and charges a stream
+   * it stops or loses on the upstream's prompt figure rather than a local estimate.
+   */
+  usageSoFar?: Usage | undefined;
+  /**
    * The upstream's events in the client API's own form that this chunk stands for, in order
    * (a native call only). Events with no canonical content come on chunks without choices.
    */
@@ -105,6 +113,12 @@ export interface NativeRequest {
    * natively is refused before anything is sent (./builtin-tools.ts).
    */
   builtinTools?: readonly BuiltinToolUse[] | undefined;
+  /**
+   * What the canonical request could not carry (fields, blocks, tools, items the gateway does
+   * not translate): kept by an adapter that sends the body natively, dropped with a notice or
+   * refused by the others (./passthrough.ts).
+   */
+  untranslated?: readonly Untranslated[] | undefined;
 }
 
 /** One event of a native stream: its SSE event name and its parsed data. */
@@ -132,6 +146,11 @@ export interface UpstreamCall {
   signal: AbortSignal;
   /** the request in the client API's own form; adapters that do not speak that API ignore it */
   native?: NativeRequest | undefined;
+  /**
+   * What this attempt leaves out of the client's request (./passthrough.ts): the adapter adds
+   * what its translation drops; the relay tells the client (`x-gateway-dropped`) and records it.
+   */
+  dropped?: string[] | undefined;
 }
 
 export interface Provider {
@@ -149,6 +168,13 @@ export interface Provider {
    * sends that body natively); absent: none, every built-in tool is refused.
    */
   builtinTools?(native: NativeRequest): ReadonlySet<string>;
+  /**
+   * Whether this adapter sends `native` as the client wrote it (its API is the upstream's), so
+   * nothing the canonical request lacks is lost; absent: it always translates.
+   */
+  sendsNatively?(native: NativeRequest): boolean;
+  /** what it does with what it cannot carry; absent: drop with a notice, deny nothing */
+  readonly passthrough?: PassthroughSettings | undefined;
   /** Throws UpstreamError (./upstream-error.ts) or the signal's abort reason. */
   complete(call: UpstreamCall): Promise<Completion>;
   /** Chunks in upstream order, the last carrying usage where the upstream reports it. */

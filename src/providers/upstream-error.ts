@@ -20,7 +20,13 @@ export interface UpstreamErrorOptions {
   retryAfterMs?: number | undefined;
   /** what the upstream said of its error, already sanitised: passed on for client errors */
   detail?:
-    | { message?: string | undefined; code?: string | undefined; param?: string | undefined }
+    | {
+        message?: string | undefined;
+        code?: string | undefined;
+        param?: string | undefined;
+        /** the capability the upstream refused, for clients whose fallbacks key on it (GatewayError.capability) */
+        capability?: string | undefined;
+      }
     | undefined;
   /**
    * What the upstream refused, where it said so: the gateway's provider key (401/403, and

@@ -50,6 +50,8 @@ export class CallDraft {
   upstreamModel: string | null = null;
   provider: string | null = null;
   params: string | null = null;
+  /** what the answering attempt left out of the client's request (src/providers/passthrough.ts) */
+  dropped: readonly string[] = [];
   stream = false;
   promptTokens = 0;
   completionTokens = 0;
@@ -189,7 +191,7 @@ export class CallDraft {
       public_model: this.publicModel,
       upstream_model: this.upstreamModel,
       provider: this.provider,
-      params: this.params,
+      params: withDropped(this.params, this.dropped),
       stream: this.stream ? 1 : 0,
       status: outcome.status,
       http_status: outcome.httpStatus,
@@ -216,4 +218,16 @@ export class CallDraft {
       cost_source: this.pricing?.source ?? null,
     };
   }
+}
+
+/**
+ * The recorded parameters with what the call's upstream was not sent (`dropped`), so a record
+ * explains an answer that ignored part of its request.
+ */
+function withDropped(params: string | null, dropped: readonly string[]): string | null {
+  if (!dropped.length) return params;
+  return JSON.stringify({
+    ...(params ? JSON.parse(params) : {}),
+    dropped: [...new Set(dropped)].slice(0, 64),
+  });
 }

@@ -35,6 +35,20 @@ describe("answerFor", () => {
     });
   });
 
+  test("Messages and Responses streams are reviewed streams unless json was chosen; chat completions keep the spec's JSON", () => {
+    const unchosen = { enabled: true, streaming: "json" as const, streamingChosen: false };
+    for (const api of ["messages", "responses"] as const) {
+      assert.equal(answerFor(true, unchosen, api).mode, "reviewed", api);
+      assert.equal(
+        answerFor(true, { ...unchosen, streamingChosen: true }, api).mode,
+        "json",
+        `${api}, chosen`,
+      );
+      assert.equal(answerFor(false, unchosen, api).mode, "json", `${api}, not streamed`);
+    }
+    assert.equal(answerFor(true, unchosen, "chat.completions").mode, "json");
+  });
+
   test("safety on, reviewed streaming: streamed in reviewed segments", () => {
     assert.deepEqual(answerFor(true, { enabled: true, streaming: "reviewed" }), {
       mode: "reviewed",

@@ -8,6 +8,7 @@ import type { Registry } from "../providers/registry.ts";
 import type { CallDraft } from "../records/draft.ts";
 import type { Router } from "../routing/route.ts";
 import type { SafetyPolicy } from "../safety/policy.ts";
+import type { WithheldLimiter } from "../safety/withheld-limiter.ts";
 import type { CallFinisher } from "./finish.ts";
 
 /** The reason the HTTP layer aborts with when the client goes away. */
@@ -48,6 +49,8 @@ export interface RelayDeps {
   finisher: CallFinisher;
   metrics: Metrics;
   safety: SafetyPolicy;
+  /** the answers withheld per key, and the refusal of a key that collected too many */
+  withheld: WithheldLimiter;
   logger: Logger;
   /** SSE keep-alive comments while a stream sends nothing else (server.sse_keepalive_ms) */
   keepAliveMs: number;

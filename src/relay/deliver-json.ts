@@ -4,6 +4,7 @@ import type { ClientCall } from "../apis/types.ts";
 import type { Completion } from "../providers/types.ts";
 import { ANSWERED, CLIENT_GONE, WITHHELD } from "../records/outcomes.ts";
 import type { ReviewOutcome } from "../safety/policy.ts";
+import type { WithheldLimiter } from "../safety/withheld-limiter.ts";
 import type { CallContext } from "./call.ts";
 import type { CallFinisher } from "./finish.ts";
 import type { Hold } from "./hold.ts";
@@ -12,6 +13,8 @@ import { answerUsage, choiceText, noteUsage } from "./usage.ts";
 
 export interface JsonDeps extends ReviewDeps {
   finisher: CallFinisher;
+  /** counts the answers withheld per key */
+  withheld: WithheldLimiter;
 }
 
 /** The body to send, or undefined when the client left before it was ready (recorded here). */
@@ -50,6 +53,7 @@ export async function deliverJson(
       return undefined;
     }
     if (outcome.flagged) {
+      deps.withheld.note(ctx.auth.key.id);
       await deps.finisher.finish(draft, WITHHELD, hold);
       return await call.json({ ...answer, withheld: outcome });
     }

@@ -3,9 +3,12 @@
 // gate alone; the APIs differ by their renderer alone.
 import type { ClientCall, SseEvent, StreamRenderer } from "../apis/types.ts";
 import { fromUpstream, type GatewayError } from "../errors/index.ts";
-import type { Chunk } from "../providers/types.ts";
+import { promptParts } from "../providers/prompt-bound.ts";
+import type { Chunk, Usage } from "../providers/types.ts";
 import { ANSWERED, type CallOutcome, CLIENT_GONE, WITHHELD } from "../records/outcomes.ts";
 import type { SafetyPolicy } from "../safety/policy.ts";
+import type { WithheldLimiter } from "../safety/withheld-limiter.ts";
+import { estimator } from "../tokens/estimator.ts";
 import type { CallContext, StreamSink } from "./call.ts";
 import { type CallFinisher, isGatewayFault } from "./finish.ts";
 import type { Hold } from "./hold.ts";
@@ -14,13 +17,15 @@ import { lastUserText, type ReviewDeps, review } from "./review.ts";
 import { Meter } from "./stream/meter.ts";
 import { ReviewGate } from "./stream/review-gate.ts";
 import { EventWriter } from "./stream/write-events.ts";
-import { answerUsage, estimateUsage, noteUsage } from "./usage.ts";
+import { answerUsage, noteStreamUsage } from "./usage.ts";
 
 export interface StreamDeps extends ReviewDeps {
   finisher: CallFinisher;
   safety: SafetyPolicy;
   /** SSE keep-alive comments while nothing else is sent; 0 for none */
   keepAliveMs: number;
+  /** counts the answers withheld per key */
+  withheld: WithheldLimiter;
 }
 
 /**
@@ -48,21 +53,38 @@ export async function deliverStream(
       )
     : undefined;
   const writer = new EventWriter(sink, () => draft.markFirstToken(), deps.keepAliveMs);
+  // For a renderer that announces the prompt when it starts (src/apis/types.ts): what the
+  // upstream reported so far, else the local count of the prompt.
+  const usageSoFar = async (): Promise<Usage> =>
+    meter.reported ?? {
+      prompt: (await estimator.count(promptParts(req), { account: draft.accountId })).prompt,
+      completion: 0,
+      cachedInput: 0,
+      cacheWrite: 0,
+      reasoning: 0,
+    };
 
   let opened: OpenedStream | undefined;
   try {
     opened = await open();
-    if (gate) await writer.writeAll(rendered(renderer, gate.pass(meter.pass(opened.chunks))));
+    if (gate) await writer.writeAll(rendered(renderer, gate.pass(meter.pass(opened.chunks)), usageSoFar));
     // The plain stream in one loop: each stage as a generator of its own cost a suspension
     // and promises per event, under every event of every stream.
-    else
+    else {
+      let first = renderer.begin !== undefined;
       for await (const chunk of opened.chunks) {
         meter.note(chunk);
+        if (first) {
+          first = false;
+          await renderer.begin!(chunk, usageSoFar);
+        }
         for (const event of renderer.chunk(chunk)) {
           const full = writer.write(event);
           if (full) await full;
         }
       }
+      meter.ended = true;
+    }
     opened.observe("ok");
   } catch (err) {
     if (gate) await opened?.stop();
@@ -79,8 +101,9 @@ export async function deliverStream(
       throw failure;
     }
     // What the upstream produced is charged, delivered or not: it did the work. A client
-    // gone before the first chunk is charged the prompt the upstream read.
-    await estimateUsage(draft, req, meter.text);
+    // gone before the first chunk is charged the prompt the upstream read: its own figure
+    // when it reported one (message_start), else the local estimate.
+    await noteStreamUsage(draft, meter, req, hold.reservation.tokens);
     if (gone) {
       writer.dispose();
       await deps.finisher.finish(draft, CLIENT_GONE, hold);
@@ -94,9 +117,13 @@ export async function deliverStream(
   }
 
   const flagged = gate?.flagged;
-  if (flagged) await opened.stop();
-  // A flag at the very end comes after the upstream's usage; one earlier stopped it first.
-  await noteUsage(draft, meter.usage, req, meter.text);
+  if (flagged) {
+    await opened.stop();
+    deps.withheld.note(ctx.auth.key.id);
+  }
+  // A flag at the very end comes after the upstream's usage; one earlier stopped it first,
+  // and the call is charged what the upstream reported so far (noteStreamUsage).
+  await noteStreamUsage(draft, meter, req, hold.reservation.tokens);
   await writer.writeEvents(
     await renderer.finish({
       usage: answerUsage(draft, meter.usage),
@@ -107,9 +134,20 @@ export async function deliverStream(
   return endStream(deps, ctx, hold, writer, renderer, flagged ? WITHHELD : ANSWERED);
 }
 
-/** The renderer's events of each chunk, in order. */
-async function* rendered(renderer: StreamRenderer, chunks: AsyncIterable<Chunk>): AsyncGenerator<SseEvent> {
-  for await (const chunk of chunks) yield* renderer.chunk(chunk);
+/** The renderer's events of each chunk, in order (its begin() first, with the first chunk). */
+async function* rendered(
+  renderer: StreamRenderer,
+  chunks: AsyncIterable<Chunk>,
+  usageSoFar: () => Promise<Usage>,
+): AsyncGenerator<SseEvent> {
+  let first = renderer.begin !== undefined;
+  for await (const chunk of chunks) {
+    if (first) {
+      first = false;
+      await renderer.begin!(chunk, usageSoFar);
+    }
+    yield* renderer.chunk(chunk);
+  }
 }
 
 /**

@@ -3,7 +3,8 @@
 // returns or throws, so this is where routing tries deployments (src/routing/route.ts):
 // each attempt is opened here, and the route decides what follows a failure.
 import type { Metrics } from "../observability/metrics.ts";
-import { refuseBuiltinTools } from "../providers/builtin-tools.ts";
+import { capabilitiesOf } from "../providers/capabilities.ts";
+import { droppedHeader, prepareAttempt } from "../providers/passthrough.ts";
 import type { Chunk, Completion, UpstreamCall } from "../providers/types.ts";
 import type { Attempt, Route } from "../routing/route.ts";
 import type { CallContext } from "./call.ts";
@@ -46,8 +47,17 @@ export async function openAnswer(
   call: UpstreamCall,
   stream: boolean,
 ): Promise<Opened> {
+  /** what the answering attempt left out of the client's request */
+  let dropped: readonly string[] = [];
   try {
-    return await route.open(call, (attempt) => openAttempt(metrics, attempt, stream));
+    return await route.open(call, async (attempt) => {
+      const { deployment } = attempt;
+      const capabilities = capabilitiesOf(deployment.model.capabilities, deployment.upstreamModel);
+      const prepared = prepareAttempt(attempt.call, deployment.provider, capabilities);
+      const opened = await openAttempt(metrics, { ...attempt, call: prepared }, stream);
+      dropped = prepared.dropped ?? [];
+      return opened;
+    });
   } finally {
     // Before the first byte either way: the record and the headers say what was tried.
     const { draft } = ctx;
@@ -57,16 +67,15 @@ export async function openAnswer(
       draft.upstreamModel = route.deployment.upstreamModel;
       draft.pricing = route.deployment.pricing;
     }
-    ctx.setHeaders(route.headers());
+    draft.dropped = dropped;
+    const notice = droppedHeader(dropped);
+    ctx.setHeaders(notice ? { ...route.headers(), "x-gateway-dropped": notice } : route.headers());
   }
 }
 
 /** One upstream call to one deployment, up to its first chunk or its whole answer. */
 async function openAttempt(metrics: Metrics, attempt: Attempt, stream: boolean): Promise<Opened> {
   const { deployment, call } = attempt;
-  // Each attempt's deployment decides (one model may mix upstreams that pass built-in tools on
-  // and others); refused before the upstream is asked, so it is no upstream failure.
-  refuseBuiltinTools(call.native, deployment.provider);
   const started = performance.now();
   const observe = (outcome: "ok" | "error") =>
     metrics.upstreamSeconds.observe(

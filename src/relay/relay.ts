@@ -64,9 +64,11 @@ export class Relay {
     const plan = deps.registry.plan(auth.account.plan_id);
     draft.priceMultiplier = plan?.price_multiplier ?? 1;
     const safety = deps.safety.settings(auth.account, plan);
-    const answer = answerFor(draft.stream, safety);
+    const answer = answerFor(draft.stream, safety, client.api.name);
     draft.safetyMode = answer.safetyMode;
     if (answer.headers) ctx.setHeaders(answer.headers);
+    // A key whose answers were withheld again and again is refused before anything is held.
+    if (safety.enabled) deps.withheld.check(auth.key.id);
 
     const budget = reservationBudget(model, req, client.native, draft.priceMultiplier);
     let hold: Hold;

@@ -41,9 +41,47 @@ export async function noteUsage(
   else await estimateUsage(draft, req, written);
 }
 
+/** What a stream's meter knows (src/relay/stream/meter.ts). */
+export interface MeteredStream {
+  text: string;
+  usage: Usage | undefined;
+  usageSoFar: Usage | undefined;
+  ended: boolean;
+}
+
+/**
+ * The usage a stream is charged. Whole (the upstream reached its end): its usage, else the
+ * local estimate. Stopped (content safety withheld the rest) or lost (a failure, the client
+ * gone) before its final figures: what the upstream reported so far whenever it reported
+ * anything, since the prompt it counted is exact where a local count of another tokenizer is
+ * not (Anthropic's message_start: "29,015 input tokens" where the estimate said 26,012), with
+ * the larger of its output count so far and the local count of the text produced, as output
+ * (at most what the reservation leaves beside that prompt: an estimate is never charged past
+ * the hold); the local estimate only when it reported nothing.
+ */
+export async function noteStreamUsage(
+  draft: CallDraft,
+  stream: MeteredStream,
+  req: ChatRequest,
+  reserved: number,
+): Promise<void> {
+  const reported = stream.usage ?? stream.usageSoFar;
+  if (stream.ended || !reported)
+    return noteUsage(draft, stream.ended ? stream.usage : undefined, req, stream.text);
+  let completion = reported.completion;
+  if (stream.text) {
+    const counted = (await estimator.count({ text: stream.text }, { account: draft.accountId })).completion;
+    completion = Math.max(completion, Math.min(counted, reserved - reported.prompt));
+  }
+  draft.setUsage(reported.prompt, completion, "upstream", reported);
+}
+
 /** The local estimate (src/tokens/estimator.ts) of the prompt the model read and of `written`. */
 export async function estimateUsage(draft: CallDraft, req: ChatRequest, written: string): Promise<void> {
-  const { prompt, completion } = await estimator.count({ ...promptParts(req), text: written });
+  const { prompt, completion } = await estimator.count(
+    { ...promptParts(req), text: written },
+    { account: draft.accountId },
+  );
   draft.setUsage(prompt, completion, "estimated");
 }
 

@@ -11,6 +11,7 @@ const config = (overrides: Partial<SafetyConfig> = {}): SafetyConfig => ({
   timeout_ms: 1_000,
   streaming: "json",
   segment_tokens: 64,
+  withheld_limit: { max: 5, window_ms: 60_000 },
   reviewers: [],
   ...overrides,
 });
@@ -195,6 +196,28 @@ describe("safetySettings", () => {
     assert.equal(
       safetySettings(parsed.safety, plan("strict"), { safety: null, safety_streaming: "json" }).streaming,
       "json",
+    );
+  });
+
+  test("a call's settings say whether anyone chose the streaming mode: unchosen, agents' streams are reviewed", () => {
+    const policy = (global: SafetyConfig) => new SafetyPolicy(global, [], new Metrics());
+    const unset = policy(parsed.safety);
+    assert.equal(parsed.safety.streaming, undefined, "the global setting has no default of its own");
+    assert.deepEqual(unset.settings(inherit, plan("plain")), {
+      enabled: true,
+      streaming: "json",
+      streamingChosen: false,
+    });
+    assert.equal(unset.settings(inherit, plan("strict")).streamingChosen, true, "by the plan");
+    assert.equal(
+      unset.settings({ safety: null, safety_streaming: "json" }, plan("plain")).streamingChosen,
+      true,
+      "by the account",
+    );
+    assert.equal(
+      policy({ ...parsed.safety, streaming: "json" }).settings(inherit, plan("plain")).streamingChosen,
+      true,
+      "globally",
     );
   });
 

@@ -9,8 +9,17 @@ export type SafetyStreaming = "json" | "reviewed";
 
 export interface SafetySettings {
   enabled: boolean;
-  /** how a request with `stream: true` is answered while safety is on */
+  /** how a chat completion request with `stream: true` is answered while safety is on */
   streaming: SafetyStreaming;
+}
+
+/** The settings a call runs with: also whether anyone chose the streaming mode. */
+export interface CallSafety extends SafetySettings {
+  /**
+   * whether the account, its plan or the global setting names `streaming`; when none does,
+   * Messages and Responses streams are reviewed streams (src/relay/answer-mode.ts)
+   */
+  streamingChosen: boolean;
 }
 
 export interface ReviewOutcome {
@@ -40,10 +49,17 @@ export function safetySettings(
       : account.safety === "off"
         ? false
         : (plan?.safety.enabled ?? global.enabled);
-  const streaming = (account.safety_streaming ??
-    plan?.safety.streaming ??
-    global.streaming) as SafetyStreaming;
+  const streaming = (chosenStreaming(global, plan, account) ?? "json") as SafetyStreaming;
   return { enabled, streaming };
+}
+
+/** The streaming mode the account, its plan or the global setting names, if any does. */
+function chosenStreaming(
+  global: SafetyConfig,
+  plan: PlanConfig | undefined,
+  account: SafetyOverride,
+): string | undefined {
+  return account.safety_streaming ?? plan?.safety.streaming ?? global.streaming;
 }
 
 /** The review could not reach a verdict: a reviewer failed, or time ran out. Fails the call closed. */
@@ -71,8 +87,16 @@ export class SafetyPolicy {
     return this.#config.segment_tokens;
   }
 
-  settings(account: SafetyOverride, plan: PlanConfig | undefined): SafetySettings {
-    return safetySettings(this.#config, plan, account);
+  settings(account: SafetyOverride, plan: PlanConfig | undefined): CallSafety {
+    return {
+      ...safetySettings(this.#config, plan, account),
+      streamingChosen: chosenStreaming(this.#config, plan, account) !== undefined,
+    };
+  }
+
+  /** the withheld answers a key may get within a window before its calls are refused */
+  get withheldLimit(): SafetyConfig["withheld_limit"] {
+    return this.#config.withheld_limit;
   }
 
   /**

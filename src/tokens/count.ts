@@ -27,29 +27,110 @@ const REPLY_PRIMING = 3;
 const NON_TEXT_PART = 1_000;
 
 /**
- * BPE merging is quadratic in the length of one pre-tokenized piece, and a run without
- * whitespace (a long word, base64, Chinese or Japanese prose) is one piece: 60 KB of "a"
- * took 4 s and 60 K CJK characters 16 s, on the event loop. Runs longer than this are
- * counted in slices of this length, which keeps every count linear in the text; a slice
- * boundary changes the count by about a token per slice.
+ * BPE merging is quadratic in the length of one pre-tokenized piece, and the pre-tokenizer's
+ * pattern takes a whole run of one kind as one piece: a run without whitespace (a long word,
+ * base64, Chinese or Japanese prose, emoji, punctuation) or a run of whitespace (newlines,
+ * spaces, no-break spaces). 60 KB of "a" took 4 s, 150,000 newlines 8.9 s and 100,000 U+00A0
+ * 14.7 s. A run of either kind longer than this is counted in slices of this length, so no
+ * piece is longer than two slices and every count is linear in the text; a slice boundary
+ * changes the count by about a token per slice.
  */
 export const MAX_PIECE_CHARS = 256;
-const LONG_RUN = new RegExp(`\\S{${MAX_PIECE_CHARS + 1},}`, "g");
+/**
+ * A count is made in segments of at most this many characters, one step each: the worker
+ * (src/tokens/estimator.ts) can stop between two, so a long count takes its turns with the
+ * others and is dropped when its caller leaves. Cut where the pre-tokenizer cuts too, the
+ * segments count what the whole text does.
+ */
+export const SEGMENT_CHARS = 2_048;
+
+/** The characters of the pre-tokenizer's `\s` (JavaScript's), by UTF-16 code unit. */
+export function isSpace(c: number): boolean {
+  if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
+  if (c < 0xa0) return false;
+  return (
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
+}
+
+const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+/** `at`, or the index before it where `at` would split a surrogate pair. */
+function codePointCut(text: string, at: number): number {
+  return isLow(text.charCodeAt(at)) && isHigh(text.charCodeAt(at - 1)) ? at - 1 : at;
+}
+
+/** a letter, mark or digit, then whitespace: the pre-tokenizer ends a piece between the two */
+const WORD_THEN_SPACE = /[\p{L}\p{M}\p{N}]\s/uy;
+
+/**
+ * The last index in (`from`, `to`] at which the pre-tokenizer cuts whatever follows: whitespace
+ * after a letter, mark or digit (no piece holds both, and what a piece takes after them is
+ * never whitespace); -1 when there is none.
+ */
+function wordEnd(text: string, from: number, to: number): number {
+  for (let at = to; at > from; at--) {
+    if (!isSpace(text.charCodeAt(at)) || isSpace(text.charCodeAt(at - 1))) continue;
+    WORD_THEN_SPACE.lastIndex = isLow(text.charCodeAt(at - 1)) && at - 2 >= 0 ? at - 2 : at - 1;
+    if (WORD_THEN_SPACE.test(text)) return at;
+  }
+  return -1;
+}
+
+/**
+ * The text in consecutive segments, each counted on its own: at most SEGMENT_CHARS long (cut
+ * at a word's end where the last half of the segment has one), and no run of whitespace or
+ * of anything else longer than MAX_PIECE_CHARS. One pass, linear in the text.
+ */
+export function* segments(text: string): Generator<string, void, undefined> {
+  const n = text.length;
+  let start = 0;
+  if (n > MAX_PIECE_CHARS) {
+    let runStart = 0;
+    let runSpace = isSpace(text.charCodeAt(0));
+    for (let i = 1; i < n; i++) {
+      const space = isSpace(text.charCodeAt(i));
+      let cut = -1;
+      if (space !== runSpace) {
+        runSpace = space;
+        runStart = i;
+      } else if (i - runStart >= MAX_PIECE_CHARS) cut = codePointCut(text, i);
+      if (cut < 0 && i - start >= SEGMENT_CHARS) {
+        cut = wordEnd(text, start + SEGMENT_CHARS / 2, i);
+        if (cut < 0) cut = codePointCut(text, i);
+      }
+      if (cut < 0) continue;
+      yield text.slice(start, cut);
+      start = cut;
+      if (runStart < cut) runStart = cut;
+    }
+  }
+  if (start < n) yield start ? text.slice(start) : text;
+}
+
+/** A text's count, a step per segment. */
+function* textSteps(text: string): Generator<void, number, undefined> {
+  // JSON.stringify gives undefined for a value JSON has no form of
+  if (!text) return 0;
+  let total = 0;
+  for (const segment of segments(text)) {
+    total += countTokens(segment, PLAIN);
+    yield;
+  }
+  return total;
+}
 
 export function countText(text: string): number {
-  if (!text) return 0;
-  if (text.length <= MAX_PIECE_CHARS) return countTokens(text, PLAIN);
-  let total = 0;
-  let from = 0;
-  for (const run of text.matchAll(LONG_RUN)) {
-    if (run.index > from) total += countTokens(text.slice(from, run.index), PLAIN);
-    const end = run.index + run[0].length;
-    for (let at = run.index; at < end; at += MAX_PIECE_CHARS)
-      total += countTokens(text.slice(at, Math.min(at + MAX_PIECE_CHARS, end)), PLAIN);
-    from = end;
-  }
-  if (from < text.length) total += countTokens(from ? text.slice(from) : text, PLAIN);
-  return total;
+  return run(textSteps(text));
 }
 
 /** All the text a message carries, for counting and for the reviewers. */
@@ -67,16 +148,7 @@ export function messageText(content: unknown): { text: string; nonText: number }
 }
 
 export function countPromptTokens(messages: ReadonlyArray<Record<string, unknown>>, extra?: unknown): number {
-  let total = REPLY_PRIMING;
-  for (const m of messages) {
-    const { text, nonText } = messageText(m.content);
-    total += PER_MESSAGE + countText(text) + nonText * NON_TEXT_PART;
-    if (typeof m.name === "string") total += countText(m.name);
-    if (m.tool_calls) total += countText(JSON.stringify(m.tool_calls));
-  }
-  // tools and response_format schemas are sent to the model too
-  if (extra) total += countText(JSON.stringify(extra));
-  return total;
+  return run(countSteps({ messages, extra })).prompt;
 }
 
 /** What to count: a prompt's messages (and the tools or schema sent with them), a text, or both. */
@@ -95,8 +167,63 @@ export interface Counted {
 
 /** A job's counts, on the thread that calls it (src/tokens/estimator.ts runs it on a worker). */
 export function countJob(job: CountJob): Counted {
-  return {
-    prompt: job.messages ? countPromptTokens(job.messages, job.extra) : 0,
-    completion: countText(job.text ?? ""),
-  };
+  return run(countSteps(job));
+}
+
+/**
+ * A job's count in steps of a segment each (at most SEGMENT_CHARS of text), for a thread that
+ * counts several jobs by turns and drops those no longer wanted (src/tokens/estimator.ts).
+ */
+export function* countSteps(job: CountJob): Generator<void, Counted, undefined> {
+  let prompt = 0;
+  if (job.messages) {
+    prompt = REPLY_PRIMING;
+    for (const m of job.messages) {
+      const { text, nonText } = messageText(m.content);
+      prompt += PER_MESSAGE + (yield* textSteps(text)) + nonText * NON_TEXT_PART;
+      if (typeof m.name === "string") prompt += yield* textSteps(m.name);
+      if (m.tool_calls) prompt += yield* textSteps(JSON.stringify(m.tool_calls));
+    }
+    // tools and response_format schemas are sent to the model too
+    if (job.extra) prompt += yield* textSteps(JSON.stringify(job.extra));
+  }
+  return { prompt, completion: yield* textSteps(job.text ?? "") };
+}
+
+/** Runs `steps` for about `ms` milliseconds: the count when it is done, else undefined. */
+export function advance<T>(steps: Generator<void, T, undefined>, ms: number): T | undefined {
+  const until = performance.now() + ms;
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() >= until) return undefined;
+  }
+}
+
+function run<T>(steps: Generator<void, T, undefined>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
+
+/**
+ * An upper bound of the job's counts, from UTF-8 bytes (every token is at least one byte, a
+ * slice's too), for an estimate the worker has no room for: linear, native, no tokenizer.
+ */
+export function boundJob(job: CountJob): Counted {
+  let prompt = 0;
+  if (job.messages) {
+    prompt = REPLY_PRIMING;
+    for (const m of job.messages) {
+      const { text, nonText } = messageText(m.content);
+      prompt += PER_MESSAGE + utf8(text) + nonText * NON_TEXT_PART;
+      if (typeof m.name === "string") prompt += utf8(m.name);
+      if (m.tool_calls) prompt += utf8(JSON.stringify(m.tool_calls));
+    }
+    if (job.extra) prompt += utf8(JSON.stringify(job.extra));
+  }
+  return { prompt, completion: utf8(job.text ?? "") };
 }

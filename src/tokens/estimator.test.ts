@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { countPromptTokens, countText } from "./count.ts";
+import { GatewayError } from "../errors/index.ts";
+import { boundJob, countPromptTokens, countText } from "./count.ts";
 import { TokenEstimator } from "./estimator.ts";
 
 const messages = [
@@ -18,6 +19,31 @@ const written = `Here is a long unspaced run: ${"ab".repeat(2_000)} and some pro
 
 async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !check(); i++) await sleep(10);
+}
+
+/**
+ * Text the tokenizer has not seen, slow to count (random letters, no spaces: a few ms per
+ * 1,024 characters), different for each `seed` so that no count finds another's in the
+ * tokenizer's cache.
+ */
+function slowText(length: number, seed: number): string {
+  let state = seed * 7919 + 1;
+  let text = "";
+  while (text.length < length) {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    text += String.fromCharCode(97 + (state % 26));
+  }
+  return text;
+}
+
+/** Settles with the time it took, or the error it was refused with. */
+async function timed<T>(work: Promise<T>): Promise<{ value?: T; error?: unknown; at: number }> {
+  const started = performance.now();
+  try {
+    return { value: await work, at: performance.now() - started };
+  } catch (error) {
+    return { error, at: performance.now() - started };
+  }
 }
 
 /** A worker script as a data: URL, for the ways a worker can fail. */
@@ -118,5 +144,106 @@ describe("TokenEstimator", () => {
     assert.equal(estimator.running, true, "the worker took the job and lives");
     await estimator.close();
     assert.equal((await owed).completion, countText("owed words"));
+  });
+
+  it("takes the accounts' counts in turns: one account's long counts do not hold up another's short one", async () => {
+    const estimator = new TokenEstimator();
+    const left = new AbortController();
+    try {
+      await estimator.count({ text: "the worker starts and loads the tokenizer" });
+      // about a second each
+      const long = [1, 2, 3].map((seed) =>
+        timed(
+          estimator.countOrRefuse({ text: slowText(300_000, seed) }, { account: "a", signal: left.signal }),
+        ),
+      );
+      await sleep(50);
+      const short = await timed(estimator.countOrRefuse({ text: "one word" }, { account: "b" }));
+      assert.equal(short.value?.completion, countText("one word"));
+      assert.ok(short.at < 1_000, `the short count waited ${short.at.toFixed(0)} ms`);
+      assert.equal(estimator.queued, 3, "the long counts are all still under way");
+      left.abort(new Error("the client left"));
+      for (const { error, at } of await Promise.all(long)) {
+        assert.equal((error as Error).message, "the client left");
+        assert.ok(at > short.at);
+      }
+    } finally {
+      await estimator.close();
+    }
+  });
+
+  it("drops a count whose caller left, queued or between two of its turns, and takes the next at once", async () => {
+    const estimator = new TokenEstimator();
+    try {
+      await estimator.count({ text: "the worker starts and loads the tokenizer" });
+      const callers = [new AbortController(), new AbortController()];
+      // several seconds each, counted as a whole
+      const counts = callers.map((caller, i) =>
+        timed(
+          estimator.countOrRefuse(
+            { text: slowText(1_000_000, i + 10) },
+            { account: "a", signal: caller.signal },
+          ),
+        ),
+      );
+      await sleep(100);
+      for (const caller of callers) caller.abort(new Error("the client left"));
+      for (const { error, at } of await Promise.all(counts)) {
+        assert.equal((error as Error).message, "the client left");
+        assert.ok(at < 1_000, `settled ${at.toFixed(0)} ms after it was queued`);
+      }
+      assert.equal(estimator.queued, 0);
+      const next = await timed(estimator.countOrRefuse({ text: "one word" }, { account: "b" }));
+      assert.equal(next.value?.completion, countText("one word"));
+      assert.ok(next.at < 500, `the next count waited ${next.at.toFixed(0)} ms`);
+      const gone = new AbortController();
+      gone.abort(new Error("gone before"));
+      await assert.rejects(estimator.countOrRefuse({ text: "x" }, { signal: gone.signal }), /gone before/);
+      assert.equal(estimator.queued, 0, "nothing is queued for a caller already gone");
+    } finally {
+      await estimator.close();
+    }
+  });
+
+  it("bounds each account's counts and all of them: count_tokens is refused, an estimate is its byte bound", async () => {
+    const estimator = new TokenEstimator({ limits: { perAccount: 2, total: 4 } });
+    const left = new AbortController();
+    const queue = (account: string | undefined, seed: number) =>
+      timed(estimator.countOrRefuse({ text: slowText(300_000, seed) }, { account, signal: left.signal }));
+    const refusal = async (work: Promise<unknown>) => {
+      const { error } = await timed(work);
+      assert.ok(error instanceof GatewayError, String(error));
+      return error;
+    };
+    try {
+      const queued = [queue("a", 20), queue("a", 21)];
+      const job = { messages: [{ role: "user", content: "count me\u00a0\u00a0" }], text: "日本語" };
+      const full = await refusal(estimator.countOrRefuse(job, { account: "a" }));
+      assert.equal(full.errorName, "count_queue_full");
+      assert.equal(full.status, 429);
+      assert.equal(full.headers?.["retry-after"], "1");
+      assert.deepEqual(
+        await estimator.count(job, { account: "a" }),
+        boundJob(job),
+        "an estimate is never refused",
+      );
+      // counts that name no account are bounded by the total only
+      queued.push(queue(undefined, 22), queue(undefined, 23));
+      assert.equal(estimator.queued, 4);
+      const busy = await refusal(estimator.countOrRefuse(job, { account: "b" }));
+      assert.equal(busy.errorName, "count_queue_busy");
+      assert.equal(busy.status, 503);
+      assert.equal(busy.headers?.["retry-after"], "1");
+      assert.deepEqual(await estimator.count(job), boundJob(job));
+      left.abort(new Error("done"));
+      await Promise.all(queued);
+      assert.equal(estimator.queued, 0);
+      assert.deepEqual(await estimator.countOrRefuse(job, { account: "b" }), {
+        prompt: countPromptTokens(job.messages),
+        completion: countText(job.text),
+      });
+    } finally {
+      await estimator.close();
+    }
   });
 });

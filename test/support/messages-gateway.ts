@@ -104,6 +104,8 @@ export async function startMessagesGateway(
       provider: providerOf[kind],
       upstream_model: upstreamModel[kind],
       max_output_tokens: OUTPUT_BOUND,
+      // the mocks model reasoning servers: a client's thinking is translated for them
+      capabilities: { reasoning: true },
     },
     // another upstream model name: a deployment of its own, with its own health
     { id: failing(model), provider: providerOf[kind], upstream_model: `${upstreamModel[kind]}-b` },

@@ -2,13 +2,16 @@
  * Mock of Anthropic's Messages API, `POST /v1/messages` (JSON and SSE), for the gateway's
  * tests and the benchmark. It answers in Anthropic's shapes (the examples of the Messages and
  * streaming references, docs.claude.com/en/api/messages and /en/api/messages-streaming) and
- * validates requests as the real API does: an unknown field, a `system` role in `messages`, a
- * missing `max_tokens`, a block of an unknown type, a tool result that answers no tool use,
- * a thinking budget out of range, a `cache_control` that is not `{type: ephemeral, ttl?}` or
- * more than 4 of them, a thinking block whose signature this mock did not issue (or redacted
- * thinking whose data it did not), an assistant turn of a tool loop under thinking that does
- * not start with its thinking block, an `anthropic-beta` flag it does not know, or a beta
- * field (`context_management`) without its flag: all are 400 `invalid_request_error`. A wrong
+ * validates requests as the real API does: an unknown field, a `system` role opening `messages`
+ * (or a system message of anything but text; later ones are the mid-conversation system turns
+ * Claude Code sends), a missing `max_tokens`, a block of an unknown type, a tool result that
+ * answers no tool use, a thinking budget out of range, a `cache_control` that is not
+ * `{type: ephemeral, ttl?}` or more than 4 of them, a thinking block whose signature this mock
+ * did not issue (or redacted thinking whose data it did not), an assistant turn of a tool loop
+ * under thinking that does not start with its thinking block, an `anthropic-beta` flag it does
+ * not know, or a beta field (`context_management`, a tool's `defer_loading`) without its flag:
+ * all are 400 `invalid_request_error`. What Claude Code sends the real API (its betas,
+ * `output_config`) is known here, so its requests pass unchanged (test/agents/). A wrong
  * `x-api-key` is 401 `authentication_error`; a missing `anthropic-version` is 400.
  *
  * Thinking: with `thinking` enabled (or adaptive), or the directive, the answer starts with a
@@ -33,11 +36,22 @@
  *   error-event      stream: an overloaded `error` event right after message_start
  *   error-after=K    stream: an `error` event after K text deltas
  *   hang, drop-after=K, latency=MS
+ * Without a directive that decides the answer, the request's own settings do, as Claude
+ * follows them: a `tool_choice` that forces a call (`any`: the first tool; `{type: tool,
+ * name}`: that one) calls it, its input filled as for call=NAME; `output_config.format` of
+ * type `json_schema` makes the text a JSON document of that schema (mockArguments: output
+ * tokens 2, in two text deltas when streamed).
  * Input tokens are the words of the system prompt and all messages (at least 1).
+ *
+ * Agent mode (`agent: true`, ./mock-agent.ts): directives are not read; a turn whose last user
+ * message carries tool results is answered with text quoting them, any other with a call of the
+ * request's shell tool (output tokens: the text's words, or 8 and the words of the call's input).
+ * The usage of each answer is noted on its recorded request (`usage`).
  *
  * Run as a process (for the benchmark): node test/support/mock-anthropic-upstream.ts --port 0 --latency 20
  */
 import { createHash, createHmac } from "node:crypto";
+import { agentAnswer, agentCall, agentNoShell, resultText } from "./mock-agent.ts";
 import type { MockUpstream, MockUpstreamOptions } from "./mock-openai-upstream.ts";
 import {
   countOf,
@@ -70,9 +84,12 @@ const TOP_FIELDS = new Set([
   "thinking",
   "service_tier",
   "context_management",
+  "output_config",
 ]);
 /** Body fields that exist only under a beta flag. */
 const BETA_FIELDS: Record<string, string> = { context_management: "context-management-2025-06-27" };
+/** Tool fields that exist only under a beta flag (tool search's deferred tools). */
+const TOOL_BETA_FIELDS: Record<string, string> = { defer_loading: "advanced-tool-use-2025-11-20" };
 /** The beta flags this mock knows; any other is refused, as Anthropic refuses unknown flags. */
 export const MOCK_BETAS = new Set([
   "claude-code-20250219",
@@ -83,6 +100,13 @@ export const MOCK_BETAS = new Set([
   "context-management-2025-06-27",
   "output-128k-2025-02-19",
   "context-1m-2025-08-07",
+  // what Claude Code 2.1.332 asks Anthropic's API for (test/fixtures/agents/)
+  "per-turn-control-2026-07-01",
+  "mid-conversation-tool-changes-2026-07-01",
+  "thinking-token-count-2026-05-13",
+  "advanced-tool-use-2025-11-20",
+  "effort-2025-11-24",
+  "thinking-display-updates-2026-08-18",
 ]);
 const BLOCK_FIELDS: Record<string, Set<string>> = {
   text: new Set(["type", "text", "cache_control", "citations"]),
@@ -211,8 +235,18 @@ function validate(
   const tools = new Set<string>();
   for (const [i, t] of (body.tools ?? []).entries()) {
     for (const key of Object.keys(t)) {
-      if (!["type", "name", "description", "input_schema", "cache_control", "strict"].includes(key))
-        invalid(`tools.${i}.${key}: Extra inputs are not permitted`);
+      // eager_input_streaming: fine-grained tool streaming, generally available (no beta flag)
+      const known = [
+        "type",
+        "name",
+        "description",
+        "input_schema",
+        "cache_control",
+        "strict",
+        "eager_input_streaming",
+      ].includes(key);
+      const beta = TOOL_BETA_FIELDS[key];
+      if (!(known || (beta && betas.has(beta)))) invalid(`tools.${i}.${key}: Extra inputs are not permitted`);
     }
     if (t.type !== undefined && t.type !== null && t.type !== "custom")
       invalid(`tools.${i}.type: Input tag '${t.type}' does not match the expected tag 'custom'`);
@@ -254,8 +288,17 @@ function validate(
   let pendingToolUses: string[] = [];
   let lastUser = "";
   body.messages.forEach((m: any, i: number) => {
+    // mid-conversation system turns (Claude Code sends its environment and reminders as such);
+    // they carry text only and count as prompt like the system prompt
+    if (m?.role === "system" && i > 0) {
+      const texts = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+      if (!Array.isArray(texts) || !texts.length || texts.some((b: any) => b?.type !== "text" || !b.text))
+        invalid(`messages.${i}: a system message carries non-empty text blocks only`);
+      for (const b of texts) walk.add(b, countWords(b.text), b.cache_control);
+      return;
+    }
     if (m?.role !== "user" && m?.role !== "assistant")
-      invalid(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+      invalid(`messages.${i}.role: Input should be 'user', 'assistant' or (after the first) 'system'`);
     const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
     if (!Array.isArray(blocks) || !blocks.length)
       invalid(`messages.${i}: all messages must have non-empty content`);
@@ -386,10 +429,24 @@ function plan(
     if (countOf(d, "tools") === 2)
       tools.push({ id: mockId("toolu_"), name: "get_time", input: { timezone: "CET" } });
   }
-  const called = (body.tools ?? []).find((t: { name?: unknown }) => t.name === d.get("call"));
+  // the tool the directive names, else the one tool_choice forces
+  const choice = body.tool_choice;
+  const forced =
+    choice?.type === "tool" ? choice.name : choice?.type === "any" ? body.tools?.[0]?.name : undefined;
+  const wanted = d.has("call") ? d.get("call") : tools.length ? undefined : forced;
+  const called = (body.tools ?? []).find((t: { name?: unknown }) => t.name === wanted);
   if (called)
     tools.push({ id: mockId("toolu_"), name: called.name, input: mockArguments(called.input_schema) });
-  let n = tools.length ? 0 : (countOf(d, "tokens") ?? 10);
+  // structured output: the text is a JSON document of the schema, in two pieces
+  const json =
+    body.output_config?.format?.type === "json_schema"
+      ? JSON.stringify(mockArguments(body.output_config.format.schema))
+      : undefined;
+  const pieces =
+    json === undefined
+      ? undefined
+      : [json.slice(0, Math.ceil(json.length / 2)), json.slice(Math.ceil(json.length / 2))];
+  let n = tools.length ? 0 : (pieces?.length ?? countOf(d, "tokens") ?? 10);
   let stopReason = tools.length ? "tool_use" : "end_turn";
   if (d.has("stop-sequence")) stopReason = "stop_sequence";
   if (d.has("refusal")) stopReason = "refusal";
@@ -405,7 +462,7 @@ function plan(
   return {
     id: mockId("msg_"),
     model: body.model,
-    words: replyWords(n),
+    words: pieces && n === pieces.length ? pieces : replyWords(n),
     tools,
     thinking,
     redacted: d.has("redacted"),
@@ -514,7 +571,57 @@ function events(p: Plan): { events: string[]; textAt: number } {
   return { events: out, textAt };
 }
 
-function answer(request: MockRequest, reply: Reply, apiKey: string | undefined, cache: Set<string>) {
+/** Agent mode's answer (./mock-agent.ts): a call of the shell tool, or the text after its result. */
+function agentPlan(body: any, checked: ReturnType<typeof validate>, cache: Set<string>): Plan {
+  const lastUser = [...body.messages].reverse().find((m: any) => m.role === "user");
+  const results = Array.isArray(lastUser?.content)
+    ? lastUser.content.filter((b: any) => b?.type === "tool_result")
+    : [];
+  const declared = (body.tools ?? []).map((t: any) => ({
+    name: t.name,
+    schema: t.input_schema,
+    description: t.description,
+  }));
+  const found = results.length ? undefined : agentCall(declared);
+  // Messages has no free-form tools: their calls take the one string as arguments
+  const call = found && ("text" in found ? { name: found.name, input: { input: found.text } } : found);
+  const text = results.length
+    ? agentAnswer(results.map((r: any) => resultText(r.content)).join("\n"))
+    : call
+      ? ""
+      : agentNoShell(declared);
+  const words = text ? text.split(" ").map((w, i) => (i ? ` ${w}` : w)) : [];
+  const tools = call ? [{ id: mockId("toolu_"), ...call }] : [];
+  const thinking = body.thinking?.type === "enabled" || body.thinking?.type === "adaptive";
+  const cached = cacheUsage(checked.walk, cache);
+  return {
+    id: mockId("msg_"),
+    model: body.model,
+    words,
+    tools,
+    thinking,
+    redacted: false,
+    stopReason: call ? "tool_use" : "end_turn",
+    usage: {
+      input_tokens: cached.input,
+      cache_creation_input_tokens: cached.write,
+      cache_read_input_tokens: cached.read,
+      output_tokens:
+        words.length +
+        tools.reduce((n, t) => n + 8 + countWords(JSON.stringify(t.input)), 0) +
+        (thinking ? 5 : 0),
+    },
+    d: new Map(),
+  };
+}
+
+function answer(
+  request: MockRequest,
+  reply: Reply,
+  apiKey: string | undefined,
+  cache: Set<string>,
+  agent: boolean,
+) {
   if (request.method !== "POST" || request.path !== "/v1/messages")
     return reply.json(404, errorBody("not_found_error", "Not found"));
   if (apiKey !== undefined && request.headers["x-api-key"] !== apiKey)
@@ -527,6 +634,12 @@ function answer(request: MockRequest, reply: Reply, apiKey: string | undefined, 
   } catch (err) {
     if (err instanceof Invalid) return reply.json(400, errorBody("invalid_request_error", err.message));
     throw err;
+  }
+  if (agent) {
+    const p = agentPlan(request.body, checked, cache);
+    if (request.received) request.received.usage = p.usage;
+    if (request.body.stream !== true) return reply.json(200, message(p), { "request-id": mockId("req_") });
+    return reply.sse(events(p).events);
   }
   const d = directives(checked.lastUser);
   if (d.has("hang")) return reply.hang();
@@ -567,7 +680,10 @@ export function startMockAnthropic(
 ): Promise<MockUpstream> {
   /** the prompt prefixes cached so far (hashes of what they hold), for this mock's lifetime */
   const cache = new Set<string>();
-  return startMockProvider((request, reply) => answer(request, reply, options.apiKey, cache), options);
+  return startMockProvider(
+    (request, reply) => answer(request, reply, options.apiKey, cache, options.agent === true),
+    options,
+  );
 }
 
 if (isMain(import.meta.url)) void runMockCli("mock-anthropic-upstream", startMockAnthropic);

@@ -20,7 +20,12 @@
  * Response is then incomplete), mock:text=WORD (the reply is WORD repeated), mock:cache (3
  * input tokens cached); mock:status=CODE and mock:latency=MS are handled by the caller. The
  * search's query is the last user text without the directives.
+ *
+ * Agent mode (planAgentResponse, ./mock-agent.ts): a `function_call` of the request's shell
+ * tool, streamed as its argument deltas, or, once its output follows the model's last item, a
+ * message quoting it. Output tokens: the message's words, or 8 and the words of the arguments.
  */
+import { agentAnswer, agentCall, agentNoShell, resultText } from "./mock-agent.ts";
 import { countWords, replyWords, sseEvent } from "./mock-provider.ts";
 
 type ErrorSpec = [message: string, type: string, param: string | null, code: string | null];
@@ -61,6 +66,8 @@ const FIELDS = new Set([
   "truncation",
   "prompt",
   "context_management",
+  // what Codex CLI 0.171.0 sends OpenAI's API (test/fixtures/agents/)
+  "client_metadata",
 ]);
 
 const TOOL_TYPES = [
@@ -76,6 +83,8 @@ const TOOL_TYPES = [
   "computer_use_preview",
   "local_shell",
   "mcp",
+  // a group of function tools under one name (Codex's multi-agent tools)
+  "namespace",
 ];
 
 const ITEM_TYPES = new Set([
@@ -98,6 +107,8 @@ const ITEM_TYPES = new Set([
   "mcp_call",
   "mcp_approval_request",
   "mcp_approval_response",
+  // tools a turn adds to the conversation (Codex sends its tools so with its own models)
+  "additional_tools",
 ]);
 
 const ROLES = new Set(["user", "assistant", "system", "developer"]);
@@ -311,6 +322,84 @@ export function planResponse(
   return { response, pieces };
 }
 
+/** The function and custom tools a request declares: its tools, namespaces and additional_tools items opened. */
+function declaredTools(body: any): any[] {
+  const open = (tools: unknown): any[] =>
+    Array.isArray(tools) ? tools.flatMap((t: any) => (t?.type === "namespace" ? open(t.tools) : [t])) : [];
+  const added = Array.isArray(body.input)
+    ? body.input.filter((i: any) => i?.type === "additional_tools").flatMap((i: any) => open(i.tools))
+    : [];
+  return [...open(body.tools), ...added];
+}
+
+/**
+ * The call of agent mode's first turn (./mock-agent.ts): a function call of a shell tool, or a
+ * custom tool call of Codex's code-mode `exec` with its script.
+ */
+function agentResponsesCall(
+  tools: any[],
+):
+  | { type: "function_call"; name: string; arguments: string }
+  | { type: "custom_tool_call"; name: string; input: string }
+  | undefined {
+  const call = agentCall(
+    tools
+      .filter((t) => t?.type === "function" || t?.type === "custom")
+      .map((t) => ({
+        name: t.name,
+        schema: t.parameters,
+        description: t.description,
+        freeform: t.type === "custom",
+      })),
+  );
+  if (!call) return undefined;
+  return "text" in call
+    ? { type: "custom_tool_call", name: call.name, input: call.text }
+    : { type: "function_call", name: call.name, arguments: JSON.stringify(call.input) };
+}
+
+/** Agent mode's answer (./mock-agent.ts): the shell tool's call, or the text after its output. */
+export function planAgentResponse(body: any, input: { words: number; lastUser: string }): ResponsesPlan {
+  const items: any[] = Array.isArray(body.input) ? body.input : [];
+  const last = items.findLastIndex(
+    (i) => i?.type === "function_call" || i?.type === "custom_tool_call" || i?.role === "assistant",
+  );
+  const results = items
+    .slice(last + 1)
+    .filter((i) => i?.type === "function_call_output" || i?.type === "custom_tool_call_output");
+  const tools = declaredTools(body);
+  const call = results.length ? undefined : agentResponsesCall(tools);
+  const text = results.length
+    ? agentAnswer(results.map((r) => resultText(r.output)).join("\n"))
+    : call
+      ? ""
+      : agentNoShell(tools.map((t) => ({ name: t.name, schema: undefined })));
+  const plan = planResponse({ ...body, tools: [] }, new Map([["tokens", "0"]]), input);
+  const { response } = plan;
+  response.tools = body.tools ?? [];
+  let output: number;
+  if (call) {
+    const { type, name } = call;
+    const payload = call.type === "function_call" ? { arguments: call.arguments } : { input: call.input };
+    response.output = [{ id: id("fc"), type, status: "completed", call_id: id("call"), name, ...payload }];
+    output = 8 + countWords(Object.values(payload)[0]!);
+    plan.pieces = [];
+  } else {
+    plan.pieces = text.split(" ").map((w, i) => (i ? ` ${w}` : w));
+    response.output[0].content[0].text = text;
+    output = plan.pieces.length;
+  }
+  const inputTokens = Math.max(1, input.words);
+  response.usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + output,
+  };
+  return plan;
+}
+
 /** The SSE events of a planned answer, in OpenAI's order, numbered. */
 export function responseEvents(plan: ResponsesPlan): string[] {
   let n = 0;
@@ -329,6 +418,35 @@ export function responseEvents(plan: ResponsesPlan): string[] {
       send("response.web_search_call.in_progress", { output_index, item_id: item.id });
       send("response.web_search_call.searching", { output_index, item_id: item.id });
       send("response.web_search_call.completed", { output_index, item_id: item.id });
+      send("response.output_item.done", { output_index, item });
+      return;
+    }
+    if (item.type === "function_call") {
+      send("response.output_item.added", {
+        output_index,
+        item: { ...item, status: "in_progress", arguments: "" },
+      });
+      const cut = Math.ceil(item.arguments.length / 2);
+      for (const delta of [item.arguments.slice(0, cut), item.arguments.slice(cut)])
+        send("response.function_call_arguments.delta", { item_id: item.id, output_index, delta });
+      send("response.function_call_arguments.done", {
+        item_id: item.id,
+        output_index,
+        name: item.name,
+        arguments: item.arguments,
+      });
+      send("response.output_item.done", { output_index, item });
+      return;
+    }
+    if (item.type === "custom_tool_call") {
+      send("response.output_item.added", {
+        output_index,
+        item: { ...item, status: "in_progress", input: "" },
+      });
+      const cut = Math.ceil(item.input.length / 2);
+      for (const delta of [item.input.slice(0, cut), item.input.slice(cut)])
+        send("response.custom_tool_call_input.delta", { item_id: item.id, output_index, delta });
+      send("response.custom_tool_call_input.done", { item_id: item.id, output_index, input: item.input });
       send("response.output_item.done", { output_index, item });
       return;
     }

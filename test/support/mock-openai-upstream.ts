@@ -22,6 +22,12 @@
  *   mock:call=NAME      one call of the request's tool NAME: a function's arguments filled from its
  *                       parameters, a custom tool's input MOCK_TOOL_TEXT (test/support/mock-provider.ts);
  *                       text as usual when the request has no such tool
+ *
+ * Without a directive that decides the answer, the request's own settings do, as OpenAI's
+ * models follow them: a `tool_choice` that forces a call (`required`: the first function tool;
+ * `{type: function, function: {name}}`: that one) calls it, its arguments filled as for
+ * mock:call; a `response_format` of type `json_schema` makes the text a JSON document of that
+ * schema (mockArguments, in two pieces when streamed; 2 completion tokens).
  *   mock:text=WORD      reply with WORD repeated instead of the default word list
  *   mock:cache          usage says 3 of the prompt tokens were cached
  *   mock:reasoning      the answer reasons first, as vLLM, DeepSeek and SGLang report it:
@@ -78,7 +84,14 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import { listenForTests } from "./listen.ts";
-import { planResponse, readInput, responseEvents, responsesProblem } from "./mock-openai-responses.ts";
+import { agentAnswer, agentCall, agentNoShell, resultText } from "./mock-agent.ts";
+import {
+  planAgentResponse,
+  planResponse,
+  readInput,
+  responseEvents,
+  responsesProblem,
+} from "./mock-openai-responses.ts";
 import {
   type Active,
   directives as directiveMap,
@@ -107,6 +120,12 @@ export interface MockUpstreamOptions {
    * ceil(characters of the messages' JSON / 4) + 3, as a chat template counts more than the text.
    */
   promptCount?: "words" | "template";
+  /**
+   * The scripted agent model (./mock-agent.ts): every answer calls the request's shell tool, or,
+   * once its result came back, quotes it; directives are not read. Each answer's usage is
+   * noted on its recorded request.
+   */
+  agent?: boolean;
 }
 
 export interface ReceivedRequest {
@@ -115,6 +134,8 @@ export interface ReceivedRequest {
   headers: Record<string, string | string[] | undefined>;
   body: any;
   at: number;
+  /** agent mode: the usage the mock reported in its answer, in its API's own fields */
+  usage?: Record<string, unknown>;
 }
 
 export interface MockUpstream {
@@ -570,6 +591,21 @@ interface Plan {
   reasoning: number;
 }
 
+/** The tool a `tool_choice` forces a call of: `required` the first function, or the named one. */
+function forcedTool(body: any): string | undefined {
+  const choice = body.tool_choice;
+  if (choice === "required") return body.tools?.find((t: any) => t?.type === "function")?.function?.name;
+  if (choice?.type === "function" && typeof choice.function?.name === "string") return choice.function.name;
+  return undefined;
+}
+
+/** The text of a `json_schema` response format: a JSON document of the schema, as a model writes it. */
+function structuredText(body: any): string | undefined {
+  const format = body.response_format;
+  if (format?.type !== "json_schema") return undefined;
+  return JSON.stringify(mockArguments(format.json_schema?.schema));
+}
+
 /** The request's tool `name` (mock:call=NAME) and what the model writes for it. */
 function calledTool(
   body: any,
@@ -740,6 +776,7 @@ export function startMockUpstream(
     options.apiKey === undefined ? undefined : azure ? options.apiKey : `Bearer ${options.apiKey}`;
   const record = options.record !== false;
   const templateCount = options.promptCount === "template";
+  const agent = options.agent === true;
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 0;
 
@@ -770,7 +807,12 @@ export function startMockUpstream(
     req: IncomingMessage,
     res: ServerResponse,
     path: string,
-    onBody: (state: ReturnType<typeof tracker.begin>, parsed: boolean, body: any) => void,
+    onBody: (
+      state: ReturnType<typeof tracker.begin>,
+      parsed: boolean,
+      body: any,
+      entry: ReceivedRequest | undefined,
+    ) => void,
   ): void {
     const state = tracker.begin(res);
     req.once("error", () => tracker.finish(state));
@@ -793,15 +835,15 @@ export function startMockUpstream(
         parsed = false;
       }
       if (entry !== undefined) entry.body = parsed ? body : raw;
-      onBody(state, parsed, body);
+      onBody(state, parsed, body, entry);
     });
   }
 
   /** `deployment`: Azure's deployment path names the model, not the body */
   function handleChat(req: IncomingMessage, res: ServerResponse, path: string, deployment?: string): void {
-    receive(req, res, path, (state, parsed, body) => {
+    receive(req, res, path, (state, parsed, body, entry) => {
       if (deployment !== undefined && parsed && body && typeof body === "object") body.model ??= deployment;
-      answerChat(req, res, state, parsed, body);
+      answerChat(req, res, state, parsed, body, entry);
     });
   }
 
@@ -812,7 +854,7 @@ export function startMockUpstream(
    * mock:drop-after=K (stream: the events up to the K-th text delta, then the connection cut).
    */
   function handleResponses(req: IncomingMessage, res: ServerResponse, path: string): void {
-    receive(req, res, path, (state, parsed, body) => {
+    receive(req, res, path, (state, parsed, body, entry) => {
       if (!parsed) {
         state.done = true;
         sendError(res, 400, INVALID_JSON_MESSAGE, "invalid_request_error", null, null);
@@ -830,16 +872,19 @@ export function startMockUpstream(
       }
       const input = readInput(body);
       const fromHeader = req.headers["x-mock-directives"];
-      const d = directiveMap(
-        `${input.lastUser} ${tracker.ownDirectives()} ${typeof fromHeader === "string" ? fromHeader : ""}`,
-      );
+      const d = agent
+        ? new Map<string, string>()
+        : directiveMap(
+            `${input.lastUser} ${tracker.ownDirectives()} ${typeof fromHeader === "string" ? fromHeader : ""}`,
+          );
       const go = () => {
         state.timer = undefined;
         if (state.closed) return;
         state.done = true;
         const status = Number.parseInt(d.get("status") ?? "", 10);
         if (status >= 400 && status <= 599) return sendError(res, status, ...statusError(status, body.model));
-        const plan = planResponse(body, d, input);
+        const plan = agent ? planAgentResponse(body, input) : planResponse(body, d, input);
+        if (agent && entry !== undefined) entry.usage = plan.response.usage;
         if (body.stream !== true) return sendJson(res, 200, JSON.stringify(plan.response));
         res.writeHead(200, {
           "content-type": SSE_CONTENT_TYPE,
@@ -961,9 +1006,21 @@ export function startMockUpstream(
     state: Active,
     parsed: boolean,
     body: any,
+    entry?: ReceivedRequest,
   ): void {
     if (!acceptable(req, res, parsed, body)) {
       state.done = true;
+      return;
+    }
+    if (agent) {
+      const plan = agentChatPlan(body);
+      if (entry !== undefined && plan.usage && (body.stream !== true || plan.includeUsage))
+        entry.usage = usageObject(plan.promptTokens, plan.completionPerChoice, plan.cached, 0);
+      if (body.stream === true) streamAnswer(req, res, state, plan, parseDirectives(""));
+      else {
+        state.done = true;
+        sendJson(res, 200, buildCompletionJson(plan));
+      }
       return;
     }
     const messages = body.messages as unknown[];
@@ -1040,12 +1097,66 @@ export function startMockUpstream(
     else go();
   }
 
+  /**
+   * Agent mode's answer (./mock-agent.ts): once tool results follow the last assistant message,
+   * text quoting them; else a call of the request's shell tool. Prompt tokens are the words of
+   * the messages' texts; completion tokens the answer's words, or 8 and the words of the call's
+   * arguments.
+   */
+  function agentChatPlan(body: any): Plan {
+    const messages = body.messages as any[];
+    const lastAssistant = messages.findLastIndex((m) => m?.role === "assistant");
+    const results = messages.slice(lastAssistant + 1).filter((m) => m?.role === "tool");
+    const declared = (body.tools ?? []).map((t: any) =>
+      t?.type === "custom"
+        ? { name: t.custom?.name, schema: undefined, description: t.custom?.description, freeform: true }
+        : { name: t?.function?.name, schema: t?.function?.parameters, description: t?.function?.description },
+    );
+    const call = results.length ? undefined : agentCall(declared);
+    const text = results.length
+      ? agentAnswer(results.map((m) => resultText(m.content)).join("\n"))
+      : call
+        ? ""
+        : agentNoShell(declared);
+    const args = call ? ("text" in call ? call.text : JSON.stringify(call.input)) : "";
+    const words = text ? text.split(" ") : [];
+    let prompt = 0;
+    for (const m of messages) prompt += countWords(contentText(m?.content));
+    const seq = nextSeq();
+    const so = body.stream_options;
+    return {
+      id: `chatcmpl-${ID_PREFIX}${counterB62(seq, 8)}`,
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      kind: call ? ("text" in call ? "custom" : "tool") : "text",
+      n: 1,
+      piecesJson: call
+        ? halves(args).map((p) => JSON.stringify(p))
+        : words.map((w, i) => JSON.stringify(i ? ` ${w}` : w)),
+      text,
+      finishReason: call ? "tool_calls" : "stop",
+      toolName: call?.name ?? TOOL_NAME,
+      toolArguments: args,
+      completionPerChoice: call ? 8 + countWords(args) : words.length,
+      promptTokens: Math.max(1, prompt),
+      usage: true,
+      includeUsage: so !== null && typeof so === "object" && so.include_usage === true,
+      callIdBase: `${CALL_PREFIX}${counterB62(seq, 8)}`,
+      cached: 0,
+      azure,
+      errorEvent: false,
+      reasoning: 0,
+    };
+  }
+
   function makePlan(body: any, d: Directives, promptWords: number, verdict?: string): Plan {
     const bound = nonNegativeInt(body.max_completion_tokens) ?? nonNegativeInt(body.max_tokens);
     const nRaw = nonNegativeInt(body.n);
     const n = nRaw === undefined || nRaw < 1 ? 1 : Math.min(nRaw, MAX_CHOICES);
     const seq = nextSeq();
-    const called = calledTool(body, d.call);
+    const called =
+      calledTool(body, d.call) ?? (d.call === undefined ? calledTool(body, forcedTool(body)) : undefined);
+    const structured = structuredText(body);
     let kind: Kind = "text";
     let piecesJson: string[];
     let text = "";
@@ -1066,6 +1177,10 @@ export function startMockUpstream(
     } else if (d.refusal) {
       kind = "refusal";
       piecesJson = REFUSAL_PIECES_JSON;
+      finishReason = "stop";
+    } else if (structured !== undefined) {
+      text = structured;
+      piecesJson = halves(structured).map((p) => JSON.stringify(p));
       finishReason = "stop";
     } else {
       let tokens = d.tokens ?? bound ?? DEFAULT_COMPLETION_TOKENS;

@@ -18,6 +18,8 @@ export interface MockRequest {
   headers: IncomingMessage["headers"];
   /** the parsed JSON body; undefined when it was not JSON */
   body: any;
+  /** the request as recorded (when the mock records): where agent mode notes the usage it answered */
+  received?: ReceivedRequest | undefined;
 }
 
 /** How a provider mock answers one request; exactly one call per request. */
@@ -262,20 +264,23 @@ export function startMockProvider(
       } catch {
         body = undefined;
       }
-      if (record)
-        requests.push({
-          method: req.method ?? "POST",
-          path: url.pathname + url.search,
-          headers: req.headers,
-          body: body ?? raw,
-          at: Date.now(),
-        });
+      const received: ReceivedRequest | undefined = record
+        ? {
+            method: req.method ?? "POST",
+            path: url.pathname + url.search,
+            headers: req.headers,
+            body: body ?? raw,
+            at: Date.now(),
+          }
+        : undefined;
+      if (received) requests.push(received);
       const request: MockRequest = {
         method: req.method ?? "GET",
         path: url.pathname,
         query: url.searchParams,
         headers: req.headers,
         body,
+        received,
       };
       const go = () => {
         state.timer = undefined;

@@ -2,7 +2,7 @@
 // body restamped with our id and the public model, and the body of an answer content safety
 // withheld.
 import type { Completion, Usage } from "../../providers/types.ts";
-import { safetyExtension, WITHHELD_MESSAGE } from "../../relay/review.ts";
+import { safetyExtension, withheldNotice } from "../../relay/review.ts";
 import type { ReviewOutcome } from "../../safety/policy.ts";
 import type { AnswerUsage, JsonAnswer } from "../types.ts";
 import { completionId } from "./chunk-stamp.ts";
@@ -26,12 +26,14 @@ export function completionBody(answer: JsonAnswer): string {
   body.model = answer.model;
   body.usage = clientUsage(answer.usage, answer.usage.reported?.details);
   if (answer.withheld)
-    return JSON.stringify(withheldCompletion(answer.completion, body.usage, answer.withheld));
+    return JSON.stringify(
+      withheldCompletion(answer.completion, body.usage, answer.withheld, withheldNotice(answer.requestId)),
+    );
   return JSON.stringify(body);
 }
 
 /** A flagged completion as the client gets it: usage and ids kept, every model text replaced. */
-function withheldCompletion(completion: Completion, usage: unknown, outcome: ReviewOutcome) {
+function withheldCompletion(completion: Completion, usage: unknown, outcome: ReviewOutcome, notice: string) {
   return {
     id: completion.id,
     object: "chat.completion",
@@ -39,7 +41,7 @@ function withheldCompletion(completion: Completion, usage: unknown, outcome: Rev
     model: completion.model,
     choices: completion.choices.map((c) => ({
       index: c.index,
-      message: { role: "assistant", content: WITHHELD_MESSAGE, refusal: null },
+      message: { role: "assistant", content: notice, refusal: null },
       logprobs: null,
       finish_reason: "content_filter",
     })),

@@ -1,11 +1,12 @@
 // POST /v1/chat/completions as a client API of the pipeline (src/apis/types.ts). The
 // canonical request is this API's own, so the edge translates nothing: it renders the
-// completion and the chunks in OpenAI's shapes and errors in OpenAI's envelope.
+// completion and the chunks in OpenAI's shapes and errors in OpenAI's envelope. Fields it does
+// not know travel beside the request (`native`), for the upstreams whose API this is.
 import type { IncomingHttpHeaders } from "node:http";
 import { parseBearer } from "../../auth/key-format.ts";
 import type { GatewayError } from "../../errors/index.ts";
-import type { Chunk } from "../../providers/types.ts";
-import { safetyExtension } from "../../relay/review.ts";
+import type { Chunk, NativeRequest } from "../../providers/types.ts";
+import { safetyExtension, withheldNotice } from "../../relay/review.ts";
 import type {
   AnswerContext,
   ClientApi,
@@ -18,7 +19,7 @@ import type {
 } from "../types.ts";
 import { clientUsage, completionBody } from "./answer.ts";
 import { ChunkStamp } from "./chunk-stamp.ts";
-import { type ChatRequest, parseChatRequest } from "./request.ts";
+import { type ChatRequest, parseChatRequest, unknownFields } from "./request.ts";
 
 const DONE: readonly SseEvent[] = [{ data: "[DONE]" }];
 const NONE: readonly SseEvent[] = [];
@@ -27,10 +28,12 @@ const NONE: readonly SseEvent[] = [];
 class ChatStream implements StreamRenderer {
   readonly #stamp: ChunkStamp;
   readonly #withUsage: boolean;
+  readonly #requestId: string;
 
   constructor(context: AnswerContext, withUsage: boolean) {
     this.#stamp = new ChunkStamp(context.requestId, context.model, context.startedAt);
     this.#withUsage = withUsage;
+    this.#requestId = context.requestId;
   }
 
   chunk(chunk: Chunk): readonly SseEvent[] {
@@ -41,12 +44,13 @@ class ChatStream implements StreamRenderer {
 
   finish(end: StreamEnd): readonly SseEvent[] {
     const events: SseEvent[] = [];
+    // Withheld: the gateway's notice ends each choice's text, then content_filter.
     if (end.withheld)
       events.push({
         data: this.#stamp.event({
           choices: [...(end.choices.size ? end.choices : [0])].map((index) => ({
             index,
-            delta: {},
+            delta: { content: `${end.choices.size ? "\n\n" : ""}${withheldNotice(this.#requestId)}` },
             logprobs: null,
             finish_reason: "content_filter",
           })),
@@ -71,9 +75,11 @@ class ChatStream implements StreamRenderer {
 class ChatCall implements ClientCall {
   readonly api = chatCompletions;
   readonly request: ChatRequest;
+  readonly native: NativeRequest | undefined;
 
-  constructor(request: ChatRequest) {
+  constructor(request: ChatRequest, native: NativeRequest | undefined) {
     this.request = request;
+    this.native = native;
   }
 
   json(answer: JsonAnswer): string {
@@ -92,5 +98,16 @@ export const chatCompletions: ClientApi = {
     status: error.status,
     body: JSON.stringify(error.toBody()),
   }),
-  parse: (body: unknown) => new ChatCall(parseChatRequest(body)),
+  parse(body: unknown): ClientCall {
+    const request = parseChatRequest(body);
+    // Fields the gateway does not know (newer than it, or a server's own) go on to
+    // OpenAI-compatible upstreams as they came; the others drop them with a notice.
+    const untranslated = unknownFields(body as Record<string, unknown>);
+    return new ChatCall(
+      request,
+      untranslated.length
+        ? { api: "chat.completions", body: body as Record<string, unknown>, headers: {}, untranslated }
+        : undefined,
+    );
+  },
 };

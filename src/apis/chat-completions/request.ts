@@ -1,9 +1,11 @@
 // The body of POST /v1/chat/completions: what is validated, and which fields are forwarded.
-// Fields not listed here are dropped (not forwarded); the README lists the forwarded ones.
+// Fields not listed here go on only to OpenAI-compatible upstreams, as they came; the others
+// drop them with a notice (src/providers/passthrough.ts).
 // `null` counts as "not given" for every optional field, as many clients send it that way.
 import { z } from "zod";
 import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../config/id.ts";
 import { GatewayError } from "../../errors/index.ts";
+import type { Untranslated } from "../../providers/passthrough.ts";
 
 /** The content part types OpenAI documents; a part of another type, or missing its payload, is refused. */
 const contentPart = z.discriminatedUnion("type", [
@@ -131,6 +133,21 @@ export const chatRequestSchema = z.object({
 });
 
 export type ChatRequest = z.output<typeof chatRequestSchema>;
+
+const KNOWN_FIELDS: ReadonlySet<string> = new Set([...Object.keys(chatRequestSchema.shape), "stream"]);
+
+/** The body's top-level fields the gateway does not read, as untranslated constructs (src/providers/passthrough.ts). */
+export function unknownFields(body: Record<string, unknown>): Untranslated[] {
+  let out = NO_FIELDS;
+  for (const field in body)
+    if (!KNOWN_FIELDS.has(field) && body[field] !== undefined && body[field] !== null) {
+      if (out === NO_FIELDS) out = [];
+      out.push({ param: field, name: field });
+    }
+  return out;
+}
+
+const NO_FIELDS: Untranslated[] = [];
 
 export function paramName(path: PropertyKey[]): string {
   return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i ? `.${String(p)}` : String(p))).join("");

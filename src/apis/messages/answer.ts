@@ -2,7 +2,7 @@
 // restamped with our id and the public model; from any other, built from the canonical
 // completion. Usage in Anthropic's fields: `input_tokens` without the cache figures.
 import type { Completion, FinishReason } from "../../providers/types.ts";
-import { safetyExtension, WITHHELD_MESSAGE } from "../../relay/review.ts";
+import { safetyExtension, withheldNotice } from "../../relay/review.ts";
 import type { AnswerUsage, JsonAnswer } from "../types.ts";
 
 /** Our message id: msg_ and the request id without its prefix. */
@@ -92,8 +92,10 @@ export function messageBody(answer: JsonAnswer): string {
         usage: anthropicUsage(answer.usage),
       };
   if (withheld) {
-    body.content = [{ type: "text", text: WITHHELD_MESSAGE }];
-    body.stop_reason = "refusal";
+    // An ordinary end of turn with the gateway's notice, not `refusal`: Claude Code words a
+    // refusal as Anthropic's ("appears to violate our Usage Policy"), blaming the vendor.
+    body.content = [{ type: "text", text: withheldNotice(answer.requestId) }];
+    body.stop_reason = "end_turn";
     body.stop_sequence = null;
     body.usage = { ...(body.usage as object), ...anthropicUsage(answer.usage) };
     body.safety = safetyExtension(withheld);

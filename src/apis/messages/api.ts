@@ -69,10 +69,12 @@ export const messages: ClientApi = {
   parse(body: unknown, headers: IncomingHttpHeaders): ClientCall {
     const req = parseBody(messagesRequestSchema, body);
     checkMessages(req);
-    return new MessagesCall(canonicalRequest(req), {
+    const { request, untranslated } = canonicalRequest(req);
+    return new MessagesCall(request, {
       api: "messages",
       body: body as Record<string, unknown>,
       headers: apiHeaders(headers),
+      untranslated,
     });
   },
 };

@@ -3,7 +3,7 @@
 // of the canonical request, the one the gateway estimates usage with when an upstream reports none. Not an upstream's tokenizer: Claude's
 // counts run higher, by a model-dependent share; nothing is sent upstream or charged.
 import { promptParts } from "../../providers/prompt-bound.ts";
-import { estimator } from "../../tokens/estimator.ts";
+import { type CountOptions, estimator } from "../../tokens/estimator.ts";
 import { canonicalRequest, checkMessages, countTokensSchema, parseBody } from "./request.ts";
 
 export interface TokenCount {
@@ -11,9 +11,13 @@ export interface TokenCount {
   inputTokens: number;
 }
 
-export async function countTokens(body: unknown): Promise<TokenCount> {
+/**
+ * `options`: the account the count is queued for and the request's signal (the count is
+ * dropped when its client leaves); a full queue refuses it (429 or 503, src/tokens/estimator.ts).
+ */
+export async function countTokens(body: unknown, options: CountOptions = {}): Promise<TokenCount> {
   const req = { ...parseBody(countTokensSchema, body), max_tokens: Number.MAX_SAFE_INTEGER };
   checkMessages(req);
-  const { prompt } = await estimator.count(promptParts(canonicalRequest(req)));
+  const { prompt } = await estimator.countOrRefuse(promptParts(canonicalRequest(req).request), options);
   return { model: req.model, inputTokens: prompt };
 }

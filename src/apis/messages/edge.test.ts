@@ -63,7 +63,7 @@ describe("the canonical request", () => {
         },
       ],
     });
-    assert.deepEqual(canonicalRequest(req), {
+    assert.deepEqual(canonicalRequest(req).request, {
       model: "m",
       max_tokens: 3000,
       messages: [
@@ -111,7 +111,7 @@ describe("the canonical request", () => {
         },
       ],
     });
-    const canonical = canonicalRequest(req);
+    const canonical = canonicalRequest(req).request;
     assert.deepEqual(canonical.messages[0], {
       role: "user",
       content: [
@@ -120,7 +120,129 @@ describe("the canonical request", () => {
       ],
     });
     assert.deepEqual(canonical.tool_choice, { type: "function", function: { name: "w" } });
-    assert.equal(canonicalRequest(parse({ ...req, tool_choice: { type: "none" } })).tool_choice, "none");
+    assert.equal(
+      canonicalRequest(parse({ ...req, tool_choice: { type: "none" } })).request.tool_choice,
+      "none",
+    );
+  });
+});
+
+// What today's clients send that the gateway reads or carries (fixtures of the real clients
+// are in test/agents/): nothing of it is refused; what has no counterpart is listed, by its
+// place, for a translation to drop with a notice.
+describe("forward compatibility", () => {
+  test("a mid-conversation system turn is a system message in its place", () => {
+    const { request, untranslated } = canonicalRequest(
+      parse({
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "system", content: [{ type: "text", text: "The date is today." }] },
+          { role: "user", content: "go on" },
+        ],
+      }),
+    );
+    assert.deepEqual(request.messages, [
+      { role: "user", content: "hi" },
+      { role: "system", content: "The date is today." },
+      { role: "user", content: "go on" },
+    ]);
+    assert.deepEqual(untranslated, []);
+  });
+
+  test("adaptive thinking with an effort, and structured output: a reasoning effort and a response_format", () => {
+    const { request, untranslated } = canonicalRequest(
+      parse({
+        messages: [{ role: "user", content: "hi" }],
+        thinking: { type: "adaptive" },
+        output_config: { effort: "max", format: { type: "json_schema", schema: { type: "object" } } },
+      }),
+    );
+    assert.equal(request.reasoning_effort, "high");
+    assert.deepEqual(request.response_format, {
+      type: "json_schema",
+      json_schema: { name: "output", schema: { type: "object" }, strict: true },
+    });
+    assert.deepEqual(untranslated, []);
+    const unknownEffort = canonicalRequest(
+      parse({ messages: [{ role: "user", content: "hi" }], output_config: { effort: "xhigh" } }),
+    );
+    assert.deepEqual(unknownEffort.untranslated, [
+      { param: "output_config.effort", name: "effort", capability: "effort_unsupported" },
+    ]);
+  });
+
+  test("unknown fields, blocks, server tools and tool fields pass validation and are listed by place", () => {
+    const body = {
+      model: "m",
+      max_tokens: 10,
+      top_k: 5,
+      safeguards: { mode: "auto" },
+      metadata: { user_id: JSON.stringify({ device_id: "d".repeat(64), session_id: "s" }) },
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "x", citations: null },
+            { type: "document", source: { type: "url", url: "https://example.com/a.pdf" } },
+            { type: "document", source: { type: "text", media_type: "text/plain", data: "the doc" } },
+            {
+              type: "search_result",
+              source: "https://s",
+              title: "T",
+              content: [{ type: "text", text: "found" }],
+            },
+          ],
+        },
+        {
+          role: "assistant",
+          content: [{ type: "server_tool_use", id: "s1", name: "web_search", input: {} }],
+        },
+      ],
+      tools: [
+        { name: "Bash", input_schema: { type: "object" }, eager_input_streaming: true, defer_loading: false },
+        { type: "web_search_20250305", name: "web_search", max_uses: 3 },
+      ],
+    };
+    const { request, untranslated } = canonicalRequest(parseBody(messagesRequestSchema, body));
+    assert.deepEqual(untranslated, [
+      { param: "messages.0.content.1", name: "document", capability: "document_block" },
+      { param: "messages.1.content.0", name: "server_tool_use" },
+      { param: "tools.0.eager_input_streaming", name: "eager_input_streaming" },
+      { param: "tools.0.defer_loading", name: "defer_loading" },
+      { param: "tools.1", name: "web_search_20250305" },
+      { param: "top_k", name: "top_k" },
+      { param: "safeguards", name: "safeguards" },
+    ]);
+    assert.deepEqual(request.messages[0], {
+      role: "user",
+      content: "x\nthe doc\nT — https://s\nfound",
+    });
+    assert.equal(request.tools?.length, 1);
+    assert.equal(request.user, body.metadata.user_id);
+  });
+
+  test("a PDF document is a file part", () => {
+    const { request } = canonicalRequest(
+      parse({
+        messages: [
+          {
+            role: "user",
+            content: [
+              {
+                type: "document",
+                title: "r.pdf",
+                source: { type: "base64", media_type: "application/pdf", data: "JVBERi0=" },
+              },
+              { type: "text", text: "summarise" },
+            ],
+          },
+        ],
+      }),
+    );
+    assert.deepEqual(request.messages[0]!.content, [
+      { type: "file", file: { file_data: "data:application/pdf;base64,JVBERi0=", filename: "r.pdf" } },
+      { type: "text", text: "summarise" },
+    ]);
   });
 });
 
@@ -135,36 +257,17 @@ describe("validation, in Anthropic's words", () => {
       "max_tokens: Invalid input: expected number, received string",
       "max_tokens",
     ],
-    ["an unknown field", { ...ok, n: 2 }, "n: Extra inputs are not permitted", "n"],
     [
-      "a block type not served",
-      { ...ok, messages: [{ role: "user", content: [{ type: "document", source: {} }] }] },
-      "messages.0.content.0.type: Input tag does not match any of the expected tags: 'text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking' (other block types are not served by this gateway)",
+      "a block of a known type, malformed",
+      { ...ok, messages: [{ role: "user", content: [{ type: "image", source: { type: "url" } }] }] },
+      "messages.0.content.0.source.url: Field required",
+      "messages.0.content.0.source.url",
+    ],
+    [
+      "a block without a type",
+      { ...ok, messages: [{ role: "user", content: [{ text: "x" }] }] },
+      "messages.0.content.0.type: Field required",
       "messages.0.content.0.type",
-    ],
-    [
-      "an unknown field in a block",
-      { ...ok, messages: [{ role: "user", content: [{ type: "text", text: "x", colour: "red" }] }] },
-      "messages.0.content.0.colour: Extra inputs are not permitted",
-      "messages.0.content.0.colour",
-    ],
-    [
-      "a system role",
-      { ...ok, messages: [{ role: "system", content: "x" }] },
-      `messages.0.role: Invalid option: expected one of "user"|"assistant"`,
-      "messages.0.role",
-    ],
-    [
-      "a server tool",
-      { ...ok, tools: [{ type: "web_search_20250305", name: "web_search" }] },
-      'tools.0.type: Invalid input: expected "custom"',
-      "tools.0.type",
-    ],
-    [
-      "cache_control of another type",
-      { ...ok, system: [{ type: "text", text: "s", cache_control: { type: "persistent" } }] },
-      'system.0.cache_control.type: Invalid input: expected "ephemeral"',
-      "system.0.cache_control.type",
     ],
     [
       "a thinking budget not below max_tokens",
@@ -217,7 +320,7 @@ describe("errors from the catalog", () => {
       ["model_not_found", 404, "not_found_error"],
       ["rate_limited_requests", 429, "rate_limit_error"],
       ["quota_exceeded", 429, "rate_limit_error"],
-      ["request_too_large", 413, "invalid_request_error"],
+      ["request_too_large", 413, "request_too_large"],
       ["unsupported_media_type", 415, "invalid_request_error"],
       ["upstream_rate_limited", 529, "overloaded_error"],
       ["upstream_error", 502, "api_error"],
@@ -309,14 +412,73 @@ describe("the stream renderer", () => {
     ]);
   });
 
-  test("translated, withheld: the open block ends, the stop reason is refusal with the safety extension", () => {
+  test("translated, withheld: the open block ends, the notice follows as a text block, the turn ends end_turn", () => {
+    // Not `refusal`: Claude Code words a refusal as Anthropic's usage policy, blaming the vendor.
     const s = new MessagesStream(CONTEXT);
     s.chunk(chunk({ role: "assistant", content: "Hello" }));
     const outcome = { flagged: true, categories: ["x"], reviewer: "rules", ms: 1 };
-    assert.deepEqual(types(s.finish({ ...END, withheld: outcome })), ["content_block_stop"]);
+    const events = s.finish({ ...END, withheld: outcome });
+    assert.deepEqual(types(events), [
+      "content_block_stop",
+      "content_block_start",
+      "text_delta@1",
+      "content_block_stop",
+    ]);
+    const notice = JSON.parse(events[2]!.data).delta.text;
+    assert.match(notice, /^This gateway's content policy withheld this answer \(request req_abc\)/);
     const delta = JSON.parse(s.done()[0]!.data);
-    assert.equal(delta.delta.stop_reason, "refusal");
+    assert.equal(delta.delta.stop_reason, "end_turn");
     assert.deepEqual(delta.safety, { verdict: "flagged", stage: "output", categories: ["x"] });
+  });
+
+  test("translated: message_start says the prompt as begin() learnt it; message_delta the final figures", async () => {
+    const s = new MessagesStream(CONTEXT);
+    const first = chunk({ role: "assistant", content: "Hi" });
+    let asked = 0;
+    await s.begin(first, async () => {
+      asked++;
+      return { prompt: 40, completion: 0, cachedInput: 10, cacheWrite: 5, reasoning: 0 };
+    });
+    assert.equal(asked, 1);
+    const start = JSON.parse(s.chunk(first)[0]!.data).message;
+    assert.deepEqual(start.usage, {
+      input_tokens: 25,
+      cache_creation_input_tokens: 5,
+      cache_read_input_tokens: 10,
+      output_tokens: 0,
+    });
+    s.finish(END);
+    assert.deepEqual(JSON.parse(s.done()[0]!.data).usage, {
+      input_tokens: 12,
+      cache_creation_input_tokens: 3,
+      cache_read_input_tokens: 5,
+      output_tokens: 7,
+    });
+  });
+
+  test("native: begin() asks for no count (the upstream's message_start says it); a withheld answer's notice comes after its blocks", async () => {
+    const s = new MessagesStream(CONTEXT);
+    const first: Chunk = {
+      ...chunk({ role: "assistant", content: "" }),
+      native: [
+        { event: "message_start", data: { type: "message_start", message: { usage: { input_tokens: 3 } } } },
+        {
+          event: "content_block_start",
+          data: { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+        },
+      ],
+    };
+    await s.begin(first, () => assert.fail("a native stream is not counted"));
+    s.chunk(first);
+    const outcome = { flagged: true, categories: ["x"], reviewer: "rules", ms: 1 };
+    const events = s.finish({ ...END, withheld: outcome });
+    assert.deepEqual(types(events), [
+      "content_block_stop",
+      "content_block_start",
+      "text_delta@1",
+      "content_block_stop",
+    ]);
+    assert.equal(JSON.parse(s.done()[0]!.data).delta.stop_reason, "end_turn");
   });
 
   test("native: the upstream's events restamped and passed on; its message_delta and message_stop wait for the record", () => {

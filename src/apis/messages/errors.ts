@@ -12,6 +12,7 @@ const TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   402: "billing_error",
   403: "permission_error",
   404: "not_found_error",
+  413: "request_too_large",
   429: "rate_limit_error",
   504: "timeout_error",
   529: "overloaded_error",
@@ -29,14 +30,24 @@ export function anthropicStatus(error: GatewayError): { status: number; type: st
   return { status, type };
 }
 
-/** The error object Anthropic sends in a body and in a stream's `error` event. */
+/**
+ * The error object Anthropic sends in a body and in a stream's `error` event. A refusal of a
+ * capability the upstream lacks is worded as Claude Code's gateway contract asks, the message
+ * being the token `capability_rejected: <class>` alone (its fallbacks match it exactly: it
+ * then retries without the construct); the gateway's own words go in `details.reason`.
+ */
 export function anthropicErrorBody(error: GatewayError) {
+  const capability = error.status === 400 ? error.capability : undefined;
   return {
     type: "error",
     error: {
       type: anthropicStatus(error).type,
-      message: error.message,
-      details: { error_code: error.code, ...(error.param ? { param: error.param } : {}) },
+      message: capability ? `capability_rejected: ${capability}` : error.message,
+      details: {
+        error_code: error.code,
+        ...(error.param ? { param: error.param } : {}),
+        ...(capability ? { reason: error.message } : {}),
+      },
     },
   };
 }

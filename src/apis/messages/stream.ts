@@ -4,10 +4,22 @@
 // it fails mid-way. From an Anthropic upstream its own events pass through (restamped, its
 // message_delta and message_stop held until the record); from any other the canonical chunks
 // are translated. The first chunk says which: one deployment answers a whole stream.
+//
+// Usage where Anthropic's clients read it: `message_start` carries the input figures (clients
+// such as LangChain's ChatAnthropic take input tokens from a stream's first event only), and
+// `message_delta` all four, cumulative and final. A translated upstream counts the prompt at
+// the end, so its message_start says what is known when the answer starts: the upstream's own
+// figures if its first chunks carried any, else the gateway's local count of the prompt
+// (o200k_base, the count it estimates with). message_delta then carries the figures as
+// charged (the upstream's when it reported them), which the SDKs' final message takes.
+//
+// A withheld answer ends as an ordinary turn (`end_turn`) whose last text block is the
+// gateway's notice, naming the request: Claude Code words `stop_reason: refusal` as Anthropic's
+// own usage-policy refusal.
 import type { GatewayError } from "../../errors/index.ts";
-import type { Chunk, NativeEvent } from "../../providers/types.ts";
-import { safetyExtension } from "../../relay/review.ts";
-import type { AnswerContext, SseEvent, StreamEnd, StreamRenderer } from "../types.ts";
+import type { Chunk, NativeEvent, Usage } from "../../providers/types.ts";
+import { safetyExtension, withheldNotice } from "../../relay/review.ts";
+import type { AnswerContext, AnswerUsage, SseEvent, StreamEnd, StreamRenderer } from "../types.ts";
 import { anthropicUsage, messageId, reasoningOf, stopReason } from "./answer.ts";
 import { anthropicErrorBody } from "./errors.ts";
 
@@ -19,6 +31,15 @@ const event = (data: { type: string; [field: string]: unknown }): SseEvent => ({
 const PING = event({ type: "ping" });
 
 type BlockKind = "text" | "thinking" | "tool_use";
+
+/** Anthropic's usage object of a `message_start`: the input figures known, no output yet. */
+function startUsage(usage: Pick<AnswerUsage, "prompt" | "cachedInput" | "cacheWrite"> | undefined) {
+  const figures = usage ?? { prompt: 0, cachedInput: 0, cacheWrite: 0 };
+  return {
+    ...anthropicUsage({ ...figures, completion: 0, reasoning: 0, reported: undefined }),
+    output_tokens: 0,
+  };
+}
 
 interface ToolDelta {
   index?: number;
@@ -38,8 +59,12 @@ export class MessagesStream implements StreamRenderer {
   /** translated: the block index of each tool call (by the canonical tool-call index) */
   readonly #tools = new Map<number, number>();
   #finish: Chunk["choices"][number]["finish_reason"] = null;
+  /** translated: the input figures message_start announces (see begin()) */
+  #startUsage: Usage | undefined;
   /** native: the content blocks started and not yet stopped */
   readonly #nativeOpen = new Set<number>();
+  /** native: the index after the last content block the upstream started */
+  #nativeNext = 0;
   /** native: the upstream's closing events, held until the call is recorded */
   #nativeDelta: Record<string, unknown> | undefined;
   #end: StreamEnd | undefined;
@@ -47,6 +72,12 @@ export class MessagesStream implements StreamRenderer {
   constructor(context: AnswerContext) {
     this.#context = context;
     this.#id = messageId(context.requestId);
+  }
+
+  /** Translated: what message_start will say of the prompt, from the upstream or a local count. */
+  async begin(first: Chunk, usageSoFar: () => Promise<Usage>): Promise<void> {
+    this.#native ??= first.native !== undefined;
+    if (!this.#native) this.#startUsage = await usageSoFar();
   }
 
   chunk(chunk: Chunk): readonly SseEvent[] {
@@ -71,17 +102,29 @@ export class MessagesStream implements StreamRenderer {
   finish(end: StreamEnd): readonly SseEvent[] {
     this.#end = end;
     const out: SseEvent[] = [];
+    // The review may have held back everything, message_start included: it then says the
+    // figures as charged.
+    this.#startUsage ??= end.usage;
+    this.#start(out);
     if (this.#native) {
-      // The review may have held back everything, message_start included.
-      this.#start(out);
       // What the review held back is not sent: its blocks end here.
       if (end.withheld)
         for (const index of this.#nativeOpen) out.push(event({ type: "content_block_stop", index }));
       this.#nativeOpen.clear();
-      return out;
+    } else this.#close(out);
+    if (end.withheld) {
+      // The notice as a text block of its own after whatever was released before the flag.
+      const next = this.#native ? this.#nativeNext : this.#blocks++;
+      out.push(
+        event({ type: "content_block_start", index: next, content_block: { type: "text", text: "" } }),
+        event({
+          type: "content_block_delta",
+          index: next,
+          delta: { type: "text_delta", text: withheldNotice(this.#context.requestId) },
+        }),
+        event({ type: "content_block_stop", index: next }),
+      );
     }
-    this.#start(out);
-    this.#close(out);
     return out;
   }
 
@@ -92,7 +135,7 @@ export class MessagesStream implements StreamRenderer {
     else
       delta = {
         type: "message_delta",
-        delta: { stop_reason: end.withheld ? "refusal" : stopReason(this.#finish), stop_sequence: null },
+        delta: { stop_reason: end.withheld ? "end_turn" : stopReason(this.#finish), stop_sequence: null },
         usage: anthropicUsage(end.usage),
         ...(end.withheld ? { safety: safetyExtension(end.withheld) } : {}),
       };
@@ -115,6 +158,7 @@ export class MessagesStream implements StreamRenderer {
           break;
         case "content_block_start":
           this.#nativeOpen.add(data.index as number);
+          this.#nativeNext = Math.max(this.#nativeNext, (data.index as number) + 1);
           break;
         case "content_block_stop":
           this.#nativeOpen.delete(data.index as number);
@@ -144,13 +188,8 @@ export class MessagesStream implements StreamRenderer {
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          // Translated upstreams count the prompt at the end: the figures come with message_delta.
-          usage: {
-            input_tokens: 0,
-            cache_creation_input_tokens: 0,
-            cache_read_input_tokens: 0,
-            output_tokens: 0,
-          },
+          // What is known of the prompt now (begin()); the final figures come with message_delta.
+          usage: startUsage(this.#startUsage),
         },
       }),
       PING,

@@ -7,9 +7,9 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
 import type { AuthContext } from "../../auth/key-cache.ts";
 import { parseBearer } from "../../auth/key-format.ts";
-import type { GatewayError } from "../../errors/index.ts";
+import { GatewayError } from "../../errors/index.ts";
 import type { Chunk, NativeRequest } from "../../providers/types.ts";
-import { safetyExtension, WITHHELD_MESSAGE } from "../../relay/review.ts";
+import { safetyExtension, withheldNotice } from "../../relay/review.ts";
 import type { ChatRequest } from "../chat-completions/request.ts";
 import type {
   AnswerContext,
@@ -22,6 +22,7 @@ import type {
   StreamRenderer,
 } from "../types.ts";
 import { type ResponseEvent, ResponseEvents } from "./events.ts";
+import { namespacesOf } from "./namespaces.ts";
 import { NativeResponseEvents, nativeResponsesBody, restampResponse } from "./native.ts";
 import { type InputItem, parseResponsesRequest, type ResponsesRequest } from "./request.ts";
 import {
@@ -80,13 +81,13 @@ class ResponsesCall implements ClientCall {
       return body;
     }
     const choice = answer.completion.choices[0];
-    const { status, incomplete_details } = statusOf(
-      answer.withheld ? "content_filter" : choice?.finish_reason,
-    );
+    // Withheld: a completed response whose one message is the gateway's notice; an incomplete
+    // one (content_filter) is what Codex takes for a dropped stream and sends again.
+    const { status, incomplete_details } = statusOf(answer.withheld ? "stop" : choice?.finish_reason);
     const output = answer.withheld
-      ? [messageItem(ids.item("msg"), WITHHELD_MESSAGE, undefined, status)]
+      ? [messageItem(ids.item("msg"), withheldNotice(answer.requestId), undefined, status)]
       : choice
-        ? outputItems(ids, choice.message, status)
+        ? outputItems(ids, choice.message, status, namespacesOf(this.#req))
         : [];
     const response: ResponseObject & { safety?: unknown } = responseObject(this.#req, {
       ids,
@@ -148,10 +149,12 @@ class ResponsesStream implements StreamRenderer {
   #native: NativeResponseEvents | undefined;
   /** translated: response.created and response.in_progress were sent */
   #started = false;
+  readonly #requestId: string;
 
   constructor(call: ResponsesCall, req: ResponsesRequest, context: AnswerContext) {
     this.#call = call;
     this.#req = req;
+    this.#requestId = context.requestId;
     this.#ids = new ResponseIds(context.requestId);
     this.#createdAt = Math.floor(context.startedAt / 1000);
     this.#events = new ResponseEvents(req, this.#ids, this.#createdAt);
@@ -178,12 +181,20 @@ class ResponsesStream implements StreamRenderer {
     const out: ResponseEvent[] = [];
     let response: (ResponseObject & { safety?: unknown }) | undefined;
     if (this.#native) {
-      out.push(...this.#native.finish(responsesUsage(end.usage), end.withheld !== undefined));
+      out.push(
+        ...this.#native.finish(
+          responsesUsage(end.usage),
+          end.withheld ? withheldNotice(this.#requestId) : undefined,
+        ),
+      );
       response = this.#native.response;
     } else {
       this.#open(out);
       out.push(
-        ...this.#events.finish(responsesUsage(end.usage), end.withheld ? "content_filter" : undefined),
+        ...this.#events.finish(
+          responsesUsage(end.usage),
+          end.withheld ? withheldNotice(this.#requestId) : undefined,
+        ),
       );
       response = this.#events.response;
     }
@@ -208,6 +219,31 @@ class ResponsesStream implements StreamRenderer {
   }
 }
 
+/** The input with each item_reference to an item the account stored replaced by that item; others are left for the translation to refuse. */
+async function resolveReferences(
+  store: ResponseStore,
+  accountId: string,
+  input: InputItem[],
+): Promise<InputItem[]> {
+  if (!input.some((item) => item.type === "item_reference")) return input;
+  const out: InputItem[] = [];
+  for (const [i, item] of input.entries()) {
+    if (item.type !== "item_reference") {
+      out.push(item);
+      continue;
+    }
+    const id = (item as { id: string }).id;
+    const found = await store.item(accountId, id);
+    if (!found)
+      throw new GatewayError("invalid_request", {
+        message: `Invalid parameter 'input[${i}]': no stored item of this account has the id '${id.slice(0, 128)}'.`,
+        param: `input[${i}]`,
+      });
+    out.push(found);
+  }
+  return out;
+}
+
 /** The Responses API, over the account's stored responses. */
 export function responsesApi(deps: ResponsesDeps): ClientApi {
   const api: ClientApi = {
@@ -225,17 +261,20 @@ export function responsesApi(deps: ResponsesDeps): ClientApi {
             param: "previous_response_id",
           }
         : undefined;
-      const request = toChatRequest(req, prior);
-      // Built-in tools: the body goes beside the canonical request, for an upstream that passes them on.
-      const builtinTools = builtinToolUses(req, prior);
-      const native: NativeRequest | undefined = builtinTools.length
-        ? {
-            api: "responses",
-            body: nativeResponsesBody(body as Record<string, unknown>, prior),
-            headers: {},
-            builtinTools,
-          }
-        : undefined;
+      // References to items the gateway stored for the account (the AI SDK sends its earlier
+      // output back so): the items themselves, on every upstream.
+      if (typeof req.input !== "string")
+        req.input = await resolveReferences(deps.store, caller.account.id, req.input);
+      const { request, untranslated } = toChatRequest(req, prior);
+      // The body goes beside the canonical request, for an upstream of this API, which takes
+      // what the translation cannot carry (built-in tools, fields it does not know) natively.
+      const native: NativeRequest = {
+        api: "responses",
+        body: nativeResponsesBody(body as Record<string, unknown>, prior, req.input),
+        headers: {},
+        builtinTools: builtinToolUses(req, prior),
+        untranslated,
+      };
       return new ResponsesCall(api, deps, caller.account.id, req, request, native);
     },
   };

@@ -21,11 +21,11 @@ const chunk = (
   choices: [{ index: 0, delta, finish_reason: finish }],
 });
 
-function run(chunks: Chunk[], finish?: "content_filter") {
+function run(chunks: Chunk[], withheld?: string) {
   const events = new ResponseEvents(req, new ResponseIds("req_abc"), 1700000000);
   const all = [...events.start()];
   for (const c of chunks) all.push(...events.chunk(c));
-  all.push(...events.finish(usage, finish));
+  all.push(...events.finish(usage, withheld));
   return { all, response: events.response! };
 }
 
@@ -105,14 +105,29 @@ test("reasoning, text, a function call and a custom call: OpenAI's event sequenc
   assert.equal(textDone.item_id, response.output[1]!.id);
 });
 
-test("a cut answer ends response.incomplete with the reason; a withheld one content_filter", () => {
+test("a cut answer ends response.incomplete with the reason", () => {
   const cut = run([chunk({ content: "Hel" }), chunk({}, "length")]);
   assert.equal(cut.all.at(-1)!.type, "response.incomplete");
   assert.equal(cut.response.status, "incomplete");
   assert.deepEqual(cut.response.incomplete_details, { reason: "max_output_tokens" });
   assert.equal((cut.response.output[0] as any).status, "incomplete");
-  const withheld = run([chunk({ content: "bad" })], "content_filter");
-  assert.deepEqual(withheld.response.incomplete_details, { reason: "content_filter" });
+});
+
+test("a withheld answer completes: the released text ends incomplete, the gateway's notice follows as a message", () => {
+  // Codex takes response.incomplete (content_filter) for a dropped stream and sends the turn again.
+  const withheld = run([chunk({ content: "Released." })], "The notice (request req_abc).");
+  assert.equal(withheld.all.at(-1)!.type, "response.completed");
+  assert.equal(withheld.response.status, "completed");
+  assert.equal(withheld.response.incomplete_details, null);
+  const [released, notice] = withheld.response.output as any[];
+  assert.equal(released.status, "incomplete");
+  assert.equal(released.content[0].text, "Released.");
+  assert.equal(notice.type, "message");
+  assert.equal(notice.status, "completed");
+  assert.equal(notice.content[0].text, "The notice (request req_abc).");
+  assert.notEqual(notice.id, released.id);
+  const deltas = withheld.all.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta);
+  assert.deepEqual(deltas, ["Released.", "The notice (request req_abc)."]);
 });
 
 test("a refusal is a refusal part of the message", () => {
@@ -177,5 +192,42 @@ test("a whole answer as output items and a Response echoing the request's settin
     onlyCalls.map((i) => i.type),
     ["function_call"],
     "no empty message beside tool calls",
+  );
+});
+
+test("a flattened namespace tool's call comes back under the name and namespace the client defined", async () => {
+  const { ToolNamespaces } = await import("./namespaces.ts");
+  const { outputItems, ResponseIds } = await import("./response.ts");
+  const namespaces = ToolNamespaces.of([
+    {
+      type: "namespace",
+      name: "functions",
+      tools: [
+        { type: "custom", name: "exec" },
+        { type: "function", name: "wait" },
+      ],
+    } as never,
+  ]);
+  const items = outputItems(
+    new ResponseIds("req_ns"),
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { id: "c1", type: "custom", custom: { name: "functions__exec", input: "ls" } },
+        { id: "c2", type: "function", function: { name: "functions__wait", arguments: "{}" } },
+        { id: "c3", type: "function", function: { name: "plain", arguments: "{}" } },
+      ],
+    },
+    "completed",
+    namespaces,
+  ) as unknown as Array<Record<string, unknown>>;
+  assert.deepEqual(
+    items.map((i) => [i.type, i.name, i.namespace]),
+    [
+      ["custom_tool_call", "exec", "functions"],
+      ["function_call", "wait", "functions"],
+      ["function_call", "plain", undefined],
+    ],
   );
 });

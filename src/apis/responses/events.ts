@@ -4,7 +4,9 @@
 // output_item.done; then response.completed (or response.incomplete) with usage, or
 // response.failed. Every event carries its sequence_number. Pure: the caller writes the
 // events and says when the stream ends and with what usage.
+
 import type { Chunk, FinishReason } from "../../providers/types.ts";
+import { namespacesOf, type ToolNamespaces } from "./namespaces.ts";
 import type { ResponsesRequest } from "./request.ts";
 import {
   type OutputItem,
@@ -33,12 +35,31 @@ type Open =
       refusal: string | undefined;
       textOpen: boolean;
     }
-  | { kind: "function"; index: number; id: string; callId: string; name: string; args: string }
-  | { kind: "custom"; index: number; id: string; callId: string; name: string; input: string };
+  | {
+      kind: "function";
+      index: number;
+      id: string;
+      callId: string;
+      /** the name the client knows, and the upstream's (a namespace's tool flattened: ./namespaces.ts) */
+      name: string;
+      flatName: string;
+      args: string;
+    }
+  | {
+      kind: "custom";
+      index: number;
+      id: string;
+      callId: string;
+      name: string;
+      flatName: string;
+      input: string;
+    };
 
 export class ResponseEvents {
   readonly #req: ResponsesRequest;
   readonly #ids: ResponseIds;
+  /** the request's namespace tools, whose calls come back flattened from a translation */
+  readonly #namespaces: ToolNamespaces;
   readonly #createdAt: number;
   #sequence = 0;
   readonly #output: OutputItem[] = [];
@@ -53,6 +74,7 @@ export class ResponseEvents {
     this.#req = req;
     this.#ids = ids;
     this.#createdAt = createdAt;
+    this.#namespaces = namespacesOf(req);
   }
 
   /** The finished Response (after finish()), as response.completed carried it. */
@@ -199,22 +221,40 @@ export class ResponseEvents {
       const callId = typeof call.id === "string" ? call.id : "";
       if (call.type === "custom" || custom) {
         const id = this.#ids.item("ctc");
-        const name = typeof custom?.name === "string" ? custom.name : "";
-        const index = this.#add({ type: "custom_tool_call", id, call_id: callId, name, input: "" }, events);
-        open = { kind: "custom", index, id, callId, name, input: "" };
+        const flat = typeof custom?.name === "string" ? custom.name : "";
+        const { name, namespace } = this.#namespaces.restore(flat);
+        const item = {
+          type: "custom_tool_call",
+          id,
+          call_id: callId,
+          name,
+          ...(namespace ? { namespace } : {}),
+          input: "",
+        };
+        const index = this.#add(item as OutputItem, events);
+        open = { kind: "custom", index, id, callId, name, flatName: flat, input: "" };
       } else {
         const id = this.#ids.item("fc");
-        const name = typeof fn?.name === "string" ? fn.name : "";
+        const { name, namespace } = this.#namespaces.restore(typeof fn?.name === "string" ? fn.name : "");
         const item = {
           type: "function_call",
           id,
           call_id: callId,
           name,
+          ...(namespace ? { namespace } : {}),
           arguments: "",
           status: "in_progress",
         };
         const index = this.#add(item as OutputItem, events);
-        open = { kind: "function", index, id, callId, name, args: "" };
+        open = {
+          kind: "function",
+          index,
+          id,
+          callId,
+          name,
+          flatName: typeof fn?.name === "string" ? fn.name : "",
+          args: "",
+        };
       }
       this.#calls.set(at, open);
     }
@@ -324,7 +364,7 @@ export class ResponseEvents {
           type: "custom_tool_call",
           id: open.id,
           call_id: open.callId,
-          name: open.name,
+          ...this.#namespaces.restore(open.flatName),
           input: open.input,
         };
         this.#done(open.index, item as OutputItem, events);
@@ -341,7 +381,7 @@ export class ResponseEvents {
           type: "function_call",
           id: open.id,
           call_id: open.callId,
-          name: open.name,
+          ...this.#namespaces.restore(open.flatName),
           arguments: open.args,
           status: "completed",
         };
@@ -358,14 +398,20 @@ export class ResponseEvents {
 
   /**
    * The closing events of a stream that ended well: every open item done, then
-   * response.completed, or response.incomplete when the answer was cut (length) or
-   * withheld (`finish` overrides the upstream's finish reason, e.g. content_filter).
+   * response.completed, or response.incomplete when the answer was cut (length).
+   * `withheld`: content safety held the rest back; the item being written ends incomplete and
+   * a message item with this notice follows, in a response.completed: Codex takes an
+   * incomplete response (content_filter) for a dropped stream and sends the turn again.
    */
-  finish(usage: ResponsesUsage, finish?: FinishReason): ResponseEvent[] {
-    const { status, incomplete_details } = statusOf(finish ?? this.#finish);
+  finish(usage: ResponsesUsage, withheld?: string): ResponseEvent[] {
+    const { status, incomplete_details } = withheld ? statusOf("stop") : statusOf(this.#finish);
     const events: ResponseEvent[] = [];
-    this.#closeOpen(events, status === "incomplete" ? "incomplete" : "completed");
+    this.#closeOpen(events, status === "incomplete" || withheld ? "incomplete" : "completed");
     this.#closeCalls(events);
+    if (withheld) {
+      this.#text(withheld, events);
+      this.#closeOpen(events);
+    }
     this.#response = responseObject(this.#req, {
       ids: this.#ids,
       createdAt: this.#createdAt,

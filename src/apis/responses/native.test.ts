@@ -32,7 +32,7 @@ const search = {
 };
 const ev = (data: Record<string, unknown>) => ({ event: data.type as string, data });
 
-test("the body: known fields as sent, the stored conversation in front, no previous id, no unencrypted reasoning", () => {
+test("the body: the client's fields as sent (unknown ones too), the stored conversation in front, no previous id, no unencrypted reasoning", () => {
   const body = nativeResponsesBody(
     {
       model: "public",
@@ -51,10 +51,12 @@ test("the body: known fields as sent, the stored conversation in front, no previ
       ],
       param: "previous_response_id",
     },
+    "and now?",
   );
   assert.deepEqual(body, {
     model: "public",
     tools: [{ type: "web_search" }],
+    unknown_field: 1,
     input: [
       { type: "message", role: "user", content: "first" },
       { type: "reasoning", id: "rs_2", summary: [], encrypted_content: "enc" },
@@ -105,7 +107,7 @@ test("events: renumbered and restamped; the closing event held until finish, whi
     [["response.output_item.done", 2]],
     "the closing event waits",
   );
-  const [done] = events.finish(usage, false);
+  const [done] = events.finish(usage);
   assert.equal(done!.type, "response.completed");
   assert.equal(done!.sequence_number, 3);
   assert.equal(
@@ -116,16 +118,38 @@ test("events: renumbered and restamped; the closing event held until finish, whi
   assert.equal(events.response!.id, "resp_abc");
 });
 
-test("withheld: response.incomplete (content_filter) with the items sent before; failure: response.failed then error", () => {
+test("withheld: the items sent before, the notice as a message of its own, response.completed; failure: response.failed then error", () => {
   const withheld = new NativeResponseEvents(req, new ResponseIds("req_abc"), 7);
   withheld.pass([
     ev({ type: "response.created", sequence_number: 0, response: upstream("in_progress") }),
     ev({ type: "response.output_item.done", sequence_number: 1, output_index: 0, item: search }),
   ]);
-  const [end] = withheld.finish(usage, true);
-  assert.equal(end!.type, "response.incomplete");
-  assert.deepEqual((end!.response as any).incomplete_details, { reason: "content_filter" });
-  assert.deepEqual((end!.response as any).output, [search]);
+  const out0 = withheld.finish(usage, "withheld (request req_abc)");
+  // Completed, not incomplete: Codex takes an incomplete response for a dropped stream and retries.
+  assert.deepEqual(
+    out0.map((e) => e.type),
+    [
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.completed",
+    ],
+  );
+  assert.deepEqual(
+    out0.map((e) => e.sequence_number),
+    [2, 3, 4, 5, 6, 7, 8],
+  );
+  const end = out0.at(-1)!;
+  assert.equal((end.response as any).status, "completed");
+  assert.equal((end.response as any).incomplete_details, null);
+  const [first, notice] = (end.response as any).output;
+  assert.deepEqual(first, search);
+  assert.equal(notice.type, "message");
+  assert.equal(out0[0]!.output_index, 1, "after the upstream's items");
+  assert.deepEqual(notice.content[0].text, "withheld (request req_abc)");
 
   const failed = new NativeResponseEvents(req, new ResponseIds("req_abc"), 7);
   failed.pass([ev({ type: "response.created", sequence_number: 0, response: upstream("in_progress") })]);

@@ -5,30 +5,36 @@
 // previous_response_id and the reserved bound) and the usage as charged. Its output items, the
 // built-in tools' included, are what the gateway stores and a later turn sends back.
 import type { ResponseEvent } from "./events.ts";
-import { type InputItem, type ResponsesRequest, responsesRequestSchema } from "./request.ts";
-import type { OutputItem, ResponseIds, ResponseObject, ResponsesUsage } from "./response.ts";
+import type { InputItem, ResponsesRequest } from "./request.ts";
+import {
+  messageItem,
+  type OutputItem,
+  type ResponseIds,
+  type ResponseObject,
+  type ResponsesUsage,
+} from "./response.ts";
 import type { PriorItems } from "./to-chat.ts";
 
-const FIELDS: ReadonlySet<string> = new Set(Object.keys(responsesRequestSchema.shape));
-
 /**
- * The body a native upstream gets: the client's fields the gateway knows (others are dropped,
- * as for every other upstream), the stored conversation a previous_response_id continues
- * expanded in front of the input (the upstream stores nothing, the gateway does), and no
+ * The body a native upstream gets: the client's fields as it sent them (those the gateway does
+ * not know included: the upstream's API is the client's), the input with its item references
+ * resolved, the stored conversation a previous_response_id continues expanded in front of it
+ * (the upstream stores nothing, the gateway does), and no
  * reasoning item without encrypted_content: OpenAI reads only those it encrypted, and the
  * translated upstreams' reasoning text is no such item.
  */
 export function nativeResponsesBody(
   body: Record<string, unknown>,
   prior: PriorItems | undefined,
+  resolvedInput: ResponsesRequest["input"],
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(body))
-    if (FIELDS.has(field) && field !== "previous_response_id" && value !== null) out[field] = value;
+    if (field !== "previous_response_id" && value !== null) out[field] = value;
   const input: unknown[] =
-    typeof body.input === "string"
-      ? [{ type: "message", role: "user", content: body.input }]
-      : [...(body.input as unknown[])];
+    typeof resolvedInput === "string"
+      ? [{ type: "message", role: "user", content: resolvedInput }]
+      : [...resolvedInput];
   out.input = [...(prior?.items ?? []), ...input].filter(
     (item) =>
       !(
@@ -80,6 +86,8 @@ export class NativeResponseEvents {
   #sequence = 0;
   /** the items done so far, by output index: a failed or withheld Response lists them */
   readonly #output: OutputItem[] = [];
+  /** the output index after the last item the upstream added */
+  #nextIndex = 0;
   #closing: Record<string, unknown> | undefined;
   /** the upstream's latest Response (its snapshot, or the closing one): what a failure's Response is made from */
   #last: Record<string, unknown> | undefined;
@@ -114,6 +122,8 @@ export class NativeResponseEvents {
       }
       if (type === "response.output_item.done" && typeof data.output_index === "number")
         this.#output[data.output_index] = data.item as OutputItem;
+      if (typeof data.output_index === "number")
+        this.#nextIndex = Math.max(this.#nextIndex, data.output_index + 1);
       out.push(
         this.#event(
           response && typeof response === "object"
@@ -127,21 +137,30 @@ export class NativeResponseEvents {
 
   /**
    * The closing event: the upstream's response.completed (or incomplete) with the usage as
-   * charged; when content safety withheld the rest, response.incomplete (content_filter) with
-   * the items sent before.
+   * charged. `withheld`: content safety held the rest back; the items sent before and a
+   * message item with this notice, in a response.completed (an incomplete one is what Codex
+   * takes for a dropped stream and sends again).
    */
-  finish(usage: ResponsesUsage, withheld: boolean): ResponseEvent[] {
+  finish(usage: ResponsesUsage, withheld?: string): ResponseEvent[] {
     const closing = this.#closing;
+    const events: ResponseEvent[] = [];
+    if (withheld) events.push(...this.#notice(withheld));
     const response = restampResponse(
-      withheld || !closing
+      withheld
         ? {
             ...this.#last,
             object: "response",
-            status: "incomplete",
-            incomplete_details: { reason: withheld ? "content_filter" : "max_output_tokens" },
+            status: "completed",
+            incomplete_details: null,
             output: this.#output.filter(Boolean),
           }
-        : closing,
+        : (closing ?? {
+            ...this.#last,
+            object: "response",
+            status: "incomplete",
+            incomplete_details: { reason: "max_output_tokens" },
+            output: this.#output.filter(Boolean),
+          }),
       this.#req,
       this.#ids,
       this.#createdAt,
@@ -149,7 +168,49 @@ export class NativeResponseEvents {
     );
     this.#response = response;
     const type = response.status === "incomplete" ? "response.incomplete" : "response.completed";
-    return [this.#event({ type, response })];
+    events.push(this.#event({ type, response }));
+    return events;
+  }
+
+  /** The events of a message item of the gateway's own, after the upstream's items. */
+  #notice(text: string): ResponseEvent[] {
+    const output_index = this.#nextIndex++;
+    const item = messageItem(this.#ids.item("msg"), text, undefined, "completed");
+    const item_id = item.id;
+    const part = { type: "output_text", text, annotations: [], logprobs: [] };
+    this.#output[output_index] = item;
+    return [
+      this.#event({
+        type: "response.output_item.added",
+        output_index,
+        item: { ...item, status: "in_progress", content: [] },
+      }),
+      this.#event({
+        type: "response.content_part.added",
+        item_id,
+        output_index,
+        content_index: 0,
+        part: { ...part, text: "" },
+      }),
+      this.#event({
+        type: "response.output_text.delta",
+        item_id,
+        output_index,
+        content_index: 0,
+        delta: text,
+        logprobs: [],
+      }),
+      this.#event({
+        type: "response.output_text.done",
+        item_id,
+        output_index,
+        content_index: 0,
+        text,
+        logprobs: [],
+      }),
+      this.#event({ type: "response.content_part.done", item_id, output_index, content_index: 0, part }),
+      this.#event({ type: "response.output_item.done", output_index, item }),
+    ];
   }
 
   /** A failure after the stream began: response.failed with the items done, then an `error` event. */

@@ -4,8 +4,8 @@
 import { z } from "zod";
 import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../config/id.ts";
 import { GatewayError } from "../../errors/index.ts";
-import { BUILTIN_ITEM_TYPES } from "../../providers/builtin-tools.ts";
 import { deepest, paramName } from "../chat-completions/request.ts";
+import { typedEntry } from "../known-types.ts";
 
 const opt = <T extends z.ZodType>(schema: T) =>
   schema
@@ -49,6 +49,8 @@ const functionCallItem = z.looseObject({
   call_id: callId,
   name: toolName,
   arguments: z.string(),
+  /** the namespace tool the function belongs to (./namespaces.ts) */
+  namespace: opt(toolName),
   id: opt(z.string()),
   status: opt(z.string()),
 });
@@ -57,6 +59,7 @@ const customToolCallItem = z.looseObject({
   call_id: callId,
   name: toolName,
   input: z.string(),
+  namespace: opt(toolName),
   id: opt(z.string()),
 });
 const toolOutput = z.union([z.string(), z.array(outputPart)]);
@@ -80,28 +83,31 @@ const reasoningItem = z.looseObject({
   content: opt(z.array(reasoningText)),
   encrypted_content: opt(z.string()),
 });
-const itemReference = z.looseObject({ type: z.literal("item_reference"), id: z.string() });
-/**
- * An item of a built-in tool (web_search_call, …), as a client sends back what a native
- * answer gave it: passed on as it is to an upstream that allows its tool, refused elsewhere
- * (src/providers/builtin-tools.ts).
- */
-const builtinItem = z.looseObject({
-  type: z.enum(BUILTIN_ITEM_TYPES),
+const itemReference = z.looseObject({ type: z.literal("item_reference"), id: z.string().min(1).max(128) });
+
+/** Tools made available from this item on (Codex with newer models): `tools` entries of their own. */
+const additionalToolsItem = z.looseObject({
+  type: z.literal("additional_tools"),
+  role: opt(z.string()),
+  tools: z.array(z.lazy(() => tool)),
   id: opt(z.string()),
 });
 
-/** The input item types the gateway takes. */
-export const INPUT_ITEM_TYPES = [
-  "message",
-  "function_call",
-  "function_call_output",
-  "custom_tool_call",
-  "custom_tool_call_output",
-  "reasoning",
-  "item_reference",
-  ...BUILTIN_ITEM_TYPES,
-] as const;
+/**
+ * The input item types the gateway reads. An item of another type (a built-in tool's call,
+ * one newer than the gateway) passes natively to an upstream of this API, and is dropped with
+ * a notice by a translation (src/providers/passthrough.ts).
+ */
+const INPUT_ITEMS = {
+  message: messageItem,
+  function_call: functionCallItem,
+  function_call_output: functionCallOutputItem,
+  custom_tool_call: customToolCallItem,
+  custom_tool_call_output: customToolCallOutputItem,
+  reasoning: reasoningItem,
+  item_reference: itemReference,
+  additional_tools: additionalToolsItem,
+};
 
 const inputItem = z.preprocess(
   // OpenAI's "easy" message has no type: a role is enough.
@@ -109,16 +115,7 @@ const inputItem = z.preprocess(
     item && typeof item === "object" && !Array.isArray(item) && !("type" in item) && "role" in item
       ? { ...item, type: "message" }
       : item,
-  z.discriminatedUnion("type", [
-    messageItem,
-    functionCallItem,
-    functionCallOutputItem,
-    customToolCallItem,
-    customToolCallOutputItem,
-    reasoningItem,
-    itemReference,
-    builtinItem,
-  ]),
+  typedEntry(INPUT_ITEMS),
 );
 
 const functionTool = z.looseObject({
@@ -143,26 +140,21 @@ const customTool = z.looseObject({
     ]),
   ),
 });
-/**
- * OpenAI's built-in tools (web search, file search, computer use, …): left out of the
- * canonical request, passed on natively where the deployment allows them, refused elsewhere
- * (src/providers/builtin-tools.ts).
- */
-const builtinTool = z.looseObject({ type: z.string().min(1) });
-type FunctionTool = z.output<typeof functionTool>;
-type CustomTool = z.output<typeof customTool>;
-type BuiltinTool = z.output<typeof builtinTool> & { name?: undefined };
-
-/** A tool, checked against its type's schema (a union would name the wrong branch's problem). */
-const tool = builtinTool.transform((t, ctx): FunctionTool | CustomTool | BuiltinTool => {
-  const schema = t.type === "function" ? functionTool : t.type === "custom" ? customTool : undefined;
-  if (!schema) return t as BuiltinTool;
-  const checked = schema.safeParse(t);
-  if (checked.success) return checked.data;
-  for (const issue of checked.error.issues)
-    ctx.addIssue({ code: "custom", message: issue.message, path: issue.path, input: t });
-  return z.NEVER;
+/** Function and custom tools grouped under a name their calls carry (Codex's multi_agent_v1). */
+const namespaceTool = z.looseObject({
+  type: z.literal("namespace"),
+  name: toolName,
+  description: opt(z.string()),
+  tools: z.array(typedEntry({ function: functionTool, custom: customTool })),
 });
+
+/**
+ * A tool, checked against its type's schema. Of other types (OpenAI's built-in tools: web
+ * search, tool search, file search, …, and tools newer than the gateway): left out of the
+ * canonical request, passed on natively where the deployment allows them, dropped with a
+ * notice elsewhere (src/providers/passthrough.ts).
+ */
+const tool = typedEntry({ function: functionTool, custom: customTool, namespace: namespaceTool });
 
 const textFormat = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("text") }),
@@ -176,7 +168,7 @@ const textFormat = z.discriminatedUnion("type", [
   }),
 ]);
 
-export const responsesRequestSchema = z.object({
+export const responsesRequestSchema = z.looseObject({
   model: z
     .string()
     .min(1)
@@ -221,6 +213,15 @@ export const responsesRequestSchema = z.object({
 export type ResponsesRequest = z.output<typeof responsesRequestSchema>;
 export type InputItem = Exclude<ResponsesRequest["input"], string>[number];
 export type ResponsesTool = NonNullable<ResponsesRequest["tools"]>[number];
+/** An input item of a type the gateway reads. */
+export type KnownInputItem = z.output<(typeof INPUT_ITEMS)[keyof typeof INPUT_ITEMS]>;
+export type FunctionTool = z.output<typeof functionTool>;
+export type CustomTool = z.output<typeof customTool>;
+export type NamespaceTool = z.output<typeof namespaceTool>;
+
+export function isKnownItem(item: InputItem): item is KnownInputItem {
+  return Object.hasOwn(INPUT_ITEMS, item.type);
+}
 
 const UNION_PROBLEMS: Record<string, string> = {
   input: "must be a string or a list of input items",
@@ -236,8 +237,6 @@ function valueAt(body: unknown, path: PropertyKey[]): unknown {
 /** Why the body failed, in words: a missing field, an item type's choices, a union's shapes. */
 function problemOf(issue: z.core.$ZodIssue, body: unknown): string {
   if (valueAt(body, issue.path) === undefined) return "is required";
-  if (issue.code === "invalid_union" && issue.path.at(-1) === "type" && issue.path.at(-3) === "input")
-    return `must be one of ${INPUT_ITEM_TYPES.join(", ")}`;
   if (issue.code === "invalid_union") {
     const known = UNION_PROBLEMS[paramName(issue.path)];
     if (known) return known;

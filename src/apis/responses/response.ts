@@ -1,8 +1,10 @@
 // The Response object of OpenAI's Responses API, built from the canonical answer: the output
 // items (reasoning, the assistant's message, its function and custom tool calls), the status,
 // and usage in the Responses fields. The streamed form (./events.ts) ends with the same object.
+
 import type { ChoiceMessage, FinishReason } from "../../providers/types.ts";
 import type { AnswerUsage } from "../types.ts";
+import { NO_NAMESPACES, type ToolNamespaces } from "./namespaces.ts";
 import type { InputItem, ResponsesRequest } from "./request.ts";
 
 export interface ResponsesUsage {
@@ -71,7 +73,11 @@ export function messageItem(id: string, text: string, refusal: string | undefine
   return { type: "message", id, status, role: "assistant", content } as unknown as OutputItem;
 }
 
-export function toolCallItem(ids: ResponseIds, call: Record<string, unknown>): OutputItem | undefined {
+export function toolCallItem(
+  ids: ResponseIds,
+  call: Record<string, unknown>,
+  namespaces: ToolNamespaces = NO_NAMESPACES,
+): OutputItem | undefined {
   const callId = typeof call.id === "string" ? call.id : "";
   const custom = call.custom as { name?: unknown; input?: unknown } | undefined;
   if (call.type === "custom" && typeof custom?.name === "string")
@@ -79,7 +85,7 @@ export function toolCallItem(ids: ResponseIds, call: Record<string, unknown>): O
       type: "custom_tool_call",
       id: ids.item("ctc"),
       call_id: callId,
-      name: custom.name,
+      ...namespaces.restore(custom.name),
       input: typeof custom.input === "string" ? custom.input : "",
     };
   const fn = call.function as { name?: unknown; arguments?: unknown } | undefined;
@@ -88,14 +94,19 @@ export function toolCallItem(ids: ResponseIds, call: Record<string, unknown>): O
     type: "function_call",
     id: ids.item("fc"),
     call_id: callId,
-    name: fn.name,
+    ...namespaces.restore(fn.name),
     arguments: typeof fn.arguments === "string" ? fn.arguments : "",
     status: "completed",
   };
 }
 
 /** A choice's message as output items: reasoning, then the message, then the tool calls. */
-export function outputItems(ids: ResponseIds, message: ChoiceMessage, status: ResponseStatus): OutputItem[] {
+export function outputItems(
+  ids: ResponseIds,
+  message: ChoiceMessage,
+  status: ResponseStatus,
+  namespaces: ToolNamespaces = NO_NAMESPACES,
+): OutputItem[] {
   const items: OutputItem[] = [];
   const reasoning = reasoningOf(message);
   if (reasoning) items.push(reasoningItem(ids.item("rs"), reasoning));
@@ -107,7 +118,7 @@ export function outputItems(ids: ResponseIds, message: ChoiceMessage, status: Re
   if (text || refusal !== undefined || !calls.length)
     items.push(messageItem(ids.item("msg"), text, refusal, status));
   for (const call of calls) {
-    const item = toolCallItem(ids, call);
+    const item = toolCallItem(ids, call, namespaces);
     if (item) items.push(item);
   }
   return items;

@@ -36,7 +36,7 @@ const texts = (items: InputItem[]) =>
     i.type === "message"
       ? typeof i.content === "string"
         ? i.content
-        : (i.content[0] as { text: string }).text
+        : ((i.content as unknown[])[0] as { text: string }).text
       : i.type,
   );
 

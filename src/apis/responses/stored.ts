@@ -65,6 +65,35 @@ export class ResponseStore {
     return row?.response;
   }
 
+  /**
+   * The account's stored item of id `itemId` (an `item_reference` names one), or undefined. The
+   * gateway's item ids carry their response's (./response.ts: `msg_<suffix><n>` is of
+   * `resp_<suffix>`), so the lookup is by primary key: the response's input and output are read.
+   */
+  async item(accountId: string, itemId: string, now = Date.now()): Promise<InputItem | undefined> {
+    const under = itemId.indexOf("_");
+    if (under < 1 || itemId.length > 160) return undefined;
+    const rest = itemId.slice(under + 1);
+    // the item's number is two base-36 digits, or more in a response of over 1,296 items
+    for (let digits = 2; digits <= 4 && digits < rest.length; digits++) {
+      const row = await this.#db
+        .selectFrom("stored_responses")
+        .select(["input", "response"])
+        .where("id", "=", `resp_${rest.slice(0, -digits)}`)
+        .where("account_id", "=", accountId)
+        .where("created_at", ">=", this.#oldest(now))
+        .executeTakeFirst();
+      if (!row) continue;
+      const items = [
+        ...(JSON.parse(row.input) as InputItem[]),
+        ...(JSON.parse(row.response) as { output: InputItem[] }).output,
+      ];
+      const found = items.find((i) => (i as { id?: unknown }).id === itemId);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
   /** True when the account's response was there and is now deleted. */
   async delete(accountId: string, id: string): Promise<boolean> {
     const r = await this.#db

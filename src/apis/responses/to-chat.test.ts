@@ -4,7 +4,7 @@ import type { GatewayError } from "../../errors/index.ts";
 import { parseResponsesRequest } from "./request.ts";
 import { builtinToolUses, toChatRequest } from "./to-chat.ts";
 
-const translate = (fields: Record<string, unknown>, prior?: unknown[]) =>
+const translateAll = (fields: Record<string, unknown>, prior?: unknown[]) =>
   toChatRequest(
     parseResponsesRequest({ model: "m", ...fields }),
     prior
@@ -14,6 +14,7 @@ const translate = (fields: Record<string, unknown>, prior?: unknown[]) =>
         }
       : undefined,
   );
+const translate = (fields: Record<string, unknown>, prior?: unknown[]) => translateAll(fields, prior).request;
 
 const refusal = (fields: Record<string, unknown>) => {
   try {
@@ -169,7 +170,7 @@ test("built-in tools are left out of the canonical request and listed with their
       .input as any,
     param: "previous_response_id",
   };
-  const chat = toChatRequest(req, prior);
+  const chat = toChatRequest(req, prior).request;
   assert.deepEqual(
     chat.tools?.map((t) => t.type),
     ["function"],
@@ -194,8 +195,7 @@ test("what the gateway cannot honour is refused with its param", () => {
   assert.equal(refusal({ input: "x", background: true }).param, "background");
   assert.equal(refusal({ input: "x", conversation: "conv_1" }).param, "conversation");
   assert.equal(refusal({ input: "x", prompt: { id: "p" } }).param, "prompt");
-  assert.equal(refusal({ input: "x", truncation: "auto" }).param, "truncation");
-  assert.equal(refusal({ input: "x", top_logprobs: 3 }).param, "top_logprobs");
+  // one left unresolved by the edge is none of the account's (./api.ts resolves the others)
   assert.equal(refusal({ input: [{ type: "item_reference", id: "msg_1" }] }).param, "input[0]");
   assert.equal(
     refusal({ input: [{ role: "user", content: [{ type: "input_image", file_id: "file-1" }] }] }).param,
@@ -214,4 +214,102 @@ test("settings that change nothing here pass: background false, truncation disab
     top_logprobs: 0,
   });
   assert.equal(chat.messages.length, 1);
+});
+
+test("what only this API carries is listed as untranslated, by place: settings, unknown fields and items", () => {
+  const { untranslated } = translateAll({
+    input: [
+      { role: "user", content: "x" },
+      { type: "compaction", id: "c1", encrypted_content: "e" },
+    ],
+    truncation: "auto",
+    top_logprobs: 3,
+    context_management: [{ type: "compaction" }],
+    client_metadata: { thread: "t" },
+    prompt_cache_key: "t",
+    include: ["reasoning.encrypted_content"],
+  });
+  assert.deepEqual(untranslated, [
+    { param: "truncation", name: "truncation" },
+    { param: "top_logprobs", name: "top_logprobs" },
+    { param: "context_management", name: "context_management" },
+    { param: "client_metadata", name: "client_metadata" },
+    { param: "input[1]", name: "compaction" },
+  ]);
+});
+
+test("namespace tools are flattened into tools of their own; calls in history go by the flattened name", () => {
+  const chat = translate({
+    input: [
+      { role: "user", content: "spawn one" },
+      {
+        type: "function_call",
+        call_id: "c1",
+        name: "spawn_agent",
+        namespace: "multi_agent_v1",
+        arguments: "{}",
+      },
+      { type: "function_call_output", call_id: "c1", output: "ok" },
+    ],
+    tools: [
+      { type: "function", name: "shell", parameters: { type: "object" } },
+      {
+        type: "namespace",
+        name: "multi_agent_v1",
+        description: "agents",
+        tools: [
+          { type: "function", name: "spawn_agent", parameters: { type: "object" } },
+          { type: "function", name: "wait", parameters: { type: "object" } },
+        ],
+      },
+      { type: "tool_search" },
+    ],
+  });
+  assert.deepEqual(
+    chat.tools?.map((t) => (t as unknown as { function: { name: string } }).function.name),
+    ["shell", "multi_agent_v1__spawn_agent", "multi_agent_v1__wait"],
+  );
+  assert.equal((chat.messages[1] as any).tool_calls[0].function.name, "multi_agent_v1__spawn_agent");
+});
+
+test("additional_tools items add their tools; their built-in tools are listed as untranslated", () => {
+  const { request, untranslated } = translateAll({
+    input: [
+      {
+        type: "additional_tools",
+        role: "developer",
+        tools: [{ type: "function", name: "late", parameters: { type: "object" } }, { type: "web_search" }],
+      },
+      { role: "user", content: "x" },
+    ],
+  });
+  assert.deepEqual(
+    request.tools?.map((t) => (t as unknown as { function: { name: string } }).function.name),
+    ["late"],
+  );
+  assert.deepEqual(untranslated, [{ param: "input[0].tools[1]", name: "web_search" }]);
+});
+
+test("a namespace's custom tool (Codex's functions.exec) is flattened, and its calls in history too", () => {
+  const chat = translate({
+    input: [
+      {
+        type: "additional_tools",
+        role: "developer",
+        tools: [
+          {
+            type: "namespace",
+            name: "functions",
+            description: "",
+            tools: [{ type: "custom", name: "exec" }],
+          },
+        ],
+      },
+      { role: "user", content: "run it" },
+      { type: "custom_tool_call", call_id: "c1", name: "exec", namespace: "functions", input: "ls" },
+      { type: "custom_tool_call_output", call_id: "c1", output: [{ type: "input_text", text: "ok" }] },
+    ],
+  });
+  assert.deepEqual(chat.tools, [{ type: "custom", custom: { name: "functions__exec" } }]);
+  assert.deepEqual((chat.messages[1] as any).tool_calls[0].custom, { name: "functions__exec", input: "ls" });
 });

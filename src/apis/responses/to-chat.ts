@@ -1,11 +1,24 @@
 // A Responses request as the canonical chat request every provider adapter takes: the
 // conversation (the stored one a previous_response_id continues, then this request's input)
-// as messages, the tools, the output settings. What cannot be carried is refused here, naming
-// the field, before anything is reserved or sent. docs/apis.md lists each field's fate.
+// as messages, the tools, the output settings. What the gateway cannot honour anywhere is
+// refused here, naming the field, before anything is reserved or sent; what only an upstream
+// of this API can take (fields, tools and items it does not translate) is listed as
+// untranslated, for the others to drop with a notice. docs/apis.md lists each field's fate.
 import { GatewayError } from "../../errors/index.ts";
 import { BUILTIN_ITEM_TYPES, type BuiltinToolUse } from "../../providers/builtin-tools.ts";
+import type { Untranslated } from "../../providers/passthrough.ts";
 import type { ChatRequest } from "../chat-completions/request.ts";
-import type { InputItem, ResponsesRequest, ResponsesTool } from "./request.ts";
+import { flatName } from "./namespaces.ts";
+import {
+  type CustomTool,
+  type FunctionTool,
+  type InputItem,
+  isKnownItem,
+  type NamespaceTool,
+  type ResponsesRequest,
+  type ResponsesTool,
+  responsesRequestSchema,
+} from "./request.ts";
 
 type Message = ChatRequest["messages"][number];
 type AssistantMessage = Extract<Message, { role: "assistant" }>;
@@ -21,7 +34,7 @@ export interface PriorItems {
   param: string;
 }
 
-/** Refuses the request fields the gateway cannot honour; each would change the answer. */
+/** Refuses the request fields the gateway cannot honour on any upstream; each would change the answer. */
 function refuseUnsupported(req: ResponsesRequest): void {
   if (req.background)
     throw refuse(
@@ -38,27 +51,56 @@ function refuseUnsupported(req: ResponsesRequest): void {
       "prompt",
       "Prompt templates are kept at OpenAI and not supported by the gateway: send the input.",
     );
-  if (req.truncation === "auto")
-    throw refuse(
-      "truncation",
-      "truncation 'auto' is not supported by the gateway: it does not cut conversations to fit the context window.",
-    );
-  if (req.top_logprobs)
-    throw refuse(
-      "top_logprobs",
-      "Log probabilities are not supported through the Responses API of the gateway.",
-    );
-  if (req.context_management?.length)
-    throw refuse(
-      "context_management",
-      "Server-side compaction (context_management) is not supported by the gateway.",
-    );
 }
 
-/** A tool as chat completions has it; undefined for a built-in tool, which only a native upstream serves. */
+/** A function or custom tool's fields the translation carries. */
+const TOOL_FIELDS: ReadonlySet<string> = new Set([
+  "type",
+  "name",
+  "description",
+  "parameters",
+  "strict",
+  "format",
+]);
+
+/** The top-level fields the gateway reads. */
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(Object.keys(responsesRequestSchema.shape));
+
+/**
+ * The request's fields no chat completion carries: truncation `auto`, log probabilities,
+ * server-side compaction, and fields the gateway does not know. An upstream of this API gets
+ * them natively; a translation drops them with a notice.
+ */
+function untranslatedFields(req: ResponsesRequest): Untranslated[] {
+  const out: Untranslated[] = [];
+  if (req.truncation === "auto") out.push({ param: "truncation", name: "truncation" });
+  if (req.top_logprobs) out.push({ param: "top_logprobs", name: "top_logprobs" });
+  if (req.context_management?.length) out.push({ param: "context_management", name: "context_management" });
+  for (const field of Object.keys(req))
+    if (!KNOWN_FIELDS.has(field) && req[field] !== undefined && req[field] !== null)
+      out.push({ param: field, name: field });
+  return out;
+}
+
+/**
+ * The tools as chat completions has them: a namespace's tools each under its flattened name
+ * (./namespaces.ts); none for a built-in tool, which only a native upstream serves.
+ */
+function chatTools(tool: ResponsesTool): NonNullable<ChatRequest["tools"]> {
+  if (tool.type === "namespace") {
+    const ns = tool as NamespaceTool;
+    return (ns.tools as Array<FunctionTool | CustomTool>).flatMap((inner) => {
+      if (inner.type !== "function" && inner.type !== "custom") return [];
+      return chatTools({ ...inner, name: flatName(ns.name, inner.name) } as ResponsesTool);
+    });
+  }
+  const one = chatTool(tool);
+  return one ? [one] : [];
+}
+
 function chatTool(tool: ResponsesTool): NonNullable<ChatRequest["tools"]>[number] | undefined {
   if (tool.type === "function") {
-    const t = tool as Extract<ResponsesTool, { parameters?: unknown }>;
+    const t = tool as FunctionTool;
     return {
       type: "function",
       function: {
@@ -70,7 +112,7 @@ function chatTool(tool: ResponsesTool): NonNullable<ChatRequest["tools"]>[number
     };
   }
   if (tool.type === "custom") {
-    const t = tool as Extract<ResponsesTool, { format?: unknown }>;
+    const t = tool as CustomTool;
     const format =
       t.format?.type === "grammar"
         ? { type: "grammar", grammar: { syntax: t.format.syntax, definition: t.format.definition } }
@@ -175,8 +217,17 @@ function assistantText(content: string | Part[], param: string): string {
     .join("");
 }
 
-/** The conversation as chat messages: instructions, the stored items, then this request's input. */
-function chatMessages(req: ResponsesRequest, prior: PriorItems | undefined): Message[] {
+/**
+ * The conversation as chat messages: instructions, the stored items, then this request's
+ * input. Items of types no chat message carries are noted in `untranslated` (a built-in
+ * tool's are listed by builtinToolUses instead); the tools of additional_tools items in `tools`.
+ */
+function chatMessages(
+  req: ResponsesRequest,
+  prior: PriorItems | undefined,
+  untranslated: Untranslated[],
+  tools: ResponsesTool[],
+): Message[] {
   const messages: Message[] = [];
   if (req.instructions) messages.push({ role: "system", content: req.instructions });
   // Tool calls join the assistant turn they follow: chat completions keeps them on one message.
@@ -191,7 +242,12 @@ function chatMessages(req: ResponsesRequest, prior: PriorItems | undefined): Mes
     const turn = openAssistant();
     turn.tool_calls = [...(turn.tool_calls ?? []), call];
   };
-  const add = (item: InputItem, param: string) => {
+  const add = (any: InputItem, param: string) => {
+    if (!isKnownItem(any)) {
+      if (!BUILTIN_ITEM.has(any.type)) untranslated.push({ param, name: any.type });
+      return;
+    }
+    const item = any;
     switch (item.type) {
       case "message": {
         const content = `${param}.content`;
@@ -211,11 +267,21 @@ function chatMessages(req: ResponsesRequest, prior: PriorItems | undefined): Mes
         addCall({
           id: item.call_id,
           type: "function",
-          function: { name: item.name, arguments: item.arguments },
+          function: {
+            name: item.namespace ? flatName(item.namespace, item.name) : item.name,
+            arguments: item.arguments,
+          },
         });
         break;
       case "custom_tool_call":
-        addCall({ id: item.call_id, type: "custom", custom: { name: item.name, input: item.input } });
+        addCall({
+          id: item.call_id,
+          type: "custom",
+          custom: {
+            name: item.namespace ? flatName(item.namespace, item.name) : item.name,
+            input: item.input,
+          },
+        });
         break;
       case "function_call_output":
       case "custom_tool_call_output":
@@ -229,12 +295,14 @@ function chatMessages(req: ResponsesRequest, prior: PriorItems | undefined): Mes
         // No chat field carries reasoning back to a model (docs/apis.md): left out.
         break;
       case "item_reference":
-        throw refuse(
-          param,
-          "Item references point into OpenAI's item store, which the gateway does not reach: send the items themselves, or continue with previous_response_id.",
-        );
-      default:
-        // A built-in tool's item: only a native upstream reads it (builtinToolUses lists it).
+        // resolved from the account's stored responses before this (./api.ts): one left is none of its
+        throw refuse(param, `No stored item of this account has the id '${item.id}'.`);
+      case "additional_tools":
+        (item.tools as ResponsesTool[]).forEach((tool, j) => {
+          if (tool.type === "function" || tool.type === "custom" || tool.type === "namespace")
+            tools.push(tool);
+          else untranslated.push({ param: `${param}.tools[${j}]`, name: tool.type });
+        });
         break;
     }
   };
@@ -249,13 +317,27 @@ function chatMessages(req: ResponsesRequest, prior: PriorItems | undefined): Mes
   return messages;
 }
 
-/** The canonical chat request for `req` continuing `prior` (the stored conversation, if any). */
-export function toChatRequest(req: ResponsesRequest, prior?: PriorItems): ChatRequest {
+/**
+ * The canonical chat request for `req` continuing `prior` (the stored conversation, if any),
+ * and what it could not carry.
+ */
+export function toChatRequest(
+  req: ResponsesRequest,
+  prior?: PriorItems,
+): { request: ChatRequest; untranslated: Untranslated[] } {
   refuseUnsupported(req);
-  const chat: ChatRequest = { model: req.model, messages: chatMessages(req, prior) };
+  const untranslated = untranslatedFields(req);
+  const added: ResponsesTool[] = [];
+  const chat: ChatRequest = { model: req.model, messages: chatMessages(req, prior, untranslated, added) };
   if (req.stream) chat.stream = true;
-  const tools = req.tools?.flatMap((tool) => chatTool(tool) ?? []);
-  if (tools?.length) chat.tools = tools;
+  req.tools?.forEach((tool, i) => {
+    if (tool.type !== "function" && tool.type !== "custom") return;
+    // a tool's fields the translation does not carry (defer_loading, allowed_callers, …)
+    for (const field of Object.keys(tool))
+      if (!TOOL_FIELDS.has(field)) untranslated.push({ param: `tools[${i}].${field}`, name: field });
+  });
+  const tools = [...(req.tools ?? []), ...added].flatMap(chatTools);
+  if (tools.length) chat.tools = tools;
   const toolChoice = chatToolChoice(req.tool_choice);
   if (toolChoice !== undefined) chat.tool_choice = toolChoice;
   if (req.parallel_tool_calls !== undefined) chat.parallel_tool_calls = req.parallel_tool_calls;
@@ -282,7 +364,7 @@ export function toChatRequest(req: ResponsesRequest, prior?: PriorItems): ChatRe
   if (req.safety_identifier !== undefined) chat.safety_identifier = req.safety_identifier;
   if (req.prompt_cache_key !== undefined) chat.prompt_cache_key = req.prompt_cache_key;
   if (req.service_tier !== undefined) chat.service_tier = req.service_tier;
-  return chat;
+  return { request: chat, untranslated };
 }
 
 const BUILTIN_ITEM: ReadonlySet<string> = new Set(BUILTIN_ITEM_TYPES);
@@ -295,7 +377,7 @@ const BUILTIN_ITEM: ReadonlySet<string> = new Set(BUILTIN_ITEM_TYPES);
 export function builtinToolUses(req: ResponsesRequest, prior?: PriorItems): BuiltinToolUse[] {
   const uses: BuiltinToolUse[] = [];
   req.tools?.forEach((tool, i) => {
-    if (tool.type !== "function" && tool.type !== "custom")
+    if (tool.type !== "function" && tool.type !== "custom" && tool.type !== "namespace")
       uses.push({ type: tool.type, param: `tools[${i}]` });
   });
   const choice = req.tool_choice;

@@ -17,7 +17,7 @@ import { GatewayError } from "../../errors/index.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../prompt-bound.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
-import { anthropicConfig, DEFAULT_ALLOWED_BETAS } from "./config.ts";
+import { anthropicConfig, DEFAULT_DENIED } from "./config.ts";
 import { anthropic } from "./index.ts";
 import {
   anthropicPromptBound,
@@ -199,10 +199,13 @@ describe("errors", () => {
 describe("the request", () => {
   test("a refused field throws as the stream is asked for: nothing is sent", async () => {
     assert.throws(
-      () => provider().stream(call({ stream: true, n: 3 })),
+      () => provider({ strict: true }).stream(call({ stream: true, n: 3 })),
       (err: GatewayError) => err.errorName === "invalid_request" && err.param === "n",
     );
-    await assert.rejects(provider().complete(call({ logit_bias: { "50256": -100 } })), GatewayError);
+    await assert.rejects(
+      provider({ strict: true }).complete(call({ logit_bias: { "50256": -100 } })),
+      GatewayError,
+    );
     assert.equal(upstream.server.received.length, 0);
   });
 
@@ -264,13 +267,13 @@ describe("the request", () => {
       },
       8000,
     );
-    assert.equal("thinking" in messagesBody(loop, false, false), false);
+    assert.equal("thinking" in messagesBody(loop, false, true), false);
   });
 
   test("what Anthropic cannot take is refused with its param: bad arguments, audio, function messages", () => {
     const refusedParam = (fields: Record<string, unknown>) => {
       try {
-        messagesBody(call(fields), false, false);
+        messagesBody(call(fields), false, true);
       } catch (err) {
         assert.ok(err instanceof GatewayError);
         return err.param;
@@ -364,20 +367,23 @@ describe("a Messages API client's call, sent natively", () => {
   };
   const nativeCall = (
     outputBound = 4000,
-    betas = "claude-code-20250219, not-allowed-2099-01-01,claude-code-20250219",
+    betas = "claude-code-20250219, oauth-2025-04-20,claude-code-20250219",
   ) => ({
     ...call({}, outputBound),
     native: { api: "messages" as const, body: messagesBody, headers: { "anthropic-beta": betas } },
   });
 
-  test("the body as it came, with the call's model and bound; only allowed betas; a beta field without its flag left out", () => {
-    const { body, betas } = nativeMessagesBody(
-      nativeCall(),
-      nativeCall().native,
-      true,
-      new Set(DEFAULT_ALLOWED_BETAS),
-    );
+  const settings = (strict = false) => ({ strict, deny: [...DEFAULT_DENIED] });
+
+  test("the body as it came, with the call's model and bound; betas but the denied; a beta field without its flag left out", () => {
+    const c = nativeCall();
+    const { body, betas } = nativeMessagesBody(c, c.native, true, settings());
     assert.equal(betas, "claude-code-20250219");
+    // each denied flag and each field left out is noted for the client's x-gateway-dropped
+    assert.deepEqual((c as UpstreamCall).dropped, [
+      "anthropic-beta (oauth-2025-04-20)",
+      "context_management",
+    ]);
     assert.equal(body.model, "claude-sonnet-4-5");
     assert.equal(body.max_tokens, 4000);
     assert.equal(body.stream, true);
@@ -389,29 +395,57 @@ describe("a Messages API client's call, sent natively", () => {
       nativeCall(4000, "context-management-2025-06-27"),
       nativeCall(4000, "context-management-2025-06-27").native,
       false,
-      new Set(DEFAULT_ALLOWED_BETAS),
+      settings(),
     );
     assert.deepEqual(withFlag.body.context_management, { edits: [] });
     assert.equal("stream" in withFlag.body, false);
-    assert.equal(nativeMessagesBody(nativeCall(), nativeCall().native, false, new Set()).betas, undefined);
+    const none = nativeCall(4000, "");
+    assert.equal(nativeMessagesBody(none, none.native, false, settings()).betas, undefined);
+    // strict: a denied flag refuses the call, worded for Claude Code's recovery
+    assert.throws(
+      () => nativeMessagesBody(nativeCall(), nativeCall().native, false, settings(true)),
+      (err: GatewayError) =>
+        err.capability === "beta_header:oauth-2025-04-20" && err.param === "anthropic-beta",
+    );
   });
 
   test("a thinking budget the reserved bound no longer fits is cut below it, or left out under the minimum", () => {
-    const cut = nativeMessagesBody(nativeCall(2000), nativeCall(2000).native, false, new Set());
+    const cut = nativeMessagesBody(nativeCall(2000), nativeCall(2000).native, false, settings());
     assert.deepEqual(cut.body.thinking, { type: "enabled", budget_tokens: 1999 });
-    const none = nativeMessagesBody(nativeCall(1000), nativeCall(1000).native, false, new Set());
+    const none = nativeMessagesBody(nativeCall(1000), nativeCall(1000).native, false, settings());
     assert.equal("thinking" in none.body, false);
   });
 
   test("the prompt bound covers the thinking the native body carries beyond the canonical request", () => {
     const o = { ...DEFAULT_PROMPT_OVERHEADS };
     const c = nativeCall();
-    assert.equal(
-      anthropicPromptBound(c.request, o, c.native),
-      anthropicPromptBound(c.request, o) +
-        Buffer.byteLength("Thought about it.") +
-        Buffer.byteLength("b3BhcXVl"),
+    const bound = anthropicPromptBound(c.request, o, c.native);
+    assert.ok(
+      bound >=
+        anthropicPromptBound(c.request, o) +
+          Buffer.byteLength("Thought about it.") +
+          Buffer.byteLength("b3BhcXVl"),
     );
+    assert.ok(bound >= Buffer.byteLength(JSON.stringify(c.native.body)), "every byte of the body it sends");
+    // a block the gateway does not translate (a document) is in the bound all the same
+    const withDocument = {
+      ...c.native,
+      body: {
+        ...c.native.body,
+        messages: [
+          {
+            role: "user",
+            content: [
+              {
+                type: "document",
+                source: { type: "text", media_type: "text/plain", data: "d".repeat(5000) },
+              },
+            ],
+          },
+        ],
+      },
+    };
+    assert.ok(anthropicPromptBound(c.request, o, withDocument) >= 5000 + o.file);
   });
 
   test("stream: every upstream event handed on in order with the chunks; none before the first block", async () => {

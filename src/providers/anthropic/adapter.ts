@@ -5,6 +5,7 @@
 // translation (src/apis/types.ts).
 import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import type {
   Chunk,
   Completion,
@@ -34,20 +35,22 @@ export class AnthropicProvider implements Provider {
   readonly id: string;
   readonly #http: HttpUpstream;
   readonly #headers: Record<string, string>;
-  readonly #dropUnsupported: boolean;
-  readonly #allowedBetas: ReadonlySet<string>;
+  readonly passthrough: PassthroughSettings;
 
   constructor(config: AnthropicConfig, env: Record<string, string | undefined>) {
     this.id = config.id;
     this.#http = new HttpUpstream(config);
-    this.#dropUnsupported = config.drop_unsupported;
-    this.#allowedBetas = new Set(config.allowed_betas);
+    this.passthrough = passthroughSettings(config);
     this.#headers = upstreamHeaders(config, env, (key) => ({ "x-api-key": key }), {
       "anthropic-version": ANTHROPIC_VERSION,
     });
   }
 
   promptBound = anthropicPromptBound;
+
+  sendsNatively(native: NativeRequest): boolean {
+    return native.api === "messages";
+  }
 
   async complete(call: UpstreamCall): Promise<Completion> {
     const native = nativeOf(call);
@@ -145,10 +148,10 @@ export class AnthropicProvider implements Provider {
   ): { body: string; headers: Record<string, string> } {
     if (!native)
       return {
-        body: JSON.stringify(messagesBody(call, stream, this.#dropUnsupported)),
+        body: JSON.stringify(messagesBody(call, stream, this.passthrough.strict)),
         headers: this.#headers,
       };
-    const { body, betas } = nativeMessagesBody(call, native, stream, this.#allowedBetas);
+    const { body, betas } = nativeMessagesBody(call, native, stream, this.passthrough);
     return {
       body: JSON.stringify(body),
       headers: betas ? { ...this.#headers, "anthropic-beta": betas } : this.#headers,
@@ -266,10 +269,19 @@ class StreamState {
   }
 
   #chunk(delta: Record<string, unknown>, finish: FinishReason | null = null): Chunk {
+    const chunk: Chunk = {
+      ...this.#base(),
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    };
     if (!this.#started) {
       this.#started = true;
-      delta = { role: "assistant", ...delta };
+      chunk.choices[0]!.delta = { role: "assistant", ...delta };
+      // message_start's figures (the prompt's input and cache counts), so that a stream the
+      // relay stops or loses before message_stop is charged the prompt Anthropic counted,
+      // not a local estimate (Chunk.usageSoFar; the relay takes it off before any client).
+      const usage = this.#canonicalUsage();
+      if (usage) chunk.usageSoFar = usage;
     }
-    return { ...this.#base(), choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] };
+    return chunk;
   }
 }

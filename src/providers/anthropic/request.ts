@@ -4,11 +4,13 @@ import type { ChatRequest } from "../../apis/chat-completions/request.ts";
 import { GatewayError } from "../../errors/index.ts";
 import { customToolsAsFunctions } from "../custom-tools.ts";
 import { applyFieldRules, type FieldRules, mapped, refused, SHARED_RULES } from "../field-policy.ts";
-import { type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
+import { denies, noteDropped, type PassthroughSettings, refusal } from "../passthrough.ts";
+import { nativeBodyBound, type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
 import {
   EFFORT_SHARE,
   functionCall,
   functionTools,
+  midConversationSystem,
   type Part,
   readParts,
   textOnly,
@@ -30,29 +32,20 @@ export const TOOL_PROMPT_TOKENS = 346;
 
 /**
  * The prompt part of the reservation: the shared bound plus what Anthropic adds, and, for a
- * Messages API body sent as it is, what it carries that its canonical request does not: the
- * thinking of earlier turns (read again inside a tool loop) and redacted thinking.
+ * Messages API body sent as it is, the larger of that and the body's own bound: the body
+ * carries what its canonical request does not (the thinking of earlier turns, documents,
+ * server tools, fields newer than the gateway), all of it text the upstream may count.
  */
 export function anthropicPromptBound(
   request: ChatRequest,
   overheads: PromptOverheads,
   native?: NativeRequest,
 ): number {
-  const bound = promptUpperBound(request, overheads) + (request.tools?.length ? TOOL_PROMPT_TOKENS : 0);
-  return native?.api === "messages" ? bound + thinkingBytes(native.body) : bound;
-}
-
-/** The UTF-8 bytes of the thinking and redacted thinking a Messages body carries. */
-function thinkingBytes(body: Readonly<Record<string, unknown>>): number {
-  let n = 0;
-  for (const m of body.messages as { content: unknown }[]) {
-    if (!Array.isArray(m.content)) continue;
-    for (const b of m.content as Record<string, unknown>[]) {
-      if (b.type === "thinking") n += Buffer.byteLength(b.thinking as string, "utf8");
-      else if (b.type === "redacted_thinking") n += Buffer.byteLength(b.data as string, "utf8");
-    }
-  }
-  return n;
+  const tools = request.tools?.length ? TOOL_PROMPT_TOKENS : 0;
+  const bound = promptUpperBound(request, overheads) + tools;
+  if (native?.api !== "messages") return bound;
+  const nativeTools = Array.isArray(native.body.tools) && native.body.tools.length ? TOOL_PROMPT_TOKENS : 0;
+  return Math.max(bound, nativeBodyBound(native.body, overheads) + nativeTools);
 }
 
 /** The body field each beta flag enables: without its flag, Anthropic refuses the field. */
@@ -63,14 +56,15 @@ const BETA_FIELDS: Readonly<Record<string, string>> = {
 /**
  * A Messages API client's body, as it came, for this upstream: the call's model and output
  * bound (the reserved one; a thinking budget that no longer fits below it is cut, or left out
- * under the minimum), and the client's `anthropic-beta` flags this provider allows. Thinking
- * blocks, signatures and cache_control markers pass untouched.
+ * under the minimum), and the client's `anthropic-beta` flags but those the provider denies
+ * (each dropped with a notice, or refused in strict mode). Thinking blocks, signatures, cache
+ * markers and whatever the gateway does not know pass untouched.
  */
 export function nativeMessagesBody(
   call: UpstreamCall,
   native: NativeRequest,
   stream: boolean,
-  allowedBetas: ReadonlySet<string>,
+  settings: PassthroughSettings,
 ): { body: Record<string, unknown>; betas: string | undefined } {
   const body: Record<string, unknown> = {
     ...native.body,
@@ -86,8 +80,23 @@ export function nativeMessagesBody(
     else delete body.thinking;
   }
   const asked = (native.headers["anthropic-beta"] ?? "").split(",").map((b) => b.trim());
-  const betas = [...new Set(asked.filter((b) => allowedBetas.has(b)))];
-  for (const [field, beta] of Object.entries(BETA_FIELDS)) if (!betas.includes(beta)) delete body[field];
+  const betas: string[] = [];
+  for (const beta of new Set(asked)) {
+    if (!beta) continue;
+    if (!denies(settings.deny, beta)) betas.push(beta);
+    else if (settings.strict)
+      throw refusal(
+        { param: "anthropic-beta", name: beta, capability: `beta_header:${beta}` },
+        PROVIDER,
+        "the gateway's operator does not pass it to this upstream",
+      );
+    else noteDropped(call, `anthropic-beta (${beta})`);
+  }
+  for (const [field, beta] of Object.entries(BETA_FIELDS))
+    if (body[field] !== undefined && !betas.includes(beta)) {
+      delete body[field];
+      noteDropped(call, field);
+    }
   return { body, betas: betas.length ? betas.join(",") : undefined };
 }
 
@@ -136,10 +145,8 @@ export const ANTHROPIC_RULES: FieldRules = {
   parallel_tool_calls: mapped(
     "`false` → `tool_choice.disable_parallel_tool_use`; `true` (the default) dropped",
   ),
-  response_format: refused(
-    "it has no JSON mode or schema-constrained output here",
-    (f: { type: string }) => f.type === "text",
-    "`text`: dropped; `json_object`, `json_schema`: refused",
+  response_format: mapped(
+    "`json_schema` → `output_config.format` (Anthropic's structured outputs); `json_object` → the same with an object schema; `text`: dropped",
   ),
   presence_penalty: refused("it has no presence penalty", (p: number) => p === 0, "0: dropped; else refused"),
   frequency_penalty: refused(
@@ -189,10 +196,8 @@ export function thinkingBudget(effort: string, bound: number): number | undefine
  * The Messages request body. Throws invalid_request, before anything is sent, for what
  * Anthropic cannot honour (unless the provider drops unsupported fields).
  */
-export function messagesBody(call: UpstreamCall, stream: boolean, dropUnsupported: boolean) {
-  const request = customToolsAsFunctions(
-    applyFieldRules(call.request, ANTHROPIC_RULES, PROVIDER, dropUnsupported),
-  );
+export function messagesBody(call: UpstreamCall, stream: boolean, strict: boolean) {
+  const request = customToolsAsFunctions(applyFieldRules(call, ANTHROPIC_RULES, PROVIDER, strict));
   const system: Block[] = [];
   const messages: AnthropicMessage[] = [];
   const push = (role: AnthropicMessage["role"], blocks: Block[]) => {
@@ -208,7 +213,9 @@ export function messagesBody(call: UpstreamCall, stream: boolean, dropUnsupporte
       case "system":
       case "developer": {
         const text = textOnly(m.content, `${param}.content`, PROVIDER);
-        if (text) system.push({ type: "text", text });
+        // Mid-conversation (Claude Code sends such turns): text the model sees at that place.
+        if (text && messages.length) push("user", [{ type: "text", text: midConversationSystem(text) }]);
+        else if (text) system.push({ type: "text", text });
         break;
       }
       case "user":
@@ -275,18 +282,21 @@ export function messagesBody(call: UpstreamCall, stream: boolean, dropUnsupporte
     if (single && mode !== "none") tc.disable_parallel_tool_use = true;
     body.tool_choice = tc;
   }
-  const thinking = thinkingFor(request, messages, call.outputBound, dropUnsupported);
+  const format = outputFormat(request.response_format);
+  if (format) body.output_config = { format };
+  const thinking = thinkingFor(call, request, messages, strict);
   if (thinking) body.thinking = thinking;
   if (stream) body.stream = true;
   return body;
 }
 
 function thinkingFor(
+  call: UpstreamCall,
   request: ChatRequest,
   messages: AnthropicMessage[],
-  bound: number,
-  dropUnsupported: boolean,
+  strict: boolean,
 ) {
+  const bound = call.outputBound;
   const effort = request.reasoning_effort;
   if (effort === undefined) return undefined;
   const budget = thinkingBudget(effort, bound);
@@ -297,11 +307,28 @@ function thinkingFor(
   if (lastAssistant?.content.some((b) => b.type === "tool_use")) return undefined;
   // budget_tokens must be below max_tokens and at least 1024: a smaller bound cannot think.
   if (budget >= bound) {
-    if (dropUnsupported) return undefined;
+    if (!strict) {
+      noteDropped(call, "reasoning_effort");
+      return undefined;
+    }
     throw new GatewayError("invalid_request", {
       message: `'reasoning_effort' needs an output bound above ${MIN_THINKING_BUDGET} tokens on ${PROVIDER}: its thinking budget is at least ${MIN_THINKING_BUDGET} and must stay below max_tokens. Raise max_tokens or leave reasoning_effort out.`,
       param: "reasoning_effort",
     });
   }
   return { type: "enabled", budget_tokens: budget };
+}
+
+/**
+ * OpenAI's `response_format` as Anthropic's structured outputs (`output_config.format`): a
+ * JSON schema as it is, JSON mode as a schema of any object. The answer is the JSON as text,
+ * where chat completions has it.
+ */
+function outputFormat(format: ChatRequest["response_format"]): Record<string, unknown> | undefined {
+  if (format?.type === "json_schema") {
+    const schema = (format.json_schema as { schema?: unknown } | undefined)?.schema;
+    return { type: "json_schema", schema: schema ?? { type: "object" } };
+  }
+  if (format?.type === "json_object") return { type: "json_schema", schema: { type: "object" } };
+  return undefined;
 }

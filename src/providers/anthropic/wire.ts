@@ -1,9 +1,11 @@
 // Anthropic's Messages wire format as it answers, read leniently: what the translation needs
 // is checked, new block and event types are ignored (Anthropic adds them over time).
+
 import { z } from "zod";
 import { sanitizeUpstreamMessage } from "../sanitize.ts";
 import type { FinishReason, Usage } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
+import { capabilityRefused } from "./capability-classes.ts";
 
 const count = z.number().int().nonnegative();
 
@@ -136,6 +138,9 @@ export function anthropicError(status: number | undefined, raw: unknown, retryAf
     retryable: spendLimit ? false : undefined,
     retryAfterMs: retryAfter,
     refused: effective === 401 || effective === 403 ? "key" : undefined,
-    detail: { message: said },
+    detail: {
+      message: said,
+      capability: effective === 400 || effective === 413 ? capabilityRefused(error?.message) : undefined,
+    },
   });
 }

@@ -1,8 +1,11 @@
 // The built-in demo model: answers deterministically, offline, in OpenAI's shapes, so the
 // first call after `npm start` works with no upstream at all. It reports usage the way a
-// real upstream does, counted with the local tokenizer.
+// real upstream does, counted with the local tokenizer: its answer (a few hundred characters)
+// here, the prompt (a whole request body) on the estimator's thread, so a long prompt does
+// not stall the event loop (src/tokens/estimator.ts).
 import { messageText, tokenizer } from "../../tokens/count.ts";
-import { localPromptTokens, promptUpperBound } from "../prompt-bound.ts";
+import { estimator } from "../../tokens/estimator.ts";
+import { promptParts, promptUpperBound } from "../prompt-bound.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall, Usage } from "../types.ts";
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
@@ -10,7 +13,12 @@ const PLAIN = { disallowedSpecial: new Set<string>() };
 function reply(call: UpstreamCall): { text: string; tokens: number; finish: FinishReason } {
   const { messages } = call.request;
   const lastUser = [...messages].reverse().find((m) => m.role === "user");
-  const said = messageText(lastUser?.content).text.trim().replace(/\s+/g, " ");
+  // its words, one space apart, read only as far as the answer quotes them
+  let said = "";
+  for (const [word] of messageText(lastUser?.content).text.matchAll(/\S+/g)) {
+    said += said ? ` ${word}` : word;
+    if (said.length > 200) break;
+  }
   const quoted = said.length > 200 ? `${said.slice(0, 200)}…` : said;
   const full = said
     ? `Hello from the demo model. You said: "${quoted}". Point the gateway at a real upstream to get real answers.`
@@ -22,8 +30,10 @@ function reply(call: UpstreamCall): { text: string; tokens: number; finish: Fini
   return { text: full, tokens: tokens.length, finish: "stop" };
 }
 
-function usage(call: UpstreamCall, completion: number): Usage {
-  return { prompt: localPromptTokens(call.request), completion, cachedInput: 0, cacheWrite: 0, reasoning: 0 };
+/** The demo's usage: the prompt counted as estimates are (the byte bound when the counting queue is full). */
+async function usage(call: UpstreamCall, completion: number): Promise<Usage> {
+  const { prompt } = await estimator.count(promptParts(call.request), { signal: call.signal });
+  return { prompt, completion, cachedInput: 0, cacheWrite: 0, reasoning: 0 };
 }
 
 export class DemoProvider implements Provider {
@@ -51,7 +61,7 @@ export class DemoProvider implements Provider {
           finish_reason: finish,
         },
       ],
-      usage: usage(call, tokens),
+      usage: await usage(call, tokens),
     };
   }
 
@@ -70,7 +80,7 @@ export class DemoProvider implements Provider {
       yield chunk({ content: word }, null);
     }
     yield chunk({}, finish);
-    yield { ...base, created, choices: [], usage: usage(call, tokens) };
+    yield { ...base, created, choices: [], usage: await usage(call, tokens) };
   }
 
   async close(): Promise<void> {}

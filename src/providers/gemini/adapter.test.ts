@@ -25,9 +25,15 @@ const KEY = "AIzaTest0123456789";
 
 const upstream = recordingServerForTests();
 
-function provider(): Provider {
+function provider(fields: Record<string, unknown> = {}): Provider {
   const p = gemini.create(
-    geminiConfig.parse({ type: "gemini", id: "gem", base_url: upstream.server.origin, api_key_env: "KEY" }),
+    geminiConfig.parse({
+      type: "gemini",
+      id: "gem",
+      base_url: upstream.server.origin,
+      api_key_env: "KEY",
+      ...fields,
+    }),
     { KEY },
   );
   return upstream.track(p);
@@ -249,13 +255,13 @@ describe("the request", () => {
     assert.equal(thinkingBudget("high", 100_000), 24_576);
   });
 
-  test("refused before anything is sent: a role Gemini lacks, parallel_tool_calls false", async () => {
+  test("refused before anything is sent: a role Gemini lacks; in strict mode, parallel_tool_calls false", async () => {
     assert.throws(
       () => generateBody(call({ messages: [{ role: "function", name: "f", content: "1" }] }), false),
       (err: GatewayError) => err.param === "messages[0].role",
     );
     assert.throws(
-      () => provider().stream(call({ stream: true, parallel_tool_calls: false })),
+      () => provider({ strict: true }).stream(call({ stream: true, parallel_tool_calls: false })),
       (err: GatewayError) => err.param === "parallel_tool_calls" && /Google Gemini/.test(err.message),
     );
     assert.equal(upstream.server.received.length, 0);

@@ -3,6 +3,7 @@
 // usage (thinking included) in our convention.
 import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { GeminiConfig } from "./config.ts";
@@ -22,12 +23,12 @@ export class GeminiProvider implements Provider {
   readonly id: string;
   readonly #http: HttpUpstream;
   readonly #headers: Record<string, string>;
-  readonly #dropUnsupported: boolean;
+  readonly passthrough: PassthroughSettings;
 
   constructor(config: GeminiConfig, env: Record<string, string | undefined>) {
     this.id = config.id;
     this.#http = new HttpUpstream(config);
-    this.#dropUnsupported = config.drop_unsupported;
+    this.passthrough = passthroughSettings(config);
     this.#headers = upstreamHeaders(config, env, (key) => ({ "x-goog-api-key": key }));
   }
 
@@ -97,7 +98,7 @@ export class GeminiProvider implements Provider {
   }
 
   #body(call: UpstreamCall): string {
-    return JSON.stringify(generateBody(call, this.#dropUnsupported));
+    return JSON.stringify(generateBody(call, this.passthrough.strict));
   }
 
   #post(call: UpstreamCall, method: string, body: string): Promise<Opened> {

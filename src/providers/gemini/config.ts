@@ -7,8 +7,6 @@ export const geminiConfig = z
     ...httpProviderFields,
     /** the adapter appends /v1beta/models/{model}:generateContent (or :streamGenerateContent?alt=sse) */
     base_url: httpProviderFields.base_url.default("https://generativelanguage.googleapis.com"),
-    /** drop request fields Gemini cannot honour instead of refusing the request (docs/providers.md) */
-    drop_unsupported: z.boolean().default(false),
   })
   .strict();
 

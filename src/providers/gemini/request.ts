@@ -17,6 +17,7 @@ import {
   EFFORT_SHARE,
   functionCall,
   functionTools,
+  midConversationSystem,
   type Part,
   readParts,
   textOnly,
@@ -180,10 +181,8 @@ export function thinkingBudget(effort: string, bound: number): number {
 }
 
 /** The generateContent body. Throws invalid_request, before anything is sent, for what Gemini cannot honour. */
-export function generateBody(call: UpstreamCall, dropUnsupported: boolean) {
-  const request = customToolsAsFunctions(
-    applyFieldRules(call.request, GEMINI_RULES, PROVIDER, dropUnsupported),
-  );
+export function generateBody(call: UpstreamCall, strict: boolean) {
+  const request = customToolsAsFunctions(applyFieldRules(call, GEMINI_RULES, PROVIDER, strict));
   const system: string[] = [];
   const contents: Content[] = [];
   /** tool-call id -> function name: OpenAI's tool results name the call, Gemini's the function */
@@ -200,7 +199,9 @@ export function generateBody(call: UpstreamCall, dropUnsupported: boolean) {
       case "system":
       case "developer": {
         const text = textOnly(m.content, `${param}.content`, PROVIDER);
-        if (text) system.push(text);
+        // Mid-conversation (Claude Code sends such turns): text the model sees at that place.
+        if (text && contents.length) push("user", [{ text: midConversationSystem(text) }]);
+        else if (text) system.push(text);
         break;
       }
       case "user":

@@ -1,8 +1,9 @@
 // Adapter for any server speaking OpenAI's chat completions API (OpenAI, vLLM, Ollama,
 // llama.cpp, LM Studio, …), and the wire handling Azure OpenAI composes (../azure-openai).
-// A Responses API call with built-in tools the provider allows goes natively to OpenAI's
-// Responses API instead (./responses.ts).
+// A Responses API call goes natively to OpenAI's Responses API where the upstream has it, or
+// where it uses built-in tools the provider allows (./responses.ts).
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
+import { builtinAllowed } from "../builtin-tools.ts";
 import {
   customToolNames,
   customToolsAsFunctions,
@@ -10,6 +11,7 @@ import {
   restoreCustomCalls,
 } from "../custom-tools.ts";
 import { HttpUpstream, parseJson, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
+import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import type { Chunk, Completion, NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
@@ -26,6 +28,10 @@ export function wireBody(
 ): Record<string, unknown> {
   const { request } = call;
   const body: Record<string, unknown> = { model: call.upstreamModel, messages: request.messages };
+  // Fields of the client's that the gateway does not know (newer than it, or a server's own
+  // such as vLLM's): its API is this upstream's, so they go on as they came.
+  const native = call.native?.api === "chat.completions" ? call.native : undefined;
+  for (const u of native?.untranslated ?? []) body[u.name] = native!.body[u.name];
   for (const field of FORWARDED_FIELDS) {
     const value = request[field];
     if (value !== undefined) body[field] = value;
@@ -82,10 +88,21 @@ export class OpenAICompatibleProvider implements Provider {
   readonly #customAsFunctions: boolean;
   /** the built-in tools Responses API calls may use here (sent natively to {base_url}/responses) */
   readonly #builtinTools: ReadonlySet<string>;
+  /** Responses API calls go natively to {base_url}/responses */
+  readonly #responsesNative: boolean;
+  readonly passthrough: PassthroughSettings;
 
   constructor(
-    config: Omit<OpenAICompatibleConfig, "type" | "custom_tools" | "responses_builtin_tools"> &
-      Partial<Pick<OpenAICompatibleConfig, "custom_tools" | "responses_builtin_tools">>,
+    config: Omit<
+      OpenAICompatibleConfig,
+      "type" | "custom_tools" | "responses_builtin_tools" | "responses_api" | "strict" | "deny"
+    > &
+      Partial<
+        Pick<
+          OpenAICompatibleConfig,
+          "custom_tools" | "responses_builtin_tools" | "responses_api" | "strict" | "deny"
+        >
+      >,
     env: Record<string, string | undefined>,
     endpoint: OpenAIEndpoint = OPENAI_ENDPOINT,
   ) {
@@ -100,6 +117,9 @@ export class OpenAICompatibleProvider implements Provider {
     this.#headers = upstreamHeaders(config, env, endpoint.auth);
     // Azure OpenAI composes this adapter without the setting: its Responses API is not this one.
     this.#builtinTools = new Set(config.responses_builtin_tools ?? []);
+    const responses = config.responses_api ?? "translate";
+    this.#responsesNative = responses === "native" || (responses === "auto" && this.#openai);
+    this.passthrough = passthroughSettings(config);
   }
 
   promptBound = openaiPromptBound;
@@ -109,15 +129,23 @@ export class OpenAICompatibleProvider implements Provider {
   }
 
   /**
-   * The Responses body of a call this adapter sends natively: one with built-in tools (the relay
-   * refused the attempt unless this provider allows each, src/providers/builtin-tools.ts). A
-   * Responses call without them is translated, as every other call.
+   * Chat completions are this upstream's own API: a client's fields the gateway does not know
+   * go on. A Responses call goes natively where the upstream has OpenAI's Responses API, or
+   * uses a built-in tool this provider allows (which no chat completion can carry).
    */
+  sendsNatively(native: NativeRequest): boolean {
+    if (native.api === "chat.completions") return true;
+    if (native.api !== "responses") return false;
+    return (
+      this.#responsesNative ||
+      (native.builtinTools?.some((use) => builtinAllowed(use, this.#builtinTools)) ?? false)
+    );
+  }
+
+  /** The Responses body of a call this adapter sends natively; other calls are translated. */
   #responsesOf(call: UpstreamCall): NativeRequest | undefined {
     const native = call.native;
-    return native?.api === "responses" && native.builtinTools?.length && this.#builtinTools.size
-      ? native
-      : undefined;
+    return native?.api === "responses" && this.sendsNatively(native) ? native : undefined;
   }
 
   async complete(call: UpstreamCall): Promise<Completion> {

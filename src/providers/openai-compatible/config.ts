@@ -23,6 +23,13 @@ export const openaiCompatibleConfig = z
      * operator's choice to pay for them (docs/decisions.md).
      */
     responses_builtin_tools: z.array(z.enum(BUILTIN_TOOLS)).default([]),
+    /**
+     * Whether Responses API calls go to this upstream's own Responses API ({base_url}/responses),
+     * the client's body passed on as it came (fields, tools and items the gateway does not know
+     * included), or are translated to chat completions. `auto`: natively to OpenAI's own API,
+     * translated for any other server (most have no Responses API).
+     */
+    responses_api: z.enum(["auto", "native", "translate"]).default("auto"),
   })
   .strict();
 

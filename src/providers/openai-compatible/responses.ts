@@ -5,7 +5,7 @@
 // and `store: false`: the gateway keeps responses itself. The Response, or its events, come
 // back beside the canonical answer (src/apis/types.ts), whose usage is the Response's.
 import type { ChatRequest } from "../../apis/chat-completions/request.ts";
-import { type PromptOverheads, promptUpperBound, responsesBodyBound } from "../prompt-bound.ts";
+import { nativeBodyBound, type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
 import { sanitizeUpstreamMessage } from "../sanitize.ts";
 import type {
   Chunk,
@@ -239,8 +239,9 @@ export class ResponsesStreamState {
 }
 
 /**
- * The prompt bound of an OpenAI-shaped deployment: the canonical request's, or, for a call this
- * adapter may send natively (built-in tools), the larger of it and the Responses body's.
+ * The prompt bound of an OpenAI-shaped deployment: the canonical request's, and for a call this
+ * adapter may send natively, what the client's body adds: a Responses body's own bound, or the
+ * bytes of the chat fields the gateway does not know, which a server may read as prompt.
  */
 export function openaiPromptBound(
   request: ChatRequest,
@@ -248,7 +249,10 @@ export function openaiPromptBound(
   native?: NativeRequest,
 ): number {
   const bound = promptUpperBound(request, overheads);
-  return native?.api === "responses" && native.builtinTools?.length
-    ? Math.max(bound, responsesBodyBound(native.body, overheads))
-    : bound;
+  if (native?.api === "responses") return Math.max(bound, nativeBodyBound(native.body, overheads));
+  if (native?.api !== "chat.completions" || !native.untranslated?.length) return bound;
+  let extra = 0;
+  for (const u of native.untranslated)
+    extra += Buffer.byteLength(JSON.stringify(native.body[u.name]) ?? "", "utf8");
+  return bound + extra;
 }

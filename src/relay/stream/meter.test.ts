@@ -114,6 +114,25 @@ describe("Meter", () => {
     assert.deepEqual(chunks, before);
   });
 
+  test("the upstream's early usage (usageSoFar) is noted and taken off the chunk; the end of the stream is noted", async () => {
+    const meter = new Meter();
+    const early = usage(29_015, 1);
+    const first: Chunk = {
+      ...chunk([{ index: 0, delta: { role: "assistant", content: "Hi" }, finish_reason: null }]),
+      usageSoFar: early,
+    };
+    const it = meter.pass(source([first, chunk([], usage(29_015, 9))]));
+    const out = await it.next();
+    assert.equal(meter.usageSoFar, early);
+    assert.equal(meter.reported, early, "reported: the early figures until a usage chunk comes");
+    // no client may be shown it: the chat renderer serialises whole chunks
+    assert.equal(JSON.stringify(out.value).includes("usageSoFar"), false);
+    assert.equal(meter.ended, false);
+    await collect({ [Symbol.asyncIterator]: () => it });
+    assert.equal(meter.reported!.completion, 9, "then the latest usage chunk");
+    assert.equal(meter.ended, true);
+  });
+
   test("what passed before an upstream failure is noted, and the failure propagates", async () => {
     const meter = new Meter();
     const boom = new Error("upstream broke");

@@ -8,16 +8,30 @@ export class Meter {
   text = "";
   /** the choice indexes seen */
   readonly choices = new Set<number>();
-  /** the last usage the upstream reported (streams report it once, at the end) */
+  /** the last usage the upstream reported (streams report it once, at the end; some on every chunk) */
   usage: Usage | undefined;
+  /** usage the upstream reported before its final figures (Anthropic's message_start) */
+  usageSoFar: Usage | undefined;
+  /** the upstream's stream came to its end: `usage`, if any, is its final figure */
+  ended = false;
 
   /** Notes one chunk. */
   note(chunk: Chunk): void {
     if (chunk.usage) this.usage = chunk.usage;
+    if (chunk.usageSoFar) {
+      this.usageSoFar = chunk.usageSoFar;
+      // the relay's own: no client is shown it (undefined, not delete: see chunk-stamp.ts)
+      chunk.usageSoFar = undefined;
+    }
     for (const c of chunk.choices) {
       this.choices.add(c.index);
       this.text += choiceText(c.delta);
     }
+  }
+
+  /** What the upstream reported last: its latest usage chunk, else its early figures. */
+  get reported(): Usage | undefined {
+    return this.usage ?? this.usageSoFar;
   }
 
   /** Passes the chunks through unchanged, noting each. */
@@ -26,5 +40,6 @@ export class Meter {
       this.note(chunk);
       yield chunk;
     }
+    this.ended = true;
   }
 }

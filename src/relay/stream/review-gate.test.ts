@@ -162,6 +162,52 @@ describe("ReviewGate", () => {
     assert.deepEqual(reviews, ['Sure.send_email{"to":"x"}']);
   });
 
+  test("a tool call is released whole: nothing after its first chunk goes out before the upstream ends and all passed", async () => {
+    // A client runs what it gets (SDKs parse partial arguments leniently): half a command
+    // released before a flag could run as a shorter, different one.
+    const call = (args: string, first = false): Chunk => ({
+      object: "chat.completion.chunk",
+      choices: [
+        {
+          index: 0,
+          delta: {
+            tool_calls: [
+              first
+                ? { index: 0, id: "c1", type: "function", function: { name: "shell", arguments: args } }
+                : { index: 0, function: { arguments: args } },
+            ],
+          },
+          finish_reason: null,
+        },
+      ],
+    });
+    const chunks = [
+      text("I will clean up the build folder now."),
+      call('{"command":"rm -rf build', true),
+      call(" && echo this is a long enough stretch to be reviewed"),
+      call('"}'),
+      finish,
+    ];
+    const passed = await run(chunks, () => PASS);
+    assert.deepEqual(passed.released, chunks);
+    assert.ok(passed.reviews.length >= 2, "the held call was still reviewed a stretch at a time");
+    assert.deepEqual(passed.log.filter((l) => l.startsWith("out")).slice(1), [
+      "out 1",
+      "out 2",
+      "out 3",
+      "out 4",
+    ]);
+    assert.ok(
+      passed.log.indexOf("out 1") > passed.log.indexOf("pull 4"),
+      "released after the upstream ended",
+    );
+
+    const flagged = await run(chunks, (t) => (t.includes("echo") ? FLAG : PASS));
+    assert.deepEqual(flagged.released, [chunks[0]], "none of the call went out");
+    assert.equal(flagged.gate.flagged, FLAG);
+    assert.equal(flagged.log.includes("pull 4"), false, "the flag stopped the upstream early");
+  });
+
   test("a review that throws propagates, and nothing held is released", async () => {
     const failure = new Error("reviewer unavailable");
     const chunks = [text("The capital of Denmark is Copenhagen."), finish];

@@ -1,10 +1,12 @@
 // The moderation-api reviewer: asks a server speaking OpenAI's POST /moderations (OpenAI
 // itself, or a compatible one) and applies the operator's per-category thresholds to the
 // scores it returns. One keep-alive undici Pool per reviewer; never a connection per review.
+
 import { Pool } from "undici";
 import { z } from "zod";
 import type { ReviewerConfig } from "../../config/schema.ts";
 import { sanitizeUpstreamMessage } from "../../providers/sanitize.ts";
+import { registerSecret } from "../../providers/secrets.ts";
 import { type Reviewer, ReviewerError, type ReviewRequest, type ReviewVerdict } from "../types.ts";
 
 type ModerationConfig = Extract<ReviewerConfig, { type: "moderation-api" }>;
@@ -57,6 +59,7 @@ export class ModerationApiReviewer implements Reviewer {
     this.#thresholds = new Map(Object.entries(config.thresholds));
     if (config.api_key_env !== undefined) {
       this.#apiKey = env[config.api_key_env];
+      registerSecret(this.#apiKey);
       if (!this.#apiKey) throw new Error(`the environment variable ${config.api_key_env} is not set`);
     }
     this.#headers = {

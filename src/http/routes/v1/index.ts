@@ -11,8 +11,11 @@ import { GatewayError } from "../../../errors/index.ts";
 import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { CLIENT_GONE } from "../../../records/outcomes.ts";
+import { ClientGone } from "../../../relay/call.ts";
 import { admitRequest } from "../../../relay/hold.ts";
+import { estimator } from "../../../tokens/estimator.ts";
 import { authHook } from "../../auth-hook.ts";
+import { agentBody } from "../../body-limits.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { routeApi } from "../../route-api.ts";
 import { callRoute, relayRoute } from "./relay-route.ts";
@@ -30,6 +33,9 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     const draft = request.routeOptions.config?.records ? new CallDraft(request.id, api.name) : null;
     if (!draft) {
       await authenticate(request, api);
+      // A read costs the gateway a request (and the store a query): it counts against the
+      // rate limits as a call does (second audit: 12 of 12 reads served on a key limited to 5).
+      if (request.routeOptions.config?.reads) return void (await admitRead(request, reply));
       return setRateHeaders(request, reply);
     }
     // Calls get a record, rejected ones too. A client that leaves before the handler
@@ -58,6 +64,13 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     await setRateHeaders(request, reply);
   });
 
+  async function admitRead(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const auth = request.auth!;
+    await admitRequest(deps.rates, auth, deps.registry.plan(auth.account.plan_id), (headers) =>
+      reply.headers(headers),
+    );
+  }
+
   async function setRateHeaders(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     // Every authenticated /v1 answer carries the rate-limit windows as they stand; a call
     // replaces them with the windows after its own admission. Shared buckets that cannot be
@@ -70,13 +83,14 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     } catch {}
   }
 
-  app.get("/v1/models", async (request, reply) => {
+  const read = { config: { reads: true } };
+  app.get("/v1/models", read, async (request, reply) => {
     return reply.type("application/json").send(deps.registry.modelListJson(request.auth!.account.plan_id));
   });
 
   // Model ids may contain "/" (meta-llama/…): the SDKs send it encoded or not, so the rest of
   // the path is the id.
-  app.get("/v1/models/*", async (request, reply) => {
+  app.get("/v1/models/*", read, async (request, reply) => {
     const id = (request.params as { "*": string })["*"];
     const json = deps.registry.modelJson(request.auth!.account.plan_id, id);
     if (json === undefined)
@@ -88,37 +102,62 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
   });
 
   app.post("/v1/chat/completions", callRoute(chatCompletions), relayRoute(deps, chatCompletions));
-  app.post("/v1/messages", callRoute(messages), relayRoute(deps, messages));
+  // The agent APIs take whole conversations: a body limit of their own (src/http/body-limits.ts).
+  const agentLimit = agentBody(deps.config.server);
+  app.post("/v1/messages", { ...callRoute(messages), ...agentLimit }, relayRoute(deps, messages));
 
   // Counting is work on the gateway's CPU: it takes a request from the rate limits, and
-  // nothing else (no call record, no tokens).
-  app.post("/v1/messages/count_tokens", { config: { api: messages } }, async (request, reply) => {
+  // nothing else (no call record, no tokens). The count waits for its account's turn on the
+  // counting thread, whose queue is bounded (`counting`), and is dropped when the client
+  // leaves (src/tokens/estimator.ts).
+  const { counting } = deps.config;
+  estimator.configure({ perAccount: counting.queue_per_account, total: counting.queue_total });
+  const countRoute = { config: { api: messages }, ...agentLimit };
+  app.post("/v1/messages/count_tokens", countRoute, async (request, reply) => {
     const auth = request.auth!;
     const plan = deps.registry.plan(auth.account.plan_id);
     await admitRequest(deps.rates, auth, plan, (headers) => reply.headers(headers));
-    const { model, inputTokens } = await countTokens(request.body);
-    if (!deps.registry.resolve(auth.account.plan_id, model))
-      throw new GatewayError("model_not_found", {
-        message: `The model '${model}' does not exist or your plan does not include it.`,
-        param: "model",
+    const client = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) client.abort(new ClientGone("the client closed the connection"));
+    };
+    reply.raw.once("close", onClose);
+    if (request.raw.socket.destroyed) onClose();
+    try {
+      const { model, inputTokens } = await countTokens(request.body, {
+        account: auth.account.id,
+        signal: client.signal,
       });
-    return reply.type("application/json").send(JSON.stringify({ input_tokens: inputTokens }));
+      if (!deps.registry.resolve(auth.account.plan_id, model))
+        throw new GatewayError("model_not_found", {
+          message: `The model '${model}' does not exist or your plan does not include it.`,
+          param: "model",
+        });
+      return reply.type("application/json").send(JSON.stringify({ input_tokens: inputTokens }));
+    } catch (err) {
+      // nobody to answer: not the gateway's failure either
+      if (client.signal.aborted)
+        throw new GatewayError("invalid_request", { message: "The client closed the connection." });
+      throw err;
+    } finally {
+      reply.raw.off("close", onClose);
+    }
   });
 
   // OpenAI's Responses API (docs/apis.md): calls through the relay, and the account's stored
   // responses. Another account's id answers as an unknown one.
   const stored = new ResponseStore(deps.store.db, () => deps.config.retention.responses_days);
   const responses = responsesApi({ store: stored, logger: deps.logger });
-  app.post("/v1/responses", callRoute(responses), relayRoute(deps, responses));
+  app.post("/v1/responses", { ...callRoute(responses), ...agentLimit }, relayRoute(deps, responses));
   const notFound = (id: string) =>
     new GatewayError("response_not_found", { message: `Response with id '${id.slice(0, 128)}' not found.` });
-  app.get("/v1/responses/:id", { config: { api: responses } }, async (request, reply) => {
+  app.get("/v1/responses/:id", { config: { api: responses, reads: true } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const body = await stored.get(request.auth!.account.id, id);
     if (body === undefined) throw notFound(id);
     return reply.type("application/json").send(body);
   });
-  app.delete("/v1/responses/:id", { config: { api: responses } }, async (request, reply) => {
+  app.delete("/v1/responses/:id", { config: { api: responses, reads: true } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     if (!(await stored.delete(request.auth!.account.id, id))) throw notFound(id);
     return reply.type("application/json").send(JSON.stringify({ id, object: "response", deleted: true }));

@@ -3,6 +3,7 @@
 // answers (a JSON body here, or a stream it writes itself). Registered with the route config
 // `{ api, records: true }`, which makes the /v1 hooks open the call's record beforehand.
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { checkMediaUrls } from "../../../apis/media-urls.ts";
 import type { ClientApi } from "../../../apis/types.ts";
 import { ClientGone } from "../../../relay/call.ts";
 import { admitRequest } from "../../../relay/hold.ts";
@@ -27,6 +28,7 @@ export function relayRoute(deps: GatewayDeps, api: ClientApi) {
       setHeaders,
     );
     const call = await api.parse(request.body, request.headers, auth);
+    checkMediaUrls(call, deps.config.media_urls);
     const client = new AbortController();
     const onClose = () => {
       if (!reply.raw.writableFinished) client.abort(new ClientGone("the client closed the connection"));
