@@ -4,10 +4,12 @@
 // through the estimator's worker thread (src/tokens/estimator.ts, as the relay does now); each
 // for the first count of a process (the tokenizer loads) and for a coding agent's long prompt.
 // The worker runs first: the in-thread rows would otherwise leave the tokenizer loaded in it.
+
 import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type CountJob, countPromptTokens } from "../src/tokens/count.ts";
 import { TokenEstimator } from "../src/tokens/estimator.ts";
+import { longestStall } from "../test/support/event-loop.ts";
 
 /** about 240K tokens of code and prose, as a coding agent's conversation grows to */
 const source = (file: string) => readFileSync(new URL(`../${file}`, import.meta.url), "utf8");
@@ -18,23 +20,6 @@ const prompt = (text: string): CountJob => ({
     { role: "user", content: text },
   ],
 });
-
-/** The longest gap between the ticks of a 1 ms interval while `work` runs: how long the loop stalled. */
-async function longestStall<T>(work: () => Promise<T>): Promise<{ value: T; stall: number }> {
-  let last = performance.now();
-  let stall = 0;
-  const tick = setInterval(() => {
-    const now = performance.now();
-    stall = Math.max(stall, now - last);
-    last = now;
-  }, 1);
-  await sleep(20);
-  const value = await work();
-  // ticks after the count, so a stall that ended with it is seen
-  await sleep(20);
-  clearInterval(tick);
-  return { value, stall };
-}
 
 async function measure(label: string, count: (job: CountJob) => Promise<number>, job: CountJob) {
   const rss = process.memoryUsage().rss;

@@ -36,7 +36,8 @@ const USAGE = `usage: node src/main.ts <command> [--json]
                                           without --password: asked on a terminal, else one line of stdin
   deployments                             each deployment's health as the running gateways see it
 
-Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, REDIS_URL, LOG_LEVEL.`;
+Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, REDIS_URL, LOG_LEVEL,
+GATEWAY_FIRST_ADMIN_EMAIL (the console admin a first start creates; admin@localhost by default).`;
 
 async function serve(ctx: CliContext): Promise<void> {
   // Loaded here so CLI commands do not pay for Fastify, the tokenizer and the providers.

@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { countAccounts, createAccount, createKey } from "./accounts/repository.ts";
-import { createUser } from "./accounts/users.ts";
+import { createUser, normaliseEmail } from "./accounts/users.ts";
 import { buildApp } from "./app.ts";
 import { KeyCache } from "./auth/key-cache.ts";
 import { ConfigError } from "./config/load.ts";
@@ -99,6 +99,20 @@ async function replayJournal(journal: RecordJournal, records: RecordWriter, logg
   );
 }
 
+/**
+ * The e-mail of the admin the first start creates: GATEWAY_FIRST_ADMIN_EMAIL, else
+ * console.first_admin_email (admin@localhost by default, so `npm start` works with nothing set).
+ */
+function firstAdminEmail(config: Config, env: Record<string, string | undefined>): string {
+  const fromEnv = env.GATEWAY_FIRST_ADMIN_EMAIL?.trim();
+  try {
+    return normaliseEmail(fromEnv || config.console.first_admin_email);
+  } catch (err) {
+    const source = fromEnv ? "environment: GATEWAY_FIRST_ADMIN_EMAIL" : "console.first_admin_email";
+    throw new ConfigError(`${source}: ${(err as Error).message}`);
+  }
+}
+
 /** A metrics.token_env that names no value would leave /metrics open: refuse to start. */
 function readMetricsToken(config: Config, env: Record<string, string | undefined>): string | undefined {
   const name = config.metrics.token_env;
@@ -112,6 +126,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const env = options.env ?? process.env;
   const logger = options.logger ?? createLogger(config.log_level);
   const metricsToken = readMetricsToken(config, env);
+  const adminEmail = firstAdminEmail(config, env);
   const store = openStore(config.store, (err) =>
     logger.warn({ err }, "the database closed an idle connection; the pool replaces it"),
   );
@@ -131,7 +146,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     const password = randomBytes(18).toString("base64url");
     const admin = await createUser(store.db, {
       account_id: account.id,
-      email: "admin@localhost",
+      email: adminEmail,
       role: "admin",
       password,
     });

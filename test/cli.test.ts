@@ -26,6 +26,8 @@ const MIGRATIONS = [
   "013-stored-responses",
   "015-shared-money",
   "016-ledger-charges",
+  "017-stored-response-owners",
+  "018-login-throttle",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";

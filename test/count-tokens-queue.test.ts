@@ -3,11 +3,13 @@
 // 503 with retry-after, in the Messages API's envelope), count_tokens counts against the
 // key's rate limits, and the demo model counts the audit's whitespace prompts off the event
 // loop (150,000 newlines had frozen a default install for 12 s through it).
+
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { countPromptTokens } from "../src/tokens/count.ts";
 import { estimator } from "../src/tokens/estimator.ts";
+import { longestStall } from "./support/event-loop.ts";
 import { startTestGateway, type TestGateway, testConfig } from "./support/gateway.ts";
 import { until } from "./support/stream-assertions.ts";
 
@@ -33,24 +35,6 @@ function slowText(length: number, seed: number): string {
 
 let seed = 0;
 const LONG = 1_200_000;
-
-/** The longest gap between the ticks of a 1 ms interval while `work` runs: how long the event loop stalled. */
-async function longestStall<T>(work: () => Promise<T>): Promise<{ value: T; stall: number }> {
-  let last = performance.now();
-  let stall = 0;
-  const tick = setInterval(() => {
-    const now = performance.now();
-    stall = Math.max(stall, now - last);
-    last = now;
-  }, 1);
-  try {
-    const value = await work();
-    await sleep(5);
-    return { value, stall: Math.max(stall, performance.now() - last) };
-  } finally {
-    clearInterval(tick);
-  }
-}
 
 describe("the counting thread's queue", () => {
   let gw: TestGateway;

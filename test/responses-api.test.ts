@@ -48,6 +48,8 @@ let gemini: MockUpstream;
 let gw: TestGateway;
 let client: OpenAI;
 let other: OpenAI;
+/** another key of `client`'s account */
+let sibling: OpenAI;
 let guarded: OpenAI;
 let live: OpenAI;
 /** safety on, with the spec's JSON answer to a stream chosen for the account */
@@ -131,7 +133,9 @@ before(async () => {
     },
   });
   const options = { baseURL: gw.baseURL, maxRetries: 0, timeout: 20_000 };
-  client = new OpenAI({ ...options, apiKey: (await gw.key(await gw.account("alice"))).secret });
+  const alice = await gw.account("alice");
+  client = new OpenAI({ ...options, apiKey: (await gw.key(alice)).secret });
+  sibling = new OpenAI({ ...options, apiKey: (await gw.key(alice, { name: "ci" })).secret });
   other = new OpenAI({ ...options, apiKey: (await gw.key(await gw.account("bob"))).secret });
   const reviewed = await gw.account("reviewed");
   await updateAccount(gw.gateway.deps.store.db, reviewed, { safety: "on" });
@@ -670,6 +674,44 @@ describe("Responses API across upstreams and edge cases", () => {
     await bad({ model: "gpt", input: [] }, "input");
     await bad({ model: "gpt", input: "x", previous_response_id: "resp_nope" }, "previous_response_id");
     await bad([1, 2], null);
+  });
+
+  // Second audit, item 10: a response is its key's (responses.visibility: key, the default).
+  test("another key of the same account cannot read, continue, reference or delete a response", async () => {
+    const mine = await client.responses.create({ model: "gpt", input: "keep me mock:tokens=2" });
+    await assert.rejects(sibling.responses.retrieve(mine.id), NotFoundError);
+    await assert.rejects(sibling.responses.delete(mine.id), NotFoundError);
+    await assert.rejects(
+      sibling.responses.create({ model: "gpt", input: "go on", previous_response_id: mine.id }),
+      (err: APIError) => err.status === 400 && err.param === "previous_response_id",
+    );
+    const item = mine.output[0]!.id!;
+    await assert.rejects(
+      sibling.responses.create({ model: "gpt", input: [{ type: "item_reference", id: item }] as never }),
+      (err: APIError) => err.status === 400 && err.param === "input[0]",
+    );
+    assert.equal((await client.responses.retrieve(mine.id)).id, mine.id, "its own key still can");
+  });
+
+  // The AI SDK's second turn sends the earlier output back by reference (store is on).
+  test("an item_reference to the key's own stored item is the item itself, on every upstream", async () => {
+    const first = await client.responses.create({ model: "gpt", input: "first mock:tokens=3" });
+    const before = anthropic.requests.length;
+    const second = await client.responses.create({
+      model: "claude",
+      input: [
+        { role: "user", content: "first" },
+        { type: "item_reference", id: first.output[0]!.id! },
+        { role: "user", content: "and now? mock:tokens=1" },
+      ] as never,
+    });
+    assert.equal(second.status, "completed");
+    const sent = anthropic.requests.at(before)!.body as { messages: Array<{ role: string; content: unknown }> };
+    assert.deepEqual(
+      sent.messages.map((m) => m.role),
+      ["user", "assistant", "user"],
+      "the referenced assistant message went upstream in its place",
+    );
   });
 
   // What the gateway does not know is no bad input: a translation leaves it out and says so.

@@ -404,6 +404,42 @@ export const configSchema = z
     routing: routingSchema,
     safety: safetySchema,
     retention: retentionSchema,
+    /** the web console (docs/console.md) */
+    console: z
+      .object({
+        /**
+         * the e-mail of the admin user the first start on an empty store creates (env
+         * GATEWAY_FIRST_ADMIN_EMAIL overrides it); later starts ignore it
+         */
+        first_admin_email: z
+          .string()
+          .max(254)
+          .regex(
+            /^[^\s@\p{Cc}\p{Cf}\p{Co}\p{Cs}]+@[^\s@\p{Cc}\p{Cf}\p{Co}\p{Cs}]+$/u,
+            "must be an e-mail address",
+          )
+          .default("admin@localhost"),
+      })
+      .strict()
+      .prefault({}),
+    /** the Responses API's stored responses (src/apis/responses/stored.ts) */
+    responses: z
+      .object({
+        /**
+         * who may read, continue and delete a stored response: `key`, the key that made it
+         * (the default: a key is handed to one application or person); `account`, every key of
+         * its account
+         */
+        visibility: z.enum(["key", "account"]).default("key"),
+        /** the most one stored response's input and output may hold */
+        max_stored_bytes: positiveInt.default(16 * 1024 * 1024),
+        /** the most an account's stored responses may hold together */
+        max_account_bytes: positiveInt.default(1024 * 1024 * 1024),
+        /** the most a conversation continued by previous_response_id may expand to */
+        max_continued_bytes: positiveInt.default(32 * 1024 * 1024),
+      })
+      .strict()
+      .prefault({}),
     metrics: z
       .object({
         /** the environment variable holding the bearer token GET /metrics then requires */

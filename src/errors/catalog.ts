@@ -186,6 +186,20 @@ export const catalog = {
     "No stored response with that id.",
     "`GET` or `DELETE /v1/responses/{id}` of a response the account does not have: never stored (`store: false`), deleted, expired (`retention.responses_days`), or another account's",
   ),
+  stored_response_too_large: entry(
+    413,
+    "invalid_request_error",
+    "stored_response_too_large",
+    "This response would be too large to store, or its conversation too large to continue.",
+    "a Responses API request with `store` (the default) whose input is over `responses.max_stored_bytes`, or a `previous_response_id` whose conversation is over `responses.max_continued_bytes`; send `store: false`, or start a new conversation",
+  ),
+  stored_responses_full: entry(
+    429,
+    "rate_limit_error",
+    "stored_responses_full",
+    "The account keeps as many stored responses as it may.",
+    "the account's stored responses hold `responses.max_account_bytes`; refused before anything is sent: delete responses (`DELETE /v1/responses/{id}`), wait for them to expire, or send `store: false`",
+  ),
   previous_response_not_found: entry(
     400,
     "invalid_request_error",
@@ -240,7 +254,7 @@ export const catalog = {
     "requests",
     "login_rate_limited",
     "Too many failed logins. Retry after the time in the retry-after header.",
-    "5 failed console logins for one e-mail, or 20 from one client address, in 15 minutes (`retry-after` says when)",
+    "a console login sooner than its backoff allows: past 5 failures for one e-mail from one client address, 20 from the address, or 50 for the e-mail from addresses it never logged in from, 1 s doubling per failure (`retry-after` says when)",
   ),
   not_found: entry(
     404,

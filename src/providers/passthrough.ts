@@ -13,6 +13,7 @@
 // about bad input.
 import { z } from "zod";
 import { GatewayError } from "../errors/index.ts";
+import { withoutDearOptions } from "./billed-options.ts";
 import { BUILTIN_REFUSAL, withoutDisallowedTools } from "./builtin-tools.ts";
 import { type Capabilities, fitCapabilities } from "./capabilities.ts";
 import type { NativeRequest, Provider, UpstreamCall } from "./types.ts";
@@ -187,10 +188,11 @@ export function prepareAttempt(
   provider: Provider,
   capabilities: Capabilities,
 ): UpstreamCall {
+  const settings = provider.passthrough ?? DEFAULT_PASSTHROUGH;
+  call = withoutDearOptions(call, provider.id, settings.strict);
   const native = call.native;
   if (!native || !provider.sendsNatively?.(native)) call = fitCapabilities(call, capabilities);
   if (!native) return call;
-  const settings = provider.passthrough ?? DEFAULT_PASSTHROUGH;
   if (provider.sendsNatively?.(native)) {
     let kept = withoutDenied(native, settings, call, provider.id);
     if (kept.builtinTools?.length) {

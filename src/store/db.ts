@@ -20,6 +20,8 @@ import * as clientApi from "./migrations/012-client-api.ts";
 import * as storedResponses from "./migrations/013-stored-responses.ts";
 import * as sharedMoney from "./migrations/015-shared-money.ts";
 import * as ledgerCharges from "./migrations/016-ledger-charges.ts";
+import * as storedResponseOwners from "./migrations/017-stored-response-owners.ts";
+import * as loginThrottle from "./migrations/018-login-throttle.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -54,6 +56,8 @@ const migrations: Record<string, Migration> = {
   "013-stored-responses": storedResponses,
   "015-shared-money": sharedMoney,
   "016-ledger-charges": ledgerCharges,
+  "017-stored-response-owners": storedResponseOwners,
+  "018-login-throttle": loginThrottle,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

@@ -1,7 +1,7 @@
 // Row types of the store's tables, as Kysely sees them. Times are Unix milliseconds;
 // booleans are 0/1 integers so both dialects read them the same way.
 
-import type { Generated } from "kysely";
+import type { ColumnType, Generated } from "kysely";
 import type { CallStatus } from "../records/outcomes.ts";
 
 export interface AccountsTable {
@@ -273,6 +273,22 @@ export interface StoredResponsesTable {
   input: string;
   /** JSON: the Response object as the client received it */
   response: string;
+  /** the key that made it: null for rows from before keys were kept (the account's, then) */
+  key_id: string | null;
+  /** the bytes of `input` and `response`, for the account's bound */
+  bytes: ColumnType<number, number | undefined, number>;
+}
+
+/** The console's login throttle: one row per counter (migrations/018-login-throttle.ts). */
+export interface LoginThrottleTable {
+  /** SHA-256 (base64url) of what the row counts: an e-mail and a client address, an address, an e-mail */
+  key: string;
+  /** failures not yet forgotten, as of last_at */
+  level: number;
+  /** the last counted failure */
+  last_at: number;
+  /** e-mail and address rows: a login from that address succeeded; trusted until then */
+  trusted_until: number | null;
 }
 
 export interface Database {
@@ -293,4 +309,5 @@ export interface Database {
   ledger_charges: LedgerChargesTable;
   ledger_waiters: LedgerWaitersTable;
   stored_responses: StoredResponsesTable;
+  login_throttle: LoginThrottleTable;
 }

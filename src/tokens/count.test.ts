@@ -1,8 +1,10 @@
 // Local counts are linear whatever the characters (the audit: 150,000 newlines froze the
 // gateway for 12 s, 100,000 no-break spaces for 21 s), split where the pre-tokenizer splits,
 // and made in steps short enough for the worker to take turns between them.
+
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { prng } from "../../test/support/mixed-load.ts";
 import {
   boundJob,
   countJob,
@@ -14,18 +16,6 @@ import {
   segments,
   tokenizer,
 } from "./count.ts";
-
-/** A seeded generator (mulberry32), so a failing string can be made again from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const range = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => String.fromCodePoint(from + i));
@@ -65,7 +55,7 @@ const CLASSES: Record<string, string[]> = {
 CLASSES["all of them"] = Object.values(CLASSES).flat();
 
 function text(chars: string[], length: number, seed: number): string {
-  const next = random(seed);
+  const next = prng(seed);
   const parts: string[] = [];
   let n = 0;
   while (n < length) {
@@ -171,7 +161,7 @@ describe("countText", () => {
         "e\u0301",
       ];
       const gaps = [" ", "  ", "\n", "\n\n", "\t", "\u00a0", ". ", ", ", "!\n", " (", ") ", "/"];
-      const next = random(seed);
+      const next = prng(seed);
       const pick = (list: string[]) => list[Math.floor(next() * list.length)]!;
       let sample = "";
       while (sample.length < 50_000) sample += pick(words) + pick(gaps);

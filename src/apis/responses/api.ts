@@ -34,7 +34,7 @@ import {
   responsesUsage,
   statusOf,
 } from "./response.ts";
-import type { ResponseStore } from "./stored.ts";
+import type { Owner, ResponseStore } from "./stored.ts";
 import { builtinToolUses, toChatRequest } from "./to-chat.ts";
 
 export interface ResponsesDeps {
@@ -49,20 +49,20 @@ class ResponsesCall implements ClientCall {
   readonly request: ChatRequest;
   readonly native: NativeRequest | undefined;
   readonly #deps: ResponsesDeps;
-  readonly #accountId: string;
+  readonly #owner: Owner;
   readonly #req: ResponsesRequest;
 
   constructor(
     api: ClientApi,
     deps: ResponsesDeps,
-    accountId: string,
+    owner: Owner,
     req: ResponsesRequest,
     request: ChatRequest,
     native: NativeRequest | undefined,
   ) {
     this.api = api;
     this.#deps = deps;
-    this.#accountId = accountId;
+    this.#owner = owner;
     this.#req = req;
     this.request = request;
     this.native = native;
@@ -119,12 +119,17 @@ class ResponsesCall implements ClientCall {
         ? [{ type: "message", role: "user", content: this.#req.input }]
         : this.#req.input;
     try {
-      await this.#deps.store.save(this.#accountId, {
+      const kept = await this.#deps.store.save(this.#owner, {
         id,
         previousResponseId: this.#req.previous_response_id ?? null,
         input,
         response: body,
       });
+      if (!kept)
+        this.#deps.logger.warn(
+          { response_id: id },
+          "a response over responses.max_stored_bytes was delivered and not stored",
+        );
     } catch (err) {
       this.#deps.logger.warn(
         { err, response_id: id },
@@ -222,7 +227,7 @@ class ResponsesStream implements StreamRenderer {
 /** The input with each item_reference to an item the account stored replaced by that item; others are left for the translation to refuse. */
 async function resolveReferences(
   store: ResponseStore,
-  accountId: string,
+  owner: Owner,
   input: InputItem[],
 ): Promise<InputItem[]> {
   if (!input.some((item) => item.type === "item_reference")) return input;
@@ -233,7 +238,7 @@ async function resolveReferences(
       continue;
     }
     const id = (item as { id: string }).id;
-    const found = await store.item(accountId, id);
+    const found = await store.item(owner, id);
     if (!found)
       throw new GatewayError("invalid_request", {
         message: `Invalid parameter 'input[${i}]': no stored item of this account has the id '${id.slice(0, 128)}'.`,
@@ -255,16 +260,18 @@ export function responsesApi(deps: ResponsesDeps): ClientApi {
     }),
     async parse(body: unknown, _headers: IncomingHttpHeaders, caller: AuthContext): Promise<ClientCall> {
       const req = parseResponsesRequest(body);
+      const owner = { accountId: caller.account.id, keyId: caller.key.id };
       const prior = req.previous_response_id
         ? {
-            items: await deps.store.conversation(caller.account.id, req.previous_response_id),
+            items: await deps.store.conversation(owner, req.previous_response_id),
             param: "previous_response_id",
           }
         : undefined;
-      // References to items the gateway stored for the account (the AI SDK sends its earlier
+      // References to items the gateway stored for the key (the AI SDK sends its earlier
       // output back so): the items themselves, on every upstream.
-      if (typeof req.input !== "string")
-        req.input = await resolveReferences(deps.store, caller.account.id, req.input);
+      if (typeof req.input !== "string") req.input = await resolveReferences(deps.store, owner, req.input);
+      // A response to keep must fit what is kept: refused before anything is reserved or sent.
+      if (req.store !== false) await deps.store.admit(owner, req.input);
       const { request, untranslated } = toChatRequest(req, prior);
       // The body goes beside the canonical request, for an upstream of this API, which takes
       // what the translation cannot carry (built-in tools, fields it does not know) natively.
@@ -275,7 +282,7 @@ export function responsesApi(deps: ResponsesDeps): ClientApi {
         builtinTools: builtinToolUses(req, prior),
         untranslated,
       };
-      return new ResponsesCall(api, deps, caller.account.id, req, request, native);
+      return new ResponsesCall(api, deps, owner, req, request, native);
     },
   };
   return api;

@@ -2,13 +2,31 @@
 // unless the request said `store: false`. GET /v1/responses/{id} reads one, DELETE removes it,
 // and previous_response_id continues its conversation on any upstream: the chain of previous
 // ids, read in one recursive query, gives each turn's input and output items in order. Every
-// read is scoped to the account: another account's id is as unknown as a made-up one.
-import { type Kysely, sql } from "kysely";
+// read is scoped to its owner: the key that made the response (`responses.visibility: key`,
+// the default) or its account; another owner's id is as unknown as a made-up one. What is kept
+// is bounded per response, per account and per continuation (second audit: 900 KB of junk in
+// an item was kept 30 days for 300 tokens charged, and 20 continuations re-read 22.5 MB each).
+import { type ExpressionBuilder, type Kysely, sql } from "kysely";
 import { GatewayError } from "../../errors/index.ts";
 import type { Database } from "../../store/schema.ts";
 import type { InputItem } from "./request.ts";
 
 type Db = Kysely<Database>;
+
+/** Who asks: a stored response is its key's, or its account's (`responses.visibility`). */
+export interface Owner {
+  accountId: string;
+  keyId: string;
+}
+
+export interface StoreLimits {
+  visibility: "key" | "account";
+  max_stored_bytes: number;
+  max_account_bytes: number;
+  max_continued_bytes: number;
+}
+
+const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
 
 const DAY_MS = 86_400_000;
 /** the longest conversation continued: a chain is read in one query, bounded so it cannot run away */
@@ -28,38 +46,91 @@ export interface StoredResponse {
 export class ResponseStore {
   readonly #db: Db;
   readonly #days: () => number;
+  readonly #limits: () => StoreLimits;
 
-  /** `days`: how long a response is kept (read at each call, so a reload applies at once) */
-  constructor(db: Db, days: () => number) {
+  /**
+   * `days`: how long a response is kept; `limits`: who sees one and what is kept (both read
+   * at each call, so a reload applies at once)
+   */
+  constructor(db: Db, days: () => number, limits: () => StoreLimits) {
     this.#db = db;
     this.#days = days;
+    this.#limits = limits;
+  }
+
+  /** The rows `owner` may see: its account's, and of those its key's when responses are the key's. */
+  #visible(owner: Owner) {
+    const byKey = this.#limits().visibility === "key";
+    return (eb: ExpressionBuilder<Database, "stored_responses">) =>
+      byKey
+        ? eb.and([
+            eb("account_id", "=", owner.accountId),
+            // rows kept before keys were recorded stay the account's
+            eb.or([eb("key_id", "=", owner.keyId), eb("key_id", "is", null)]),
+          ])
+        : eb("account_id", "=", owner.accountId);
+  }
+
+  /**
+   * Refuses, before a call runs, a response that could not be kept: its input alone over the
+   * per-response bound (413), or the account's responses already at theirs (429).
+   */
+  async admit(owner: Owner, input: unknown, now = Date.now()): Promise<void> {
+    const limits = this.#limits();
+    const bytes = utf8(JSON.stringify(input) ?? "");
+    if (bytes > limits.max_stored_bytes)
+      throw new GatewayError("stored_response_too_large", {
+        message: `This request's input (${bytes} bytes) is over what one stored response may hold (responses.max_stored_bytes, ${limits.max_stored_bytes} bytes): send store: false, or a shorter input.`,
+        param: "store",
+      });
+    const row = await this.#db
+      .selectFrom("stored_responses")
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("bytes"), eb.lit(0)).as("total"))
+      .where("account_id", "=", owner.accountId)
+      .where("created_at", ">=", this.#oldest(now))
+      .executeTakeFirst();
+    if (Number(row?.total ?? 0) + bytes > limits.max_account_bytes)
+      throw new GatewayError("stored_responses_full", {
+        message: `The account's stored responses hold ${Number(row?.total ?? 0)} bytes, and may hold ${limits.max_account_bytes} (responses.max_account_bytes): delete some, or send store: false.`,
+        param: "store",
+      });
   }
 
   #oldest(now: number): number {
     return now - this.#days() * DAY_MS;
   }
 
-  async save(accountId: string, row: StoredResponse, now = Date.now()): Promise<void> {
+  /**
+   * Keeps a response for its owner; false (nothing kept) when it is over the per-response
+   * bound, which only its output can make it now: the call has run, and its answer stands.
+   */
+  async save(owner: Owner, row: StoredResponse, now = Date.now()): Promise<boolean> {
+    const input = JSON.stringify(row.input);
+    const bytes = utf8(input) + utf8(row.response);
+    if (bytes > this.#limits().max_stored_bytes) return false;
     await this.#db
       .insertInto("stored_responses")
       .values({
         id: row.id,
-        account_id: accountId,
+        account_id: owner.accountId,
+        key_id: owner.keyId,
         created_at: now,
         previous_response_id: row.previousResponseId,
-        input: JSON.stringify(row.input),
+        input,
         response: row.response,
+        bytes,
       })
       .execute();
+    return true;
   }
 
   /** The Response object's JSON, or undefined when the account has no such response (or it expired). */
-  async get(accountId: string, id: string, now = Date.now()): Promise<string | undefined> {
+  async get(owner: Owner, id: string, now = Date.now()): Promise<string | undefined> {
     const row = await this.#db
       .selectFrom("stored_responses")
       .select("response")
       .where("id", "=", id)
-      .where("account_id", "=", accountId)
+      .where(this.#visible(owner))
       .where("created_at", ">=", this.#oldest(now))
       .executeTakeFirst();
     return row?.response;
@@ -70,7 +141,7 @@ export class ResponseStore {
    * gateway's item ids carry their response's (./response.ts: `msg_<suffix><n>` is of
    * `resp_<suffix>`), so the lookup is by primary key: the response's input and output are read.
    */
-  async item(accountId: string, itemId: string, now = Date.now()): Promise<InputItem | undefined> {
+  async item(owner: Owner, itemId: string, now = Date.now()): Promise<InputItem | undefined> {
     const under = itemId.indexOf("_");
     if (under < 1 || itemId.length > 160) return undefined;
     const rest = itemId.slice(under + 1);
@@ -80,7 +151,7 @@ export class ResponseStore {
         .selectFrom("stored_responses")
         .select(["input", "response"])
         .where("id", "=", `resp_${rest.slice(0, -digits)}`)
-        .where("account_id", "=", accountId)
+        .where(this.#visible(owner))
         .where("created_at", ">=", this.#oldest(now))
         .executeTakeFirst();
       if (!row) continue;
@@ -95,11 +166,11 @@ export class ResponseStore {
   }
 
   /** True when the account's response was there and is now deleted. */
-  async delete(accountId: string, id: string): Promise<boolean> {
+  async delete(owner: Owner, id: string): Promise<boolean> {
     const r = await this.#db
       .deleteFrom("stored_responses")
       .where("id", "=", id)
-      .where("account_id", "=", accountId)
+      .where(this.#visible(owner))
       .executeTakeFirst();
     return Number(r.numDeletedRows) > 0;
   }
@@ -110,19 +181,37 @@ export class ResponseStore {
    * response, or when an earlier turn of it is no longer stored (deleted or expired): a
    * conversation continued without its beginning would answer a different question.
    */
-  async conversation(accountId: string, id: string, now = Date.now()): Promise<InputItem[]> {
+  async conversation(owner: Owner, id: string, now = Date.now()): Promise<InputItem[]> {
     const oldest = this.#oldest(now);
-    const { rows } = await sql<{ input: string; response: string; previous_response_id: string | null }>`
-      with recursive chain (id, previous_response_id, input, response, depth) as (
-        select id, previous_response_id, input, response, 0
-          from stored_responses
-          where id = ${id} and account_id = ${accountId} and created_at >= ${oldest}
+    const limits = this.#limits();
+    const keyed = limits.visibility === "key";
+    const mine = (alias: string) =>
+      keyed
+        ? sql`${sql.ref(`${alias}.account_id`)} = ${owner.accountId} and (${sql.ref(`${alias}.key_id`)} = ${owner.keyId} or ${sql.ref(`${alias}.key_id`)} is null)`
+        : sql`${sql.ref(`${alias}.account_id`)} = ${owner.accountId}`;
+    const chain = (columns: ReturnType<typeof sql.raw>) => sql`
+      with recursive chain (id, previous_response_id, depth) as (
+        select s.id, s.previous_response_id, 0
+          from stored_responses s
+          where s.id = ${id} and ${mine("s")} and s.created_at >= ${oldest}
         union all
-        select s.id, s.previous_response_id, s.input, s.response, chain.depth + 1
+        select s.id, s.previous_response_id, chain.depth + 1
           from stored_responses s join chain on s.id = chain.previous_response_id
-          where s.account_id = ${accountId} and s.created_at >= ${oldest} and chain.depth < ${MAX_CHAIN}
+          where ${mine("s")} and s.created_at >= ${oldest} and chain.depth < ${MAX_CHAIN}
       )
-      select input, response, previous_response_id from chain order by depth desc`.execute(this.#db);
+      select ${columns} from chain join stored_responses r on r.id = chain.id order by chain.depth desc`;
+    // What the conversation holds is summed before its texts are read: a continuation may
+    // expand to `max_continued_bytes`, and one over it reads nothing more.
+    const { rows: sizes } = await chain(sql.raw("r.bytes, chain.previous_response_id")).execute(this.#db);
+    const total = (sizes as { bytes: number | string }[]).reduce((n, r) => n + Number(r.bytes), 0);
+    if (total > limits.max_continued_bytes)
+      throw new GatewayError("stored_response_too_large", {
+        message: `The conversation of '${id.slice(0, 128)}' holds ${total} bytes, over what one continuation may expand to (responses.max_continued_bytes, ${limits.max_continued_bytes} bytes): start a new conversation.`,
+        param: "previous_response_id",
+      });
+    const { rows } = (await chain(sql.raw("r.input, r.response, chain.previous_response_id")).execute(
+      this.#db,
+    )) as { rows: { input: string; response: string; previous_response_id: string | null }[] };
     if (!rows.length)
       throw new GatewayError("previous_response_not_found", {
         message: `Previous response with id '${id.slice(0, 128)}' not found.`,

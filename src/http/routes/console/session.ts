@@ -1,6 +1,6 @@
-// Login, logout and "who am I". Login attempts are limited per e-mail and per client address
-// (auth/login-limiter.ts); a refused login says the same whether the e-mail exists or not,
-// and takes as long.
+// Login, logout and "who am I". Login attempts are throttled per e-mail and client address,
+// per address and per e-mail, in the store (auth/login-limiter.ts); a refused login says the
+// same whether the e-mail exists or not, and takes as long.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { canonicalEmail, findUserByEmail } from "../../../accounts/users.ts";
@@ -26,15 +26,15 @@ const loginBody = z
   .strict();
 
 export async function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
-  // One per application instance: several instances each count their own attempts.
-  const limiter = new LoginLimiter();
+  // Its counters are in the store: every instance counts every attempt.
+  const limiter = new LoginLimiter(deps.store.db, deps.store.dialect);
 
   app.post("/login", async (request, reply): Promise<UserAnswer> => {
     const body = parseInput(loginBody, request.body, "body");
     const email = canonicalEmail(body.email);
     const address = request.ip;
     // counted before the password is checked, so concurrent attempts cannot outrun the limit
-    const attempt = limiter.attempt(email, address);
+    const attempt = await limiter.attempt(email, address);
     if (attempt.retryAfterMs > 0)
       throw new GatewayError("login_rate_limited", {
         headers: { "retry-after": String(Math.ceil(attempt.retryAfterMs / 1000)) },
@@ -42,8 +42,11 @@ export async function sessionRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
     const user = await findUserByEmail(deps.store.db, email);
     // always one scrypt derivation, against a dummy hash when the e-mail is unknown
     const matches = await verifyPassword(body.password, user?.password_hash ?? null);
-    if (!user || !matches || user.disabled) throw new GatewayError("invalid_credentials");
-    limiter.succeed(email, address, attempt.at);
+    if (!user || !matches || user.disabled) {
+      await limiter.failed(email, address);
+      throw new GatewayError("invalid_credentials");
+    }
+    await limiter.succeed(email, address);
     const { token } = await createSession(deps.store.db, user.id);
     reply.header("set-cookie", sessionCookie(token, overTls(request)));
     const { password_hash: _, ...rest } = user;

@@ -146,20 +146,28 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
 
   // OpenAI's Responses API (docs/apis.md): calls through the relay, and the account's stored
   // responses. Another account's id answers as an unknown one.
-  const stored = new ResponseStore(deps.store.db, () => deps.config.retention.responses_days);
+  const stored = new ResponseStore(
+    deps.store.db,
+    () => deps.config.retention.responses_days,
+    () => deps.config.responses,
+  );
+  const ownerOf = (request: FastifyRequest) => ({
+    accountId: request.auth!.account.id,
+    keyId: request.auth!.key.id,
+  });
   const responses = responsesApi({ store: stored, logger: deps.logger });
   app.post("/v1/responses", { ...callRoute(responses), ...agentLimit }, relayRoute(deps, responses));
   const notFound = (id: string) =>
     new GatewayError("response_not_found", { message: `Response with id '${id.slice(0, 128)}' not found.` });
   app.get("/v1/responses/:id", { config: { api: responses, reads: true } }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    const body = await stored.get(request.auth!.account.id, id);
+    const body = await stored.get(ownerOf(request), id);
     if (body === undefined) throw notFound(id);
     return reply.type("application/json").send(body);
   });
   app.delete("/v1/responses/:id", { config: { api: responses, reads: true } }, async (request, reply) => {
     const { id } = request.params as { id: string };
-    if (!(await stored.delete(request.auth!.account.id, id))) throw notFound(id);
+    if (!(await stored.delete(ownerOf(request), id))) throw notFound(id);
     return reply.type("application/json").send(JSON.stringify({ id, object: "response", deleted: true }));
   });
 }
