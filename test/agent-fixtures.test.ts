@@ -60,11 +60,10 @@ describe("Codex CLI's recorded requests on /v1/responses", () => {
       const req = parseResponsesRequest(fixture.body);
       const { request, untranslated } = toChatRequest(req);
       const body = fixture.body as Record<string, any>;
-      const flat = (request.tools ?? []).map(
-        (t) =>
-          (t as { function?: { name: string }; custom?: { name: string } }).function?.name ??
-          (t as { custom: { name: string } }).custom.name,
-      );
+      const flat = (request.tools ?? []).map((t) => {
+        const tool = t as unknown as { function?: { name: string }; custom?: { name: string } };
+        return tool.function?.name ?? tool.custom?.name;
+      });
       // namespace tools (in `tools`, or in an additional_tools item) are flattened
       const namespaces = [
         ...(body.tools ?? []),
