@@ -3,7 +3,8 @@
 // returns or throws, so this is where routing tries deployments (src/routing/route.ts):
 // each attempt is opened here, and the route decides what follows a failure.
 import type { Metrics } from "../observability/metrics.ts";
-import { capabilitiesOf } from "../providers/capabilities.ts";
+import { type Capabilities, capabilitiesOf } from "../providers/capabilities.ts";
+import type { Deployment } from "../providers/registry.ts";
 import { droppedHeader, prepareAttempt } from "../providers/passthrough.ts";
 import type { Chunk, Completion, UpstreamCall } from "../providers/types.ts";
 import type { Attempt, Route } from "../routing/route.ts";
@@ -52,8 +53,7 @@ export async function openAnswer(
   try {
     return await route.open(call, async (attempt) => {
       const { deployment } = attempt;
-      const capabilities = capabilitiesOf(deployment.model.capabilities, deployment.upstreamModel);
-      const prepared = prepareAttempt(attempt.call, deployment.provider, capabilities);
+      const prepared = prepareAttempt(attempt.call, deployment.provider, capabilitiesFor(deployment));
       const opened = await openAttempt(metrics, { ...attempt, call: prepared }, stream);
       dropped = prepared.dropped ?? [];
       return opened;
@@ -71,6 +71,18 @@ export async function openAnswer(
     const notice = droppedHeader(dropped);
     ctx.setHeaders(notice ? { ...route.headers(), "x-gateway-dropped": notice } : route.headers());
   }
+}
+
+/** Each deployment's capabilities, inferred once: a deployment is rebuilt with its configuration. */
+const CAPABILITIES = new WeakMap<Deployment, Capabilities>();
+
+function capabilitiesFor(deployment: Deployment): Capabilities {
+  let caps = CAPABILITIES.get(deployment);
+  if (!caps) {
+    caps = capabilitiesOf(deployment.model.capabilities, deployment.upstreamModel);
+    CAPABILITIES.set(deployment, caps);
+  }
+  return caps;
 }
 
 /** One upstream call to one deployment, up to its first chunk or its whole answer. */
