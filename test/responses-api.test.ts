@@ -706,7 +706,9 @@ describe("Responses API across upstreams and edge cases", () => {
       ] as never,
     });
     assert.equal(second.status, "completed");
-    const sent = anthropic.requests.at(before)!.body as { messages: Array<{ role: string; content: unknown }> };
+    const sent = anthropic.requests.at(before)!.body as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
     assert.deepEqual(
       sent.messages.map((m) => m.role),
       ["user", "assistant", "user"],

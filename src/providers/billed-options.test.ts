@@ -25,7 +25,11 @@ const messagesBody = {
     {
       role: "user",
       content: [
-        { type: "tool_result", tool_use_id: "u", content: [{ type: "text", text: "r", cache_control: hour }] },
+        {
+          type: "tool_result",
+          tool_use_id: "u",
+          content: [{ type: "text", text: "r", cache_control: hour }],
+        },
         { type: "text", text: "go", cache_control: { type: "ephemeral", ttl: "5m" } },
       ],
     },
@@ -39,7 +43,11 @@ test("a one-hour cache marker is sent as a five-minute one, everywhere in the bo
   assert.equal(body.includes('"1h"'), false);
   assert.equal(body.split('"cache_control"').length - 1, 4, "every marker stays, only its lifetime changes");
   assert.deepEqual(out.dropped, ["cache_control.ttl (3 markers)"]);
-  assert.equal(JSON.stringify(messagesBody).includes('"1h"'), true, "the client's body, shared by attempts, is untouched");
+  assert.equal(
+    JSON.stringify(messagesBody).includes('"1h"'),
+    true,
+    "the client's body, shared by attempts, is untouched",
+  );
   assert.throws(
     () => withoutDearOptions(call({}, native), "claude", true),
     (err: GatewayError) => err.status === 400 && err.param === "cache_control.ttl",
@@ -50,11 +58,22 @@ test("service_tier priority is left out of the canonical request and a native bo
   const translated = withoutDearOptions(call({ service_tier: "priority" }), "oai", false);
   assert.equal(translated.request.service_tier, undefined);
   assert.deepEqual(translated.dropped, ["service_tier (priority)"]);
-  const native: NativeRequest = { api: "responses", body: { model: "m", input: "x", service_tier: "priority" }, headers: {} };
+  const native: NativeRequest = {
+    api: "responses",
+    body: { model: "m", input: "x", service_tier: "priority" },
+    headers: {},
+  };
   const sent = withoutDearOptions(call({ service_tier: "priority" }, native), "oai", false);
   assert.equal("service_tier" in sent.native!.body, false);
   assert.deepEqual(sent.dropped, ["service_tier (priority)"], "noted once");
   const flex = call({ service_tier: "flex" });
-  assert.equal(withoutDearOptions(flex, "oai", false), flex, "a tier billed at or below the standard price passes");
-  assert.throws(() => withoutDearOptions(call({ service_tier: "priority" }), "oai", true), /service_tier 'priority'/);
+  assert.equal(
+    withoutDearOptions(flex, "oai", false),
+    flex,
+    "a tier billed at or below the standard price passes",
+  );
+  assert.throws(
+    () => withoutDearOptions(call({ service_tier: "priority" }), "oai", true),
+    /service_tier 'priority'/,
+  );
 });

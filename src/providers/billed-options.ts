@@ -18,7 +18,10 @@ const DEAR_TIERS: ReadonlySet<string> = new Set(["priority"]);
 
 /** Whether `entry` carries a cache marker of a longer, dearer lifetime than five minutes. */
 const longCache = (entry: unknown): boolean =>
-  isObject(entry) && isObject(entry.cache_control) && entry.cache_control.ttl !== undefined && entry.cache_control.ttl !== "5m";
+  isObject(entry) &&
+  isObject(entry.cache_control) &&
+  entry.cache_control.ttl !== undefined &&
+  entry.cache_control.ttl !== "5m";
 
 /** A copy of `entry` whose cache marker has the default lifetime. */
 function shortCache(entry: Json): Json {
@@ -54,7 +57,12 @@ function refuse(param: string, provider: string, what: string): GatewayError {
 }
 
 /** A native body without the options billed above the gateway's prices; itself when it has none. */
-function nativeWithout(native: NativeRequest, call: UpstreamCall, provider: string, strict: boolean): NativeRequest {
+function nativeWithout(
+  native: NativeRequest,
+  call: UpstreamCall,
+  provider: string,
+  strict: boolean,
+): NativeRequest {
   let body: Json = native.body as Json;
   if (typeof body.service_tier === "string" && DEAR_TIERS.has(body.service_tier)) {
     if (strict) throw refuse("service_tier", provider, `service_tier '${body.service_tier}'`);
@@ -69,7 +77,8 @@ function nativeWithout(native: NativeRequest, call: UpstreamCall, provider: stri
     if (count.n) {
       if (strict) throw refuse("cache_control.ttl", provider, "A cache_control.ttl longer than 5m");
       noteDropped(call, `cache_control.ttl (${count.n} markers)`);
-      for (const field of ["system", "tools", "messages"] as const) if (body[field] === undefined) delete next[field];
+      for (const field of ["system", "tools", "messages"] as const)
+        if (body[field] === undefined) delete next[field];
       body = next;
     }
   }

@@ -4,8 +4,8 @@
 // each attempt is opened here, and the route decides what follows a failure.
 import type { Metrics } from "../observability/metrics.ts";
 import { type Capabilities, capabilitiesOf } from "../providers/capabilities.ts";
-import type { Deployment } from "../providers/registry.ts";
 import { droppedHeader, prepareAttempt } from "../providers/passthrough.ts";
+import type { Deployment } from "../providers/registry.ts";
 import type { Chunk, Completion, UpstreamCall } from "../providers/types.ts";
 import type { Attempt, Route } from "../routing/route.ts";
 import type { CallContext } from "./call.ts";

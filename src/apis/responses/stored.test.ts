@@ -76,7 +76,10 @@ for (const kind of ["sqlite", "postgres"] as const) {
       const aliceAccount = (await createAccount(store.db, { name: "alice", plan_id: "p" })).id;
       alice = { accountId: aliceAccount, keyId: "key_alice" };
       aliceCi = { accountId: aliceAccount, keyId: "key_alice_ci" };
-      bob = { accountId: (await createAccount(store.db, { name: "bob", plan_id: "p" })).id, keyId: "key_bob" };
+      bob = {
+        accountId: (await createAccount(store.db, { name: "bob", plan_id: "p" })).id,
+        keyId: "key_bob",
+      };
       await responses.save(alice, turn("resp_1", null, "one", "first"), NOW - 3 * DAY);
       await responses.save(alice, turn("resp_2", "resp_1", "two", "second"), NOW - 2 * DAY);
       await responses.save(alice, turn("resp_3", "resp_2", "three", "third"), NOW - DAY);
@@ -152,13 +155,20 @@ for (const kind of ["sqlite", "postgres"] as const) {
       assert.ok(await responses.get(alice, "resp_k1", NOW), "still its key's");
       limits = { ...LIMITS, visibility: "account" };
       try {
-        assert.ok(await responses.get(aliceCi, "resp_k1", NOW), "visibility account: every key of the account");
+        assert.ok(
+          await responses.get(aliceCi, "resp_k1", NOW),
+          "visibility account: every key of the account",
+        );
         assert.equal(await responses.get(bob, "resp_k1", NOW), undefined, "never another account's");
       } finally {
         limits = { ...LIMITS };
       }
       // rows kept before keys were recorded stay their account's
-      await store.db.updateTable("stored_responses").set({ key_id: null }).where("id", "=", "resp_k1").execute();
+      await store.db
+        .updateTable("stored_responses")
+        .set({ key_id: null })
+        .where("id", "=", "resp_k1")
+        .execute();
       assert.ok(await responses.get(aliceCi, "resp_k1", NOW));
     });
 
@@ -170,10 +180,24 @@ for (const kind of ["sqlite", "postgres"] as const) {
       try {
         await assert.rejects(
           responses.admit(alice, big, NOW),
-          (err: GatewayError) => err.status === 413 && err.errorName === "stored_response_too_large" && /max_stored_bytes/.test(err.message),
+          (err: GatewayError) =>
+            err.status === 413 &&
+            err.errorName === "stored_response_too_large" &&
+            /max_stored_bytes/.test(err.message),
         );
-        assert.equal(await responses.save(alice, { ...turn("resp_big", null, "x".repeat(2_000), "y"), id: "resp_big" }, NOW), false);
-        assert.equal(await responses.get(alice, "resp_big", NOW), undefined, "an answer over the bound is not kept");
+        assert.equal(
+          await responses.save(
+            alice,
+            { ...turn("resp_big", null, "x".repeat(2_000), "y"), id: "resp_big" },
+            NOW,
+          ),
+          false,
+        );
+        assert.equal(
+          await responses.get(alice, "resp_big", NOW),
+          undefined,
+          "an answer over the bound is not kept",
+        );
       } finally {
         limits = { ...LIMITS };
       }
@@ -197,7 +221,10 @@ for (const kind of ["sqlite", "postgres"] as const) {
       try {
         await assert.rejects(
           responses.conversation(alice, "resp_3", NOW),
-          (err: GatewayError) => err.status === 413 && err.param === "previous_response_id" && /max_continued_bytes/.test(err.message),
+          (err: GatewayError) =>
+            err.status === 413 &&
+            err.param === "previous_response_id" &&
+            /max_continued_bytes/.test(err.message),
         );
       } finally {
         limits = { ...LIMITS };
