@@ -3,6 +3,11 @@
 // that reads nothing for `stalledMs` is cut off, so it cannot hold a call (and its upstream
 // connection) open forever; the relay then ends the call as for a disconnect.
 //
+// What waits in the process for a client's socket is bounded by BUFFERED_BYTES, below the
+// socket's own high-water mark (64 KB): events are small, and each one buffered costs its
+// frame and three write requests (chunk size, data, CRLF), so a client that read nothing held
+// about 120 KB of heap by the high-water mark alone.
+//
 // The events of one turn of the event loop already leave in one write(2): Node's response
 // corks its socket at a turn's first write and uncorks it on process.nextTick, after the
 // promise jobs that carry the events through the relay. Corking the response here would undo
@@ -17,9 +22,13 @@ export interface SseOptions {
   stalledMs: number;
 }
 
+/** events buffered for a client beyond this wait until they have reached its socket */
+export const BUFFERED_BYTES = 16 * 1024;
+
 export function sseSink(reply: FastifyReply, options: SseOptions): StreamSink {
   const raw = reply.raw;
-  const waitForDrain = () =>
+  /** Resolves once `whenReady` calls back, or the connection closes, or after stalledMs, closing it. */
+  const wait = (whenReady: (ready: () => void) => void) =>
     new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -31,8 +40,8 @@ export function sseSink(reply: FastifyReply, options: SseOptions): StreamSink {
         done();
         raw.destroy(); // the close aborts the call: charged what was delivered
       }, options.stalledMs);
-      raw.on("drain", done);
       raw.on("close", done);
+      whenReady(done);
     });
   return {
     start() {
@@ -48,8 +57,11 @@ export function sseSink(reply: FastifyReply, options: SseOptions): StreamSink {
     },
     event(data: string, name?: string) {
       if (raw.destroyed || raw.writableEnded) return undefined;
-      if (raw.write(name ? `event: ${name}\ndata: ${data}\n\n` : `data: ${data}\n\n`)) return undefined;
-      return waitForDrain();
+      const frame = name ? `event: ${name}\ndata: ${data}\n\n` : `data: ${data}\n\n`;
+      // Enough waits already: this one goes out, and the next waits until it has left.
+      if (raw.writableLength >= BUFFERED_BYTES) return wait((ready) => raw.write(frame, ready));
+      if (raw.write(frame)) return undefined;
+      return wait((ready) => raw.on("drain", ready));
     },
     comment(text: string) {
       if (!raw.destroyed && !raw.writableEnded) raw.write(`: ${text}\n\n`);

@@ -12,6 +12,15 @@ import { retryAfterMs, UpstreamError } from "./upstream-error.ts";
 
 const MAX_ERROR_BODY = 64 * 1024;
 
+/**
+ * What is read of an upstream's answer ahead of its consumer, in the body's buffer and again in
+ * its socket's (undici's and Node's default: 64 KB each; TLS sockets take 16 KB): a stream
+ * whose client does not read stops the upstream's socket once these are full, and each call
+ * holds no more (a socket read of up to 64 KB past them). A consumer that keeps up never fills
+ * them.
+ */
+const READ_AHEAD_BYTES = 16 * 1024;
+
 type ResponseBody = Awaited<ReturnType<Pool["request"]>>["body"];
 type ResponseHeaders = Awaited<ReturnType<Pool["request"]>>["headers"];
 
@@ -49,6 +58,8 @@ export class HttpUpstream {
       bodyTimeout: config.timeouts.idle_ms,
       keepAliveTimeout: 30_000,
       pipelining: 1,
+      // (undici passes it to net.connect, whose options its types leave out)
+      connect: { highWaterMark: READ_AHEAD_BYTES } as Pool.Options["connect"],
     });
     this.#totalMs = config.timeouts.total_ms;
   }
@@ -64,7 +75,14 @@ export class HttpUpstream {
     const deadline = new Deadline(signal, this.#totalMs);
     let response: Awaited<ReturnType<Pool["request"]>>;
     try {
-      response = await this.#pool.request({ path, method: "POST", headers, body, signal: deadline.signal });
+      response = await this.#pool.request({
+        path,
+        method: "POST",
+        headers,
+        body,
+        signal: deadline.signal,
+        highWaterMark: READ_AHEAD_BYTES,
+      });
     } catch (err) {
       deadline.end();
       throw this.failure(err, deadline.signal, "cannot reach the upstream");

@@ -95,7 +95,7 @@ export async function deliverStream(
     // client had left is read now: a hang-up during the wait does not make it the cause.
     draft.markEnded();
     const gone = ctx.clientSignal.aborted;
-    if (!gone && !writer.started && !meter.text) {
+    if (!gone && !writer.started && !meter.produced) {
       writer.dispose();
       draft.setUsage(0, 0, "none");
       throw failure;

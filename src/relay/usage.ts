@@ -30,12 +30,18 @@ export function choiceText(part: Record<string, unknown> | undefined): string {
   return text;
 }
 
+/**
+ * The output to count: its text, or a sample of a long stream's (src/relay/stream/text.ts)
+ * whose count `scale` times is the whole's.
+ */
+export type Written = string | { text: string; scale: number };
+
 /** The upstream's usage when it gave one, else the local estimate of `written` after this prompt. */
 export async function noteUsage(
   draft: CallDraft,
   usage: Usage | undefined,
   req: ChatRequest,
-  written: string,
+  written: Written,
 ): Promise<void> {
   if (usage) draft.setUsage(usage.prompt, usage.completion, "upstream", usage);
   else await estimateUsage(draft, req, written);
@@ -43,7 +49,8 @@ export async function noteUsage(
 
 /** What a stream's meter knows (src/relay/stream/meter.ts). */
 export interface MeteredStream {
-  text: string;
+  /** the output produced (a sample of it when long) */
+  output: { readonly length: number; sample(): { text: string; scale: number } };
   usage: Usage | undefined;
   usageSoFar: Usage | undefined;
   ended: boolean;
@@ -66,23 +73,27 @@ export async function noteStreamUsage(
   reserved: number,
 ): Promise<void> {
   const reported = stream.usage ?? stream.usageSoFar;
-  if (stream.ended || !reported)
-    return noteUsage(draft, stream.ended ? stream.usage : undefined, req, stream.text);
+  if (stream.ended && stream.usage) return noteUsage(draft, stream.usage, req, "");
+  if (stream.ended || !reported) return noteUsage(draft, undefined, req, stream.output.sample());
   let completion = reported.completion;
-  if (stream.text) {
-    const counted = (await estimator.count({ text: stream.text }, { account: draft.accountId })).completion;
+  if (stream.output.length) {
+    const { text, scale } = stream.output.sample();
+    const counted = Math.round(
+      (await estimator.count({ text }, { account: draft.accountId })).completion * scale,
+    );
     completion = Math.max(completion, Math.min(counted, reserved - reported.prompt));
   }
   draft.setUsage(reported.prompt, completion, "upstream", reported);
 }
 
 /** The local estimate (src/tokens/estimator.ts) of the prompt the model read and of `written`. */
-export async function estimateUsage(draft: CallDraft, req: ChatRequest, written: string): Promise<void> {
+export async function estimateUsage(draft: CallDraft, req: ChatRequest, written: Written): Promise<void> {
+  const { text, scale } = typeof written === "string" ? { text: written, scale: 1 } : written;
   const { prompt, completion } = await estimator.count(
-    { ...promptParts(req), text: written },
+    { ...promptParts(req), text },
     { account: draft.accountId },
   );
-  draft.setUsage(prompt, completion, "estimated");
+  draft.setUsage(prompt, Math.round(completion * scale), "estimated");
 }
 
 /** The usage a client is told: the draft's figures (as charged) and what the upstream reported. */

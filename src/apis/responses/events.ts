@@ -6,6 +6,7 @@
 // events and says when the stream ends and with what usage.
 
 import type { Chunk, FinishReason } from "../../providers/types.ts";
+import { FlatText } from "../../relay/stream/text.ts";
 import { namespacesOf, type ToolNamespaces } from "./namespaces.ts";
 import type { ResponsesRequest } from "./request.ts";
 import {
@@ -24,15 +25,19 @@ export interface ResponseEvent {
   [field: string]: unknown;
 }
 
-/** An item being streamed, with what it has received so far. */
+/**
+ * An item being streamed, with what it has received so far: kept flat (FlatText), since a
+ * Response keeps its whole text for its closing events and the store, and a text built by `+=`
+ * a delta at a time costs 5-10 times its size (../../relay/stream/text.ts).
+ */
 type Open =
-  | { kind: "reasoning"; index: number; id: string; text: string }
+  | { kind: "reasoning"; index: number; id: string; text: FlatText }
   | {
       kind: "message";
       index: number;
       id: string;
-      text: string;
-      refusal: string | undefined;
+      text: FlatText;
+      refusal: FlatText | undefined;
       textOpen: boolean;
     }
   | {
@@ -43,7 +48,7 @@ type Open =
       /** the name the client knows, and the upstream's (a namespace's tool flattened: ./namespaces.ts) */
       name: string;
       flatName: string;
-      args: string;
+      args: FlatText;
     }
   | {
       kind: "custom";
@@ -52,7 +57,7 @@ type Open =
       callId: string;
       name: string;
       flatName: string;
-      input: string;
+      input: FlatText;
     };
 
 export class ResponseEvents {
@@ -135,10 +140,10 @@ export class ResponseEvents {
           part: { type: "reasoning_text", text: "" },
         }),
       );
-      this.#open = { kind: "reasoning", index, id, text: "" };
+      this.#open = { kind: "reasoning", index, id, text: new FlatText() };
     }
     const open = this.#open;
-    open.text += text;
+    open.text.add(text);
     events.push(
       this.#event("response.reasoning_text.delta", {
         item_id: open.id,
@@ -157,7 +162,7 @@ export class ResponseEvents {
       { type: "message", id, status: "in_progress", role: "assistant", content: [] } as unknown as OutputItem,
       events,
     );
-    this.#open = { kind: "message", index, id, text: "", refusal: undefined, textOpen: false };
+    this.#open = { kind: "message", index, id, text: new FlatText(), refusal: undefined, textOpen: false };
     return this.#open;
   }
 
@@ -174,7 +179,7 @@ export class ResponseEvents {
         }),
       );
     }
-    open.text += text;
+    open.text.add(text);
     events.push(
       this.#event("response.output_text.delta", {
         item_id: open.id,
@@ -190,7 +195,7 @@ export class ResponseEvents {
     const open = this.#message(events);
     const contentIndex = open.textOpen ? 1 : 0;
     if (open.refusal === undefined) {
-      open.refusal = "";
+      open.refusal = new FlatText();
       events.push(
         this.#event("response.content_part.added", {
           item_id: open.id,
@@ -200,7 +205,7 @@ export class ResponseEvents {
         }),
       );
     }
-    open.refusal += text;
+    open.refusal.add(text);
     events.push(
       this.#event("response.refusal.delta", {
         item_id: open.id,
@@ -232,7 +237,7 @@ export class ResponseEvents {
           input: "",
         };
         const index = this.#add(item as OutputItem, events);
-        open = { kind: "custom", index, id, callId, name, flatName: flat, input: "" };
+        open = { kind: "custom", index, id, callId, name, flatName: flat, input: new FlatText() };
       } else {
         const id = this.#ids.item("fc");
         const { name, namespace } = this.#namespaces.restore(typeof fn?.name === "string" ? fn.name : "");
@@ -253,13 +258,13 @@ export class ResponseEvents {
           callId,
           name,
           flatName: typeof fn?.name === "string" ? fn.name : "",
-          args: "",
+          args: new FlatText(),
         };
       }
       this.#calls.set(at, open);
     }
     if (open.kind === "custom" && typeof custom?.input === "string" && custom.input) {
-      open.input += custom.input;
+      open.input.add(custom.input);
       events.push(
         this.#event("response.custom_tool_call_input.delta", {
           item_id: open.id,
@@ -268,7 +273,7 @@ export class ResponseEvents {
         }),
       );
     } else if (open.kind === "function" && typeof fn?.arguments === "string" && fn.arguments) {
-      open.args += fn.arguments;
+      open.args.add(fn.arguments);
       events.push(
         this.#event("response.function_call_arguments.delta", {
           item_id: open.id,
@@ -285,13 +290,14 @@ export class ResponseEvents {
     this.#open = undefined;
     if (!open) return;
     if (open.kind === "reasoning") {
-      const part = { type: "reasoning_text", text: open.text };
+      const text = open.text.toString();
+      const part = { type: "reasoning_text", text };
       events.push(
         this.#event("response.reasoning_text.done", {
           item_id: open.id,
           output_index: open.index,
           content_index: 0,
-          text: open.text,
+          text,
         }),
         this.#event("response.content_part.done", {
           item_id: open.id,
@@ -308,14 +314,15 @@ export class ResponseEvents {
     } else if (open.kind === "message") {
       const content: Array<Record<string, unknown>> = [];
       if (open.textOpen) {
-        const part = { type: "output_text", text: open.text, annotations: [], logprobs: [] };
+        const text = open.text.toString();
+        const part = { type: "output_text", text, annotations: [], logprobs: [] };
         content.push(part);
         events.push(
           this.#event("response.output_text.done", {
             item_id: open.id,
             output_index: open.index,
             content_index: 0,
-            text: open.text,
+            text,
             logprobs: [],
           }),
           this.#event("response.content_part.done", {
@@ -327,7 +334,8 @@ export class ResponseEvents {
         );
       }
       if (open.refusal !== undefined) {
-        const part = { type: "refusal", refusal: open.refusal };
+        const refusal = open.refusal.toString();
+        const part = { type: "refusal", refusal };
         const contentIndex = content.length;
         content.push(part);
         events.push(
@@ -335,7 +343,7 @@ export class ResponseEvents {
             item_id: open.id,
             output_index: open.index,
             content_index: contentIndex,
-            refusal: open.refusal,
+            refusal,
           }),
           this.#event("response.content_part.done", {
             item_id: open.id,
@@ -353,11 +361,12 @@ export class ResponseEvents {
   #closeCalls(events: ResponseEvent[]): void {
     for (const open of [...this.#calls.values()].sort((a, b) => a.index - b.index)) {
       if (open.kind === "custom") {
+        const input = open.input.toString();
         events.push(
           this.#event("response.custom_tool_call_input.done", {
             item_id: open.id,
             output_index: open.index,
-            input: open.input,
+            input,
           }),
         );
         const item = {
@@ -365,16 +374,17 @@ export class ResponseEvents {
           id: open.id,
           call_id: open.callId,
           ...this.#namespaces.restore(open.flatName),
-          input: open.input,
+          input,
         };
         this.#done(open.index, item as OutputItem, events);
       } else {
+        const args = open.args.toString();
         events.push(
           this.#event("response.function_call_arguments.done", {
             item_id: open.id,
             output_index: open.index,
             name: open.name,
-            arguments: open.args,
+            arguments: args,
           }),
         );
         const item = {
@@ -382,7 +392,7 @@ export class ResponseEvents {
           id: open.id,
           call_id: open.callId,
           ...this.#namespaces.restore(open.flatName),
-          arguments: open.args,
+          arguments: args,
           status: "completed",
         };
         this.#done(open.index, item as OutputItem, events);

@@ -1,11 +1,14 @@
 // Stream stage: notes what passes through (the text of every choice, the choices seen, the
 // usage the upstream reported) so the call can be charged and ended whatever happens next.
+// What it keeps of the text is bounded (./text.ts): a stream's memory does not grow with its
+// answer.
 import type { Chunk, Usage } from "../../providers/types.ts";
 import { choiceText } from "../usage.ts";
+import { TextSample } from "./text.ts";
 
 export class Meter {
-  /** every text the upstream produced so far, all choices together */
-  text = "";
+  /** the text the upstream produced so far, all choices together: whole, or a sample of a long one */
+  readonly output = new TextSample();
   /** the choice indexes seen */
   readonly choices = new Set<number>();
   /** the last usage the upstream reported (streams report it once, at the end; some on every chunk) */
@@ -25,8 +28,13 @@ export class Meter {
     }
     for (const c of chunk.choices) {
       this.choices.add(c.index);
-      this.text += choiceText(c.delta);
+      this.output.add(choiceText(c.delta));
     }
+  }
+
+  /** whether the upstream produced any text */
+  get produced(): boolean {
+    return this.output.length > 0;
   }
 
   /** What the upstream reported last: its latest usage chunk, else its early figures. */
