@@ -2,7 +2,7 @@
 // shape of a gateway that has served many customers for over a year. Pure generation from a
 // seeded PRNG (the same --seed gives the same shape); bench/console-seed.ts writes it.
 import { createHash } from "node:crypto";
-import { newId } from "../src/auth/key-format.ts";
+import { newId } from "../src/accounts/key-format.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "../src/records/days.ts";
 
 /** mulberry32: small, fast and good enough to shape test data. */

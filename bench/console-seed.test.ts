@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { sql } from "kysely";
+import { verifyPassword } from "../src/accounts/password.ts";
 import { findUserByEmail } from "../src/accounts/users.ts";
-import { verifyPassword } from "../src/auth/password.ts";
 import { createTestDatabase, needsPostgres, type TestDatabase } from "../test/support/postgres.ts";
 import { checkSeed, openTarget, type SeedSummary, type StoreTarget, seedStore } from "./console-seed.ts";
 

@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { sql } from "kysely";
 import { stringify } from "yaml";
-import { configSchema } from "../src/config/schema.ts";
+import { configSchema } from "../src/config/cross-check.ts";
 import { utcDay } from "../src/records/days.ts";
-import { pruneRecords, type RetentionCounts } from "../src/records/retention.ts";
+import { pruneRecords, type RetentionCounts } from "../src/retention/retention.ts";
 import { gatewayConfig } from "./console-data.ts";
 import type { CallResult, LoadCall, LoadPlan } from "./console-load.ts";
 import { type ConsoleBenchOptions, parseOptions, USAGE } from "./console-options.ts";
@@ -321,7 +321,7 @@ interface RetentionRun {
   vacuumMs?: number;
 }
 
-/** One run of the gateway's own retention (src/records/retention.ts) on the store, timed. */
+/** One run of the gateway's own retention (src/retention/retention.ts) on the store, timed. */
 async function runRetention(target: StoreTarget, settings: { records_kept: number; days: number }) {
   const recordsBefore = await countRecords(target);
   const store = openTarget(target);

@@ -6,7 +6,6 @@
 // The worker runs first: the in-thread rows would otherwise leave the tokenizer loaded in it.
 
 import { readFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
 import { type CountJob, countPromptTokens } from "../src/tokens/count.ts";
 import { TokenEstimator } from "../src/tokens/estimator.ts";
 import { longestStall } from "../test/support/event-loop.ts";

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { newId, newRequestId } from "../src/auth/key-format.ts";
+import { newId, newRequestId } from "../src/accounts/key-format.ts";
 import { migrate, openStore } from "../src/store/db.ts";
 import { callRecord } from "../test/support/call-record.ts";
 

@@ -6,8 +6,8 @@ import Fastify, {
   type FastifyReply,
   LogController,
 } from "fastify";
+import { newRequestId } from "./accounts/key-format.ts";
 import type { AuthContext } from "./auth/key-cache.ts";
-import { newRequestId } from "./auth/key-format.ts";
 import { GatewayError } from "./errors/index.ts";
 import { limitConnections } from "./http/connection-limits.ts";
 import { consoleStatic } from "./http/console-static.ts";

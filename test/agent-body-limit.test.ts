@@ -10,7 +10,7 @@ import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
 import Anthropic, { APIError as AnthropicAPIError } from "@anthropic-ai/sdk";
 import OpenAI, { APIError } from "openai";
-import { configSchema } from "../src/config/schema.ts";
+import { configSchema } from "../src/config/cross-check.ts";
 import { startTestGateway, type TestGateway, testConfig } from "./support/gateway.ts";
 
 const MiB = 1024 * 1024;

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import OpenAI, { BadRequestError, NotFoundError, RateLimitError } from "openai";
-import { parseChatRequest } from "../src/apis/chat-completions/request.ts";
+import { parseChatRequest } from "../src/domain/chat-request.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";

@@ -9,7 +9,7 @@ import OpenAI, { BadRequestError } from "openai";
 import { Stream } from "openai/core/streaming";
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions";
 import { updateAccount } from "../src/accounts/repository.ts";
-import { withheldNotice } from "../src/relay/review.ts";
+import { withheldNotice } from "../src/safety/withheld.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import {
   type StoreKind,

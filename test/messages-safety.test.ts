@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { BadRequestError } from "@anthropic-ai/sdk";
-import { withheldNotice } from "../src/relay/review.ts";
+import { withheldNotice } from "../src/safety/withheld.ts";
 import {
   failing,
   type MessagesGateway,

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setBudget } from "../src/accounts/repository.ts";
-import { parseChatRequest } from "../src/apis/chat-completions/request.ts";
+import { parseChatRequest } from "../src/domain/chat-request.ts";
 import { nanosFor } from "../src/ledger/money.ts";
 import { configuredPricing, costRule } from "../src/prices/pricing.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";

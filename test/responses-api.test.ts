@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI, { APIError, BadRequestError, NotFoundError } from "openai";
 import type { FunctionTool, ResponseStreamEvent } from "openai/resources/responses/responses";
 import { updateAccount } from "../src/accounts/repository.ts";
-import { withheldNotice } from "../src/relay/review.ts";
+import { withheldNotice } from "../src/safety/withheld.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import { runCodexSession } from "./support/codex-session.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";

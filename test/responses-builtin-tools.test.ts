@@ -11,7 +11,7 @@ import OpenAI, { APIError, BadRequestError } from "openai";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { updateAccount } from "../src/accounts/repository.ts";
 import type { CallRecord } from "../src/records/writer.ts";
-import { withheldNotice } from "../src/relay/review.ts";
+import { withheldNotice } from "../src/safety/withheld.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { startMockAnthropic } from "./support/mock-anthropic-upstream.ts";
 import { MOCK_SEARCH_URL, WEB_SEARCH_INPUT_TOKENS } from "./support/mock-openai-responses.ts";

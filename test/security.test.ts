@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { LOGIN_LIMITS } from "../src/auth/login-limiter.ts";
-import { configSchema } from "../src/config/schema.ts";
+import { configSchema } from "../src/config/cross-check.ts";
 import { startGateway } from "../src/server.ts";
 import { startTestGateway, type TestGateway, testConfig } from "./support/gateway.ts";
 

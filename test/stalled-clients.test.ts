@@ -35,7 +35,7 @@ const STALL_MS = Number(process.env.STALLED_STALL_MS ?? 30_000);
  * stays as long as the headers sliced from it: about 200 KB), the events waiting for the
  * client's socket (16 KB, with their write requests), the call's own objects (request, record,
  * renderer, sockets: about 60 KB), a sample of its output for the local count (at most 68 K
- * characters, src/relay/stream/text.ts) and, on the Responses API, the text delivered, kept for
+ * characters, src/lib/streamed-text.ts) and, on the Responses API, the text delivered, kept for
  * the closing events and the store (about 150 KB at a word an event).
  */
 const HEAP_BOUND = CLIENTS * 768 * 1024;

@@ -17,7 +17,7 @@ import { RateLimitError as AnthropicRateLimitError } from "@anthropic-ai/sdk";
 import type { BetaMessage } from "@anthropic-ai/sdk/resources/beta/messages";
 import OpenAI, { RateLimitError } from "openai";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
-import { withheldNotice } from "../src/relay/review.ts";
+import { withheldNotice } from "../src/safety/withheld.ts";
 import { type MessagesGateway, startMessagesGateway, UPSTREAMS } from "./support/messages-gateway.ts";
 import { countWords } from "./support/mock-provider.ts";
 import { until } from "./support/stream-assertions.ts";

@@ -1,8 +1,11 @@
-// The console API's shapes, as the server defines them (src/http/routes/console/views.ts):
+// The console API's shapes, as the server defines them (src/views/console.ts):
 // imported as types, so the bundle gets none of the server's code. The values, the lists the
 // forms and filters offer, come from modules that import nothing.
 
 export { ROLES } from "../../src/accounts/roles.ts";
+export { CALL_STATUSES } from "../../src/domain/outcomes.ts";
+export { TICKET_STATUSES } from "../../src/domain/ticket-kinds.ts";
+export { BUDGET_PERIODS } from "../../src/prices/period.ts";
 export type {
   AccountAnswer,
   AccountView,
@@ -35,7 +38,4 @@ export type {
   TicketView,
   UserAnswer,
   UserView,
-} from "../../src/http/routes/console/views.ts";
-export { BUDGET_PERIODS } from "../../src/prices/period.ts";
-export { CALL_STATUSES } from "../../src/records/outcomes.ts";
-export { TICKET_STATUSES } from "../../src/tickets/kinds.ts";
+} from "../../src/views/console.ts";

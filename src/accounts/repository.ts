@@ -1,9 +1,9 @@
 // Accounts and keys in the store. Every change that a running gateway caches bumps the
 // revision row in the same transaction, so every instance drops its caches within a poll.
 import type { Kysely, Transaction } from "kysely";
-import { generateKey, newId } from "../auth/key-format.ts";
 import type { BudgetPeriod } from "../prices/period.ts";
 import type { Database } from "../store/schema.ts";
+import { generateKey, newId } from "./key-format.ts";
 
 type Db = Kysely<Database>;
 

@@ -1,12 +1,12 @@
 // Console users in the store: who may log in to the console, for which account, with which
 // role. E-mails are stored lower-cased (they are the login name); passwords only as scrypt
-// hashes (auth/password.ts). Nothing caches users: every console request reads its session
+// hashes (accounts/password.ts). Nothing caches users: every console request reads its session
 // and user from the store, so a change (role, disabled, password) reaches every instance at
 // once, without a revision bump. Disabling a user or changing a password ends their sessions.
 import type { Kysely } from "kysely";
-import { newId } from "../auth/key-format.ts";
-import { hashPassword, passwordProblem } from "../auth/password.ts";
 import type { Database } from "../store/schema.ts";
+import { newId } from "./key-format.ts";
+import { hashPassword, passwordProblem } from "./password.ts";
 import { isUniqueViolation, LookupError } from "./repository.ts";
 import { ROLES, type Role } from "./roles.ts";
 

@@ -9,21 +9,9 @@
 // Names are not resolved: a public name that points inward is the upstream's network policy
 // to stop, as it is for any client of that upstream.
 import { isIP } from "node:net";
-import { z } from "zod";
+import type { MediaUrlPolicy } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
 import type { ClientCall } from "./types.ts";
-
-export const mediaUrlsSchema = z
-  .object({
-    /** plain-http image and file URLs (an upstream fetching them is open to tampering on the way) */
-    allow_http: z.boolean().default(false),
-    /** URLs whose host is a literal loopback, link-local or private address, or localhost */
-    allow_private_hosts: z.boolean().default(false),
-  })
-  .strict()
-  .prefault({});
-
-export type MediaUrlPolicy = z.output<typeof mediaUrlsSchema>;
 
 /** IPv4 ranges no upstream should be sent to fetch from: [first octets, prefix length]. */
 const PRIVATE_V4: ReadonlyArray<readonly [number, number, number]> = [

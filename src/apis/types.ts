@@ -31,13 +31,14 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import type { AuthContext } from "../auth/key-cache.ts";
+import type { ApiName } from "../domain/api-names.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
+import type { Chunk, Completion, Usage } from "../domain/completion.ts";
 import type { GatewayError } from "../errors/index.ts";
-import type { Chunk, Completion, NativeRequest, Usage } from "../providers/types.ts";
+import type { NativeRequest } from "../providers/types.ts";
 import type { ReviewOutcome } from "../safety/policy.ts";
-import type { ChatRequest } from "./chat-completions/request.ts";
-import type { ApiName } from "./names.ts";
 
-export type { ApiName } from "./names.ts";
+export type { ApiName } from "../domain/api-names.ts";
 
 /** One SSE event as the client API frames it: an `event:` line when named, one `data:` line. */
 export interface SseEvent {

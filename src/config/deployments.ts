@@ -1,6 +1,15 @@
 // A model's deployments as configured, named as records, metrics, cooldowns and the CLI name
 // them. Kept apart from the registry so the CLI reads them without building providers.
-import type { ModelConfig } from "./schema.ts";
+
+/** What of a model's configuration (./schema.ts) names its deployments. */
+export interface ModelDeployments {
+  id: string;
+  provider?: string | undefined;
+  upstream_model?: string | undefined;
+  deployments?:
+    | ReadonlyArray<{ provider: string; upstream_model?: string | undefined; weight: number }>
+    | undefined;
+}
 
 export interface ConfiguredDeployment {
   /** "provider/upstream_model" */
@@ -11,7 +20,7 @@ export interface ConfiguredDeployment {
 }
 
 /** The one-deployment shape (provider/upstream_model) is a model with one deployment. */
-export function modelDeployments(m: ModelConfig): ConfiguredDeployment[] {
+export function modelDeployments(m: ModelDeployments): ConfiguredDeployment[] {
   const listed = m.deployments ?? [{ provider: m.provider!, upstream_model: m.upstream_model, weight: 1 }];
   return listed.map((d) => {
     const upstreamModel = d.upstream_model ?? m.id;

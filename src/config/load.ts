@@ -3,7 +3,8 @@
 import { readFileSync } from "node:fs";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
-import { type Config, type ConfigInput, configSchema } from "./schema.ts";
+import { configSchema } from "./cross-check.ts";
+import type { Config, ConfigInput } from "./schema.ts";
 
 /** What `npm start` serves with no config file: the offline demo model on a default plan. */
 export const EMBEDDED_DEFAULTS: ConfigInput = {

@@ -1,13 +1,11 @@
 // The configuration file's schema: one place for every field, its type and its default.
 // The README's configuration reference documents these fields; keep them in step.
 import { z } from "zod";
-import { mediaUrlsSchema } from "../apis/media-urls.ts";
+import { configId as id } from "../domain/config-id.ts";
 import { capabilitiesSchema } from "../providers/capabilities.ts";
 import { providerSchema } from "../providers/catalog.ts";
 import { outputBoundField } from "../providers/config-fields.ts";
 import { DEFAULT_PROMPT_OVERHEADS } from "../providers/prompt-bound.ts";
-import { modelDeployments } from "./deployments.ts";
-import { configId as id } from "./id.ts";
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
@@ -283,6 +281,17 @@ const retentionSchema = z
   .prefault({});
 
 /** Requests and tokens per minute; an absent field is no limit. */
+/** image and file URLs a request hands an upstream to fetch: the rule is src/apis/media-urls.ts */
+const mediaUrlsSchema = z
+  .object({
+    /** plain-http image and file URLs (an upstream fetching them is open to tampering on the way) */
+    allow_http: z.boolean().default(false),
+    /** URLs whose host is a literal loopback, link-local or private address, or localhost */
+    allow_private_hosts: z.boolean().default(false),
+  })
+  .strict()
+  .prefault({});
+
 const rateLimits = z
   .object({
     rpm: positiveInt.optional(),
@@ -310,7 +319,8 @@ export const planSchema = z
   })
   .strict();
 
-export const configSchema = z
+/** The configuration's sections; checked against each other in ./cross-check.ts (configSchema). */
+export const configSections = z
   .object({
     server: z
       .object({
@@ -465,108 +475,10 @@ export const configSchema = z
     /** image and file URLs a request hands an upstream to fetch (src/apis/media-urls.ts) */
     media_urls: mediaUrlsSchema,
   })
-  .strict()
-  .superRefine((cfg, ctx) => {
-    const dup = (items: { id: string }[], field: string) => {
-      const seen = new Set<string>();
-      items.forEach((item, i) => {
-        if (seen.has(item.id))
-          ctx.addIssue({ code: "custom", path: [field, i, "id"], message: `duplicate id "${item.id}"` });
-        seen.add(item.id);
-      });
-    };
-    dup(cfg.providers, "providers");
-    dup(cfg.models, "models");
-    dup(cfg.plans, "plans");
-    const providers = new Set(cfg.providers.map((p) => p.id));
-    const knownProvider = (provider: string, path: (string | number)[]) => {
-      if (!providers.has(provider))
-        ctx.addIssue({
-          code: "custom",
-          path,
-          message: `unknown provider "${provider}" (providers: ${[...providers].join(", ")})`,
-        });
-    };
-    const models = new Set(cfg.models.map((m) => m.id));
-    cfg.models.forEach((m, i) => {
-      if (m.deployments) {
-        if (m.provider !== undefined || m.upstream_model !== undefined)
-          ctx.addIssue({
-            code: "custom",
-            path: ["models", i, "deployments"],
-            message: "give either provider/upstream_model or deployments, not both",
-          });
-        const seen = new Set<string>();
-        modelDeployments(m).forEach((d, j) => {
-          knownProvider(d.providerId, ["models", i, "deployments", j, "provider"]);
-          if (seen.has(d.id))
-            ctx.addIssue({
-              code: "custom",
-              path: ["models", i, "deployments", j],
-              message: `deployment "${d.id}" is listed twice`,
-            });
-          seen.add(d.id);
-        });
-      } else if (m.provider === undefined)
-        ctx.addIssue({
-          code: "custom",
-          path: ["models", i, "provider"],
-          message: "a model needs a provider (or deployments)",
-        });
-      else knownProvider(m.provider, ["models", i, "provider"]);
-      m.fallbacks.forEach((f, j) => {
-        if (!models.has(f) || f === m.id)
-          ctx.addIssue({
-            code: "custom",
-            path: ["models", i, "fallbacks", j],
-            message: f === m.id ? "a model cannot be its own fallback" : `unknown model "${f}"`,
-          });
-      });
-    });
-    cfg.plans.forEach((p, i) => {
-      p.models.forEach((m, j) => {
-        if (!models.has(m))
-          ctx.addIssue({ code: "custom", path: ["plans", i, "models", j], message: `unknown model "${m}"` });
-      });
-    });
-    cfg.safety.reviewers.forEach((r, i) => {
-      if (r.type === "model-judge" && !models.has(r.model))
-        ctx.addIssue({
-          code: "custom",
-          path: ["safety", "reviewers", i, "model"],
-          message: `unknown model "${r.model}"`,
-        });
-    });
-    const safetyAnywhere = cfg.safety.enabled || cfg.plans.some((p) => p.safety.enabled);
-    if (safetyAnywhere && !cfg.safety.reviewers.length)
-      ctx.addIssue({
-        code: "custom",
-        path: ["safety", "reviewers"],
-        message: "content safety is enabled, so at least one reviewer is needed",
-      });
-    // Node refuses a headers timeout longer than the whole request's
-    if (cfg.server.headers_timeout_ms > cfg.server.request_timeout_ms)
-      ctx.addIssue({
-        code: "custom",
-        path: ["server", "headers_timeout_ms"],
-        message: "must not be longer than server.request_timeout_ms",
-      });
-    if (cfg.store.redis_url && !cfg.store.database_url)
-      ctx.addIssue({
-        code: "custom",
-        path: ["store", "redis_url"],
-        message: "Redis shares the ledger between instances on one PostgreSQL store: set database_url too",
-      });
-    if (!cfg.plans.some((p) => p.id === cfg.default_plan))
-      ctx.addIssue({
-        code: "custom",
-        path: ["default_plan"],
-        message: `no plan with id "${cfg.default_plan}"`,
-      });
-  });
+  .strict();
 
-export type ConfigInput = z.input<typeof configSchema>;
-export type Config = z.output<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSections>;
+export type Config = z.output<typeof configSections>;
 export type { ProviderConfig } from "../providers/catalog.ts";
 export type ModelConfig = z.output<typeof modelSchema>;
 export type PlanConfig = z.output<typeof planSchema>;
@@ -575,3 +487,4 @@ export type RetentionConfig = z.output<typeof retentionSchema>;
 export type ReviewerConfig = z.output<typeof reviewerSchema>;
 export type RoutingConfig = z.output<typeof routingSchema>;
 export type DeploymentConfig = z.output<typeof deploymentSchema>;
+export type MediaUrlPolicy = z.output<typeof mediaUrlsSchema>;

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { UpstreamError } from "../providers/upstream-error.ts";
 import { GatewayError } from "./gateway-error.ts";
 import { fromUpstream } from "./upstream.ts";
+import { UpstreamError } from "./upstream-error.ts";
 
 function expectMapping(err: unknown, code: string, status: number) {
   const mapped = fromUpstream(err);

@@ -1,7 +1,8 @@
 // What an upstream failure means for the client: the catalog entry for each way an
 // upstream call can fail. Adapters describe the failure (UpstreamError); this decides the answer.
-import { UpstreamError } from "../providers/upstream-error.ts";
+
 import { GatewayError } from "./gateway-error.ts";
+import { UpstreamError } from "./upstream-error.ts";
 
 /**
  * 504 for timeouts, 400 when the upstream refused the request as invalid or its content

@@ -2,8 +2,8 @@
 // make the gateway read or parse anything. Spec 3 and 5: a key that does not exist, is
 // disabled, or is over its limit is refused; so is a key of a disabled or exhausted account.
 import type { FastifyRequest } from "fastify";
+import { looksLikeKey } from "../accounts/key-format.ts";
 import type { ClientApi } from "../apis/types.ts";
-import { looksLikeKey } from "../auth/key-format.ts";
 import { GatewayError } from "../errors/index.ts";
 import type { GatewayDeps } from "./deps.ts";
 
@@ -29,7 +29,7 @@ export function authHook(deps: GatewayDeps) {
       Math.max(deps.ledger.key(key.id)?.used ?? 0, key.used_tokens) >= key.limit_tokens
     )
       throw new GatewayError("key_limit_exceeded");
-    const quota = account.quota_tokens ?? deps.registry.plan(account.plan_id)?.quota_tokens ?? 0;
+    const quota = account.quota_tokens ?? deps.registry.plans.get(account.plan_id)?.quota_tokens ?? 0;
     if (Math.max(deps.ledger.account(account.id)?.used ?? 0, account.used_tokens) >= quota)
       throw new GatewayError("quota_exceeded");
     request.auth = found;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Usage } from "../providers/types.ts";
+import type { Usage } from "../domain/completion.ts";
 import { costOf, costRule, flatRate, type Pricing, rateAt, UNPRICED } from "./pricing.ts";
 import { usd } from "./usd.ts";
 

@@ -3,7 +3,7 @@
 // costs equals any counter built from them exactly. A counter stays exact up to 9e15 nano$
 // ($9 million), where doubles stop holding every integer.
 import type { PricingConfig } from "../config/schema.ts";
-import type { Usage } from "../providers/types.ts";
+import type { Usage } from "../domain/completion.ts";
 
 /** USD per million tokens, with an optional higher rate once the prompt passes a length. */
 export interface Rate {

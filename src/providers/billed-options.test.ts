@@ -3,7 +3,7 @@
 // `service_tier: "priority"` was forwarded and charged the standard price.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseChatRequest } from "../apis/chat-completions/request.ts";
+import { parseChatRequest } from "../domain/chat-request.ts";
 import type { GatewayError } from "../errors/index.ts";
 import { withoutDearOptions } from "./billed-options.ts";
 import type { NativeRequest, UpstreamCall } from "./types.ts";

@@ -1,13 +1,3 @@
-// OpenAI's built-in tools (web search, file search, …) in a Responses API call. They run at
-// OpenAI, inside its Responses API: no canonical request can carry them, so a call that uses
-// them is served only by an adapter that sends the Responses body natively, and only where the
-// operator allowed each tool (the openai-compatible `responses_builtin_tools` setting), since
-// OpenAI bills their calls outside the tokens the gateway reserves and charges. Routing picks
-// the deployment after the edge, so the refusal is made per attempt (src/relay/open.ts),
-// before anything is sent.
-import { GatewayError } from "../errors/index.ts";
-import type { NativeRequest, Provider } from "./types.ts";
-
 /** The built-in tools an operator may allow, by the `type` OpenAI's Responses API gives them. */
 export const BUILTIN_TOOLS = [
   "web_search",

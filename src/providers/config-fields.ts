@@ -1,7 +1,7 @@
 // Configuration fields every provider type shares, so each type's schema (beside its
 // adapter) states only what is its own.
 import { z } from "zod";
-import { configId } from "../config/id.ts";
+import { configId } from "../domain/config-id.ts";
 import { passthroughFields } from "./passthrough.ts";
 
 const positiveInt = z.number().int().positive();

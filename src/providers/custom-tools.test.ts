@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { drain } from "../../test/support/adapter-kit.ts";
-import { parseChatRequest } from "../apis/chat-completions/request.ts";
+import { parseChatRequest } from "../domain/chat-request.ts";
+import type { Chunk, Completion } from "../domain/completion.ts";
 import {
   customToolNames,
   customToolsAsFunctions,
@@ -9,7 +10,6 @@ import {
   restoreCustomCalls,
 } from "./custom-tools.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "./prompt-bound.ts";
-import type { Chunk, Completion } from "./types.ts";
 
 const GRAMMAR = 'start: "*** Begin Patch" LF body "*** End Patch"';
 const patchTool = {

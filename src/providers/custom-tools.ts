@@ -4,8 +4,8 @@
 // description carries the tool's format (the grammar, when it has one); the calls the model
 // makes of them come back as custom tool calls, so the client sees the tool it defined.
 // Upstreams that speak OpenAI's custom tools get the request as it is.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
-import type { Chunk, Completion } from "./types.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
+import type { Chunk, Completion } from "../domain/completion.ts";
 
 type Tool = NonNullable<ChatRequest["tools"]>[number];
 type Message = ChatRequest["messages"][number];

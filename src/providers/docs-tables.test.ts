@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { FORWARDED_FIELDS } from "../apis/chat-completions/request.ts";
+import { FORWARDED_FIELDS } from "../domain/chat-request.ts";
 import { TABLES, withFieldTables } from "./docs-tables.ts";
 
 test("docs/providers.md carries the tables the adapters' rules render (run `npm run docs:providers`)", () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseChatRequest } from "../apis/chat-completions/request.ts";
+import { parseChatRequest } from "../domain/chat-request.ts";
 import type { GatewayError } from "../errors/index.ts";
 import { ANTHROPIC_RULES } from "./anthropic/request.ts";
 import { applyFieldRules, rulesTable } from "./field-policy.ts";

@@ -4,7 +4,7 @@
 // the record, ./passthrough.ts); a provider in strict mode refuses the request instead,
 // naming the field and the provider, and nothing goes upstream.
 // The same rules render the tables of docs/providers.md (npm run docs:providers).
-import { type ChatRequest, FORWARDED_FIELDS } from "../apis/chat-completions/request.ts";
+import { type ChatRequest, FORWARDED_FIELDS } from "../domain/chat-request.ts";
 import { GatewayError } from "../errors/index.ts";
 import { noteDropped } from "./passthrough.ts";
 import type { UpstreamCall } from "./types.ts";

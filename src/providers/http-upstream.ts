@@ -4,11 +4,11 @@
 
 import { Pool } from "undici";
 import type { z } from "zod";
+import { retryAfterMs, UpstreamError } from "../errors/upstream-error.ts";
 import type { Timeouts } from "./config-fields.ts";
 import { Deadline } from "./deadline.ts";
 import { registerSecret } from "./secrets.ts";
 import { readSse, type SseEvent } from "./sse-reader.ts";
-import { retryAfterMs, UpstreamError } from "./upstream-error.ts";
 
 const MAX_ERROR_BODY = 64 * 1024;
 

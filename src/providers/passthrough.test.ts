@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseChatRequest } from "../apis/chat-completions/request.ts";
+import { parseChatRequest } from "../domain/chat-request.ts";
 import type { GatewayError } from "../errors/index.ts";
 import { capabilitiesOf } from "./capabilities.ts";
 import { denies, droppedHeader, prepareAttempt, type Untranslated } from "./passthrough.ts";

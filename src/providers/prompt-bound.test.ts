@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type ChatRequest, parseChatRequest } from "../apis/chat-completions/request.ts";
+import { type ChatRequest, parseChatRequest } from "../domain/chat-request.ts";
 import { countText } from "../tokens/count.ts";
 import { DEFAULT_PROMPT_OVERHEADS, localPromptTokens, promptUpperBound } from "./prompt-bound.ts";
 

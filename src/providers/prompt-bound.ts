@@ -4,7 +4,7 @@
 // marker; so the UTF-8 bytes of every text the upstream sees, plus what its chat template adds
 // per message and per request, bound what it can count. Non-text parts (images, audio, files)
 // have a bound of their own per part. The local tokenizer stays for estimates only.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
 import { countPromptTokens } from "../tokens/count.ts";
 import { customToolsAsFunctions } from "./custom-tools.ts";
 

@@ -1,7 +1,7 @@
 // Reading an OpenAI chat request the way every translating adapter needs it: message text,
 // image parts, tool calls and their arguments, tools and tool_choice, each checked once,
 // with the refusals naming the part (`param`) and the provider.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
 import { GatewayError } from "../errors/index.ts";
 import { unsupportedPart } from "./field-policy.ts";
 

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { ANSWERED, CLIENT_GONE } from "../domain/outcomes.ts";
 import { CallDraft } from "./draft.ts";
-import { ANSWERED, CLIENT_GONE } from "./outcomes.ts";
 
 describe("CallDraft latency", () => {
   it("runs until the record is made", async () => {

@@ -1,12 +1,12 @@
 // The call record of one request, filled in as the request goes (auth, model, usage) and
 // finished by whoever ends the request: the relay on success, the error handler otherwise.
 
-import type { ApiName } from "../apis/names.ts";
+import type { ApiName } from "../domain/api-names.ts";
+import type { CallOutcome } from "../domain/outcomes.ts";
 import { costOf, type Pricing } from "../prices/pricing.ts";
-import type { CallOutcome } from "./outcomes.ts";
 import type { CallRecord } from "./writer.ts";
 
-export type { CallStatus } from "./outcomes.ts";
+export type { CallStatus } from "../domain/outcomes.ts";
 export type UsageSource = "upstream" | "estimated" | "none";
 /** how a call was answered when safety applied to it (null: safety was off) */
 export type SafetyMode = "json" | "reviewed";

@@ -8,12 +8,12 @@
 // The partial index is only chosen when the query states `total_tokens > 0` literally (a bound
 // parameter would not prove the index's condition), hence the raw SQL for it below.
 import { type Expression, type Kysely, type SqlBool, sql } from "kysely";
-import type { ApiName } from "../apis/names.ts";
-import type { CallRecordView, DailyRow } from "../http/routes/console/views.ts";
+import type { ApiName } from "../domain/api-names.ts";
+import type { CallStatus } from "../domain/outcomes.ts";
 import { usd } from "../prices/usd.ts";
 import type { Database } from "../store/schema.ts";
+import type { CallRecordView, DailyRow } from "../views/console.ts";
 import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
-import type { CallStatus } from "./outcomes.ts";
 
 type Db = Kysely<Database>;
 

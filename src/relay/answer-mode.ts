@@ -1,6 +1,6 @@
 // How the answer leaves, decided once per call from `stream`, the account's safety settings
 // and the client API (spec 4.2).
-import type { ApiName } from "../apis/names.ts";
+import type { ApiName } from "../domain/api-names.ts";
 import type { SafetyMode } from "../records/draft.ts";
 import type { CallSafety, SafetySettings } from "../safety/policy.ts";
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { fakeProvider, testModel } from "../../test/support/models.ts";
-import { type ChatRequest, parseChatRequest } from "../apis/chat-completions/request.ts";
+import { type ChatRequest, parseChatRequest } from "../domain/chat-request.ts";
+import type { ResolvedModel } from "../models/registry.ts";
 import { DEFAULT_PROMPT_OVERHEADS, type PromptOverheads } from "../providers/prompt-bound.ts";
-import type { ResolvedModel } from "../providers/registry.ts";
 import { cappedOutput, MIN_OUTPUT_TOKENS, reservationBudget } from "./budget.ts";
 
 const PROMPT_BOUND = 100;

@@ -2,10 +2,10 @@
 // (an upper bound of what the upstream can count, not an estimate), plus the output bound per
 // choice. The ledger may hold less than wanted (down to the minimum); the output bound sent
 // upstream is then cut to what was held, so no upstream can produce more than was reserved.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
 import type { CostRule } from "../ledger/types.ts";
+import type { ResolvedModel } from "../models/registry.ts";
 import { costRule } from "../prices/pricing.ts";
-import type { ResolvedModel } from "../providers/registry.ts";
 import type { NativeRequest } from "../providers/types.ts";
 import { candidatePromptBound, candidates, largestOutputBound } from "../routing/candidates.ts";
 

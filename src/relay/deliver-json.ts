@@ -1,8 +1,8 @@
 // JSON delivery: the whole answer, with exact usage, reviewed first when content safety is
 // on, rendered by the client API's edge (restamped with our id and the public model).
 import type { ClientCall } from "../apis/types.ts";
-import type { Completion } from "../providers/types.ts";
-import { ANSWERED, CLIENT_GONE, WITHHELD } from "../records/outcomes.ts";
+import type { Completion } from "../domain/completion.ts";
+import { ANSWERED, CLIENT_GONE, WITHHELD } from "../domain/outcomes.ts";
 import type { ReviewOutcome } from "../safety/policy.ts";
 import type { WithheldLimiter } from "../safety/withheld-limiter.ts";
 import type { CallContext } from "./call.ts";

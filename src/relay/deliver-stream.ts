@@ -2,10 +2,10 @@
 // the client API's renderer -> writer). Plain and reviewed streaming differ by the review
 // gate alone; the APIs differ by their renderer alone.
 import type { ClientCall, SseEvent, StreamRenderer } from "../apis/types.ts";
+import type { Chunk, Usage } from "../domain/completion.ts";
+import { ANSWERED, type CallOutcome, CLIENT_GONE, WITHHELD } from "../domain/outcomes.ts";
 import { fromUpstream, type GatewayError } from "../errors/index.ts";
 import { promptParts } from "../providers/prompt-bound.ts";
-import type { Chunk, Usage } from "../providers/types.ts";
-import { ANSWERED, type CallOutcome, CLIENT_GONE, WITHHELD } from "../records/outcomes.ts";
 import type { SafetyPolicy } from "../safety/policy.ts";
 import type { WithheldLimiter } from "../safety/withheld-limiter.ts";
 import { estimator } from "../tokens/estimator.ts";

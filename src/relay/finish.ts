@@ -3,12 +3,12 @@
 // failure, the error handler for calls refused before the relay, the route for clients that
 // left before it.
 import type { Logger } from "pino";
+import type { CallOutcome } from "../domain/outcomes.ts";
 import { type GatewayError, GatewayError as GatewayErrorClass } from "../errors/index.ts";
+import type { Registry } from "../models/registry.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { usd } from "../prices/usd.ts";
-import type { Registry } from "../providers/registry.ts";
 import type { CallDraft } from "../records/draft.ts";
-import type { CallOutcome } from "../records/outcomes.ts";
 import type { RecordWriter } from "../records/writer.ts";
 import type { Hold } from "./hold.ts";
 

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { fakeProvider, testModel } from "../../test/support/models.ts";
-import { parseChatRequest } from "../apis/chat-completions/request.ts";
 import { routingSchema } from "../config/schema.ts";
+import { parseChatRequest } from "../domain/chat-request.ts";
+import type { Chunk, Completion } from "../domain/completion.ts";
+import type { ResolvedModel } from "../models/registry.ts";
 import { Metrics } from "../observability/metrics.ts";
-import type { ResolvedModel } from "../providers/registry.ts";
-import type { Chunk, Completion, Provider, UpstreamCall } from "../providers/types.ts";
+import type { Provider, UpstreamCall } from "../providers/types.ts";
 import { CallDraft } from "../records/draft.ts";
 import { MemoryCooldowns } from "../routing/cooldowns.ts";
 import { Router } from "../routing/route.ts";

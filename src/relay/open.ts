@@ -2,11 +2,13 @@
 // whose first chunk has already arrived. Nothing has been written to the client when it
 // returns or throws, so this is where routing tries deployments (src/routing/route.ts):
 // each attempt is opened here, and the route decides what follows a failure.
+
+import type { Chunk, Completion } from "../domain/completion.ts";
+import type { Deployment } from "../models/registry.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { type Capabilities, capabilitiesOf } from "../providers/capabilities.ts";
 import { droppedHeader, prepareAttempt } from "../providers/passthrough.ts";
-import type { Deployment } from "../providers/registry.ts";
-import type { Chunk, Completion, UpstreamCall } from "../providers/types.ts";
+import type { UpstreamCall } from "../providers/types.ts";
 import type { Attempt, Route } from "../routing/route.ts";
 import type { CallContext } from "./call.ts";
 

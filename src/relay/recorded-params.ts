@@ -1,6 +1,6 @@
 // The request parameters a call record keeps: the sampling settings that explain an
 // answer, never message text.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
 
 const RECORDED_PARAMS = ["temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "seed"] as const;
 

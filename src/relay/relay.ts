@@ -3,13 +3,14 @@
 // open the upstream answer (routing: deployments, retries, fallbacks) -> deliver it (JSON or
 // a stream, rendered by the API's edge) -> finish (settle and record). Every hold is closed
 // exactly once and every call recorded once, on every path.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+
 import type { ClientCall } from "../apis/types.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
+import { CLIENT_GONE } from "../domain/outcomes.ts";
 import { fromUpstream, GatewayError } from "../errors/index.ts";
+import type { ResolvedModel } from "../models/registry.ts";
 import { formatUsd } from "../prices/usd.ts";
-import type { ResolvedModel } from "../providers/registry.ts";
 import type { UpstreamCall } from "../providers/types.ts";
-import { CLIENT_GONE } from "../records/outcomes.ts";
 import type { Route } from "../routing/route.ts";
 import { answerFor } from "./answer-mode.ts";
 import { cappedOutput, reservationBudget } from "./budget.ts";
@@ -61,7 +62,7 @@ export class Relay {
     draft.publicModel = req.model;
     draft.params = recordedParams(req);
     const model = this.#resolve(ctx, req);
-    const plan = deps.registry.plan(auth.account.plan_id);
+    const plan = deps.registry.plans.get(auth.account.plan_id);
     draft.priceMultiplier = plan?.price_multiplier ?? 1;
     const safety = deps.safety.settings(auth.account, plan);
     const answer = answerFor(draft.stream, safety, client.api.name);

@@ -1,26 +1,13 @@
 // The review step of content safety: one review noted on the call's draft (verdict,
-// categories, time), the input review that can refuse a call, and what every client API
-// says in place of output that was withheld.
+// categories, time) and the input review that can refuse a call. What every client API says
+// in place of output that was withheld is src/safety/withheld.ts.
 import type { Logger } from "pino";
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
 import { GatewayError } from "../errors/index.ts";
 import type { ReviewOutcome, SafetyPolicy } from "../safety/policy.ts";
 import type { ReviewStage } from "../safety/types.ts";
 import { messageText } from "../tokens/count.ts";
 import type { CallContext } from "./call.ts";
-
-/**
- * What a client sees in place of model output that content safety withheld: the gateway's
- * words, naming the gateway and the request, so that whoever reads it (in Claude Code, Codex,
- * a chat window) knows whose policy it was and has the id to ask the operator about, and does
- * not take it for the model provider's refusal (which the vendor's clients word as their own).
- */
-export function withheldNotice(requestId: string): string {
-  return (
-    `This gateway's content policy withheld this answer (request ${requestId}). ` +
-    "It was not refused by the model's provider; the gateway's operator can look the request up."
-  );
-}
 
 export interface ReviewDeps {
   safety: SafetyPolicy;
@@ -77,9 +64,4 @@ export function lastUserText(messages: ChatRequest["messages"]): string | undefi
   for (let i = messages.length - 1; i >= 0; i--)
     if (messages[i]!.role === "user") return messageText(messages[i]!.content).text;
   return undefined;
-}
-
-/** The documented extension field of an answer content safety withheld. */
-export function safetyExtension(outcome: ReviewOutcome) {
-  return { verdict: "flagged", stage: "output", categories: outcome.categories };
 }

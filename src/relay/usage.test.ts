@@ -2,11 +2,11 @@
 // interrupted stream included), the local estimate only when it reported none.
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { parseChatRequest } from "../apis/chat-completions/request.ts";
-import type { Usage } from "../providers/types.ts";
+import { parseChatRequest } from "../domain/chat-request.ts";
+import type { Usage } from "../domain/completion.ts";
+import { TextSample } from "../lib/streamed-text.ts";
 import { CallDraft } from "../records/draft.ts";
 import { estimator } from "../tokens/estimator.ts";
-import { TextSample } from "./stream/text.ts";
 import { noteStreamUsage } from "./usage.ts";
 
 after(() => estimator.close());
@@ -91,7 +91,7 @@ describe("noteStreamUsage", () => {
   });
 
   test("a long output is estimated from the sample the meter kept, scaled to its length", async () => {
-    // 400 K characters: a sample of about 64 K of them is kept (src/relay/stream/text.ts)
+    // 400 K characters: a sample of about 64 K of them is kept (src/lib/streamed-text.ts)
     const long = TEXT.repeat(Math.ceil(400_000 / TEXT.length));
     const whole = (await estimator.count({ text: long })).completion;
     const c = await charged({

@@ -1,9 +1,10 @@
 // Usage as the draft records it and the client reads it: the upstream's figures when it
 // reported them, else a local estimate of what the model read and wrote.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
+
 import type { AnswerUsage } from "../apis/types.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
+import type { Usage } from "../domain/completion.ts";
 import { promptParts } from "../providers/prompt-bound.ts";
-import type { Usage } from "../providers/types.ts";
 import type { CallDraft } from "../records/draft.ts";
 import { estimator } from "../tokens/estimator.ts";
 
@@ -31,7 +32,7 @@ export function choiceText(part: Record<string, unknown> | undefined): string {
 }
 
 /**
- * The output to count: its text, or a sample of a long stream's (src/relay/stream/text.ts)
+ * The output to count: its text, or a sample of a long stream's (src/lib/streamed-text.ts)
  * whose count `scale` times is the whole's.
  */
 export type Written = string | { text: string; scale: number };

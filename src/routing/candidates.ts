@@ -1,7 +1,7 @@
 // What a call may need of any of its candidates (the model's deployments and its fallbacks'),
 // so its one reservation covers whichever answers.
-import type { ChatRequest } from "../apis/chat-completions/request.ts";
-import type { Deployment, ResolvedModel } from "../providers/registry.ts";
+import type { ChatRequest } from "../domain/chat-request.ts";
+import type { Deployment, ResolvedModel } from "../models/registry.ts";
 import type { NativeRequest, Provider } from "../providers/types.ts";
 
 /** The largest prompt bound the candidates' providers state for the request, each with its model's overheads. */

@@ -3,7 +3,7 @@
 // deployment's health. The adapter said whether the same request could succeed again
 // (UpstreamError.retryable); the operator's `routing.retry_on` says which failures to retry.
 import type { RetryOn } from "../config/schema.ts";
-import { UpstreamError } from "../providers/upstream-error.ts";
+import { UpstreamError } from "../errors/upstream-error.ts";
 import type { AttemptOutcome } from "../records/draft.ts";
 
 export interface Verdict {

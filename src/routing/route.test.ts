@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { type TestDeployment, testModel } from "../../test/support/models.ts";
-import { parseChatRequest } from "../apis/chat-completions/request.ts";
 import { type ConfigInput, routingSchema } from "../config/schema.ts";
+import { parseChatRequest } from "../domain/chat-request.ts";
 import { GatewayError } from "../errors/index.ts";
+import { UpstreamError } from "../errors/upstream-error.ts";
+import type { ResolvedModel } from "../models/registry.ts";
 import { Metrics } from "../observability/metrics.ts";
-import type { ResolvedModel } from "../providers/registry.ts";
 import type { UpstreamCall } from "../providers/types.ts";
-import { UpstreamError } from "../providers/upstream-error.ts";
 import { MemoryCooldowns } from "./cooldowns.ts";
 import { type Attempt, Router } from "./route.ts";
 import { Traffic } from "./traffic.ts";

@@ -8,9 +8,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RetryOn, RoutingConfig } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
+import type { Deployment, ResolvedModel } from "../models/registry.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { Deadline } from "../providers/deadline.ts";
-import type { Deployment, ResolvedModel } from "../providers/registry.ts";
 import type { UpstreamCall } from "../providers/types.ts";
 import type { AttemptOutcome, AttemptRecord } from "../records/draft.ts";
 import type { CooldownStore } from "./cooldowns.ts";

@@ -1,7 +1,7 @@
 // Which of the usable deployments an attempt goes to. The pool is never empty and keeps the
 // configured order.
 import type { ROUTING_STRATEGIES } from "../config/schema.ts";
-import type { Deployment } from "../providers/registry.ts";
+import type { Deployment } from "../models/registry.ts";
 import type { Traffic } from "./traffic.ts";
 
 export type Strategy = (typeof ROUTING_STRATEGIES)[number];

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { configSchema, type SafetyConfig } from "../config/schema.ts";
+import { configSchema } from "../config/cross-check.ts";
+import type { SafetyConfig } from "../config/schema.ts";
 import { Metrics } from "../observability/metrics.ts";
 import { ReviewFailed, SafetyPolicy, safetySettings } from "./policy.ts";
 import type { Reviewer, ReviewRequest, ReviewVerdict } from "./types.ts";

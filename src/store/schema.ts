@@ -2,7 +2,7 @@
 // booleans are 0/1 integers so both dialects read them the same way.
 
 import type { ColumnType, Generated } from "kysely";
-import type { CallStatus } from "../records/outcomes.ts";
+import type { CallStatus } from "../domain/outcomes.ts";
 
 export interface AccountsTable {
   id: string;

@@ -5,9 +5,9 @@
 import type { Kysely } from "kysely";
 import type { Role } from "../accounts/roles.ts";
 import { newConsoleId } from "../accounts/users.ts";
-import type { TicketMessageView, TicketView } from "../http/routes/console/views.ts";
+import type { TicketKind, TicketStatus } from "../domain/ticket-kinds.ts";
 import type { Database } from "../store/schema.ts";
-import type { TicketKind, TicketStatus } from "./kinds.ts";
+import type { TicketMessageView, TicketView } from "../views/console.ts";
 
 type Db = Kysely<Database>;
 

@@ -3,7 +3,7 @@
 // the chunks an adapter's stream yields.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { after, before, beforeEach } from "node:test";
-import type { Chunk } from "../../src/providers/types.ts";
+import type { Chunk } from "../../src/domain/completion.ts";
 import { listenForTests } from "./listen.ts";
 
 /** Every chunk the stream yields, and the error it ends with, if any. */

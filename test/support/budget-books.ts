@@ -5,7 +5,7 @@
 // budget left, below the minimum.
 import assert from "node:assert/strict";
 import type { Kysely } from "kysely";
-import { parseChatRequest } from "../../src/apis/chat-completions/request.ts";
+import { parseChatRequest } from "../../src/domain/chat-request.ts";
 import { nanosFor } from "../../src/ledger/money.ts";
 import { configuredPricing, costRule } from "../../src/prices/pricing.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../../src/providers/prompt-bound.ts";

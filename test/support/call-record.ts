@@ -1,5 +1,5 @@
 // A call record with every column, for tests that write records themselves.
-import { newId } from "../../src/auth/key-format.ts";
+import { newId } from "../../src/accounts/key-format.ts";
 import type { CallRecord } from "../../src/records/writer.ts";
 
 /** An answered call of `tokens` prompt tokens, charged as the upstream reported them. */

@@ -872,7 +872,7 @@ export function booksOf(gw: TestGateway): Books {
     counter: async (kind, id) =>
       ledger.inspect ? ledger.inspect(kind, id) : kind === "key" ? ledger.key(id) : ledger.account(id),
     openHolds: async () => (ledger.openHolds ? ledger.openHolds() : ledger.openReservations()),
-    planQuota: (id) => deps.registry.plan(id)?.quota_tokens,
+    planQuota: (id) => deps.registry.plans.get(id)?.quota_tokens,
     flush: () => deps.records.flush(),
   };
 }

@@ -3,10 +3,11 @@
 // configuration's defaults.
 
 import { type ConfigInput, modelSchema } from "../../src/config/schema.ts";
+import type { Chunk, Completion } from "../../src/domain/completion.ts";
+import type { Deployment, ResolvedModel } from "../../src/models/registry.ts";
 import { configuredPricing, UNPRICED } from "../../src/prices/pricing.ts";
 import { DEFAULT_PROMPT_OVERHEADS } from "../../src/providers/prompt-bound.ts";
-import type { Deployment, ResolvedModel } from "../../src/providers/registry.ts";
-import type { Chunk, Completion, Provider, UpstreamCall } from "../../src/providers/types.ts";
+import type { Provider, UpstreamCall } from "../../src/providers/types.ts";
 
 /** A provider whose answers the test supplies; anything else it is asked rejects. */
 export function fakeProvider(

@@ -1,9 +1,9 @@
 // A chat completion as the client gets it: OpenAI's usage object, the whole `chat.completion`
 // body restamped with our id and the public model, and the body of an answer content safety
 // withheld.
-import type { Completion, Usage } from "../../providers/types.ts";
-import { safetyExtension, withheldNotice } from "../../relay/review.ts";
+import type { Completion, Usage } from "../../domain/completion.ts";
 import type { ReviewOutcome } from "../../safety/policy.ts";
+import { safetyExtension, withheldNotice } from "../../safety/withheld.ts";
 import type { AnswerUsage, JsonAnswer } from "../types.ts";
 import { completionId } from "./chunk-stamp.ts";
 

@@ -3,10 +3,12 @@
 // completion and the chunks in OpenAI's shapes and errors in OpenAI's envelope. Fields it does
 // not know travel beside the request (`native`), for the upstreams whose API this is.
 import type { IncomingHttpHeaders } from "node:http";
-import { parseBearer } from "../../auth/key-format.ts";
+import { parseBearer } from "../../accounts/key-format.ts";
+import { type ChatRequest, parseChatRequest } from "../../domain/chat-request.ts";
+import type { Chunk } from "../../domain/completion.ts";
 import type { GatewayError } from "../../errors/index.ts";
-import type { Chunk, NativeRequest } from "../../providers/types.ts";
-import { safetyExtension, withheldNotice } from "../../relay/review.ts";
+import type { NativeRequest } from "../../providers/types.ts";
+import { safetyExtension, withheldNotice } from "../../safety/withheld.ts";
 import type {
   AnswerContext,
   ClientApi,
@@ -19,7 +21,7 @@ import type {
 } from "../types.ts";
 import { clientUsage, completionBody } from "./answer.ts";
 import { ChunkStamp } from "./chunk-stamp.ts";
-import { type ChatRequest, parseChatRequest, unknownFields } from "./request.ts";
+import { unknownFields } from "./request.ts";
 
 const DONE: readonly SseEvent[] = [{ data: "[DONE]" }];
 const NONE: readonly SseEvent[] = [];

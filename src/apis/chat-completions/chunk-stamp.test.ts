@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Chunk, Usage } from "../../providers/types.ts";
+import type { Chunk, Usage } from "../../domain/completion.ts";
 import { ChunkStamp, completionId } from "./chunk-stamp.ts";
 
 async function* source(chunks: Chunk[]): AsyncGenerator<Chunk> {

@@ -1,7 +1,7 @@
 // Chat completion chunks as the client gets them: every chunk of one answer carries our
 // completion id, the public model and one `created` (the upstream's first, else the call's
 // start), and usage only where the client asked for it.
-import type { Chunk, Usage } from "../../providers/types.ts";
+import type { Chunk, Usage } from "../../domain/completion.ts";
 
 /** OpenAI's usage object as the upstream reported it, for a usage chunk passed on. */
 function openaiUsage(usage: Usage) {

@@ -1,8 +1,8 @@
 // A whole Messages answer (`type: "message"`): from an Anthropic upstream, its own message
 // restamped with our id and the public model; from any other, built from the canonical
 // completion. Usage in Anthropic's fields: `input_tokens` without the cache figures.
-import type { Completion, FinishReason } from "../../providers/types.ts";
-import { safetyExtension, withheldNotice } from "../../relay/review.ts";
+import type { Completion, FinishReason } from "../../domain/completion.ts";
+import { safetyExtension, withheldNotice } from "../../safety/withheld.ts";
 import type { AnswerUsage, JsonAnswer } from "../types.ts";
 
 /** Our message id: msg_ and the request id without its prefix. */

@@ -4,9 +4,9 @@
 // and errors in Anthropic's shapes. The key comes in `x-api-key` (Anthropic's SDKs, Claude
 // Code with ANTHROPIC_API_KEY) or `Authorization: Bearer` (ANTHROPIC_AUTH_TOKEN).
 import type { IncomingHttpHeaders } from "node:http";
-import { parseBearer } from "../../auth/key-format.ts";
+import { parseBearer } from "../../accounts/key-format.ts";
+import type { ChatRequest } from "../../domain/chat-request.ts";
 import type { NativeRequest } from "../../providers/types.ts";
-import type { ChatRequest } from "../chat-completions/request.ts";
 import type {
   AnswerContext,
   ClientApi,

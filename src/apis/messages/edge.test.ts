@@ -2,8 +2,8 @@
 // the catalog, and the stream renderer for translated and native answers.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import type { Chunk } from "../../domain/completion.ts";
 import { GatewayError } from "../../errors/index.ts";
-import type { Chunk } from "../../providers/types.ts";
 import type { StreamEnd } from "../types.ts";
 import { anthropicErrorAnswer } from "./errors.ts";
 import { canonicalRequest, checkMessages, messagesRequestSchema, parseBody } from "./request.ts";

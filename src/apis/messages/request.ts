@@ -6,11 +6,11 @@
 // the rest is listed as untranslated, for the others to drop with a notice
 // (src/providers/passthrough.ts).
 import { z } from "zod";
-import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../config/id.ts";
+import type { ChatRequest } from "../../domain/chat-request.ts";
+import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../domain/config-id.ts";
 import { GatewayError } from "../../errors/index.ts";
 import type { Untranslated } from "../../providers/passthrough.ts";
 import { EFFORT_SHARE } from "../../providers/translate.ts";
-import type { ChatRequest } from "../chat-completions/request.ts";
 import { typedEntry } from "../known-types.ts";
 
 // Parsed loosely, as the API will be tomorrow: fields inside a known block or tool that the

@@ -16,9 +16,10 @@
 // A withheld answer ends as an ordinary turn (`end_turn`) whose last text block is the
 // gateway's notice, naming the request: Claude Code words `stop_reason: refusal` as Anthropic's
 // own usage-policy refusal.
+
+import type { Chunk, NativeEvent, Usage } from "../../domain/completion.ts";
 import type { GatewayError } from "../../errors/index.ts";
-import type { Chunk, NativeEvent, Usage } from "../../providers/types.ts";
-import { safetyExtension, withheldNotice } from "../../relay/review.ts";
+import { safetyExtension, withheldNotice } from "../../safety/withheld.ts";
 import type { AnswerContext, AnswerUsage, SseEvent, StreamEnd, StreamRenderer } from "../types.ts";
 import { anthropicUsage, messageId, reasoningOf, stopReason } from "./answer.ts";
 import { anthropicErrorBody } from "./errors.ts";

@@ -5,12 +5,13 @@
 // before it is released, so a client that continues it at once finds it.
 import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
+import { parseBearer } from "../../accounts/key-format.ts";
 import type { AuthContext } from "../../auth/key-cache.ts";
-import { parseBearer } from "../../auth/key-format.ts";
+import type { ChatRequest } from "../../domain/chat-request.ts";
+import type { Chunk } from "../../domain/completion.ts";
 import { GatewayError } from "../../errors/index.ts";
-import type { Chunk, NativeRequest } from "../../providers/types.ts";
-import { safetyExtension, withheldNotice } from "../../relay/review.ts";
-import type { ChatRequest } from "../chat-completions/request.ts";
+import type { NativeRequest } from "../../providers/types.ts";
+import { safetyExtension, withheldNotice } from "../../safety/withheld.ts";
 import type {
   AnswerContext,
   ClientApi,

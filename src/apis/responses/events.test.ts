@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Chunk } from "../../providers/types.ts";
+import type { Chunk } from "../../domain/completion.ts";
 import { ResponseEvents } from "./events.ts";
 import { parseResponsesRequest } from "./request.ts";
 import { outputItems, ResponseIds, responseObject, responsesUsage, statusOf } from "./response.ts";

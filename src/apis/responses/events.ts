@@ -5,8 +5,8 @@
 // response.failed. Every event carries its sequence_number. Pure: the caller writes the
 // events and says when the stream ends and with what usage.
 
-import type { Chunk, FinishReason } from "../../providers/types.ts";
-import { FlatText } from "../../relay/stream/text.ts";
+import type { Chunk, FinishReason } from "../../domain/completion.ts";
+import { FlatText } from "../../lib/streamed-text.ts";
 import { namespacesOf, type ToolNamespaces } from "./namespaces.ts";
 import type { ResponsesRequest } from "./request.ts";
 import {
@@ -28,7 +28,7 @@ export interface ResponseEvent {
 /**
  * An item being streamed, with what it has received so far: kept flat (FlatText), since a
  * Response keeps its whole text for its closing events and the store, and a text built by `+=`
- * a delta at a time costs 5-10 times its size (../../relay/stream/text.ts).
+ * a delta at a time costs 5-10 times its size (src/lib/streamed-text.ts).
  */
 type Open =
   | { kind: "reasoning"; index: number; id: string; text: FlatText }

@@ -2,9 +2,9 @@
 // here are dropped; fields the gateway cannot honour are refused by the translation
 // (./to-chat.ts), naming them. docs/apis.md lists every field. `null` counts as "not given".
 import { z } from "zod";
-import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../config/id.ts";
+import { deepest, paramName } from "../../domain/chat-request.ts";
+import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../domain/config-id.ts";
 import { GatewayError } from "../../errors/index.ts";
-import { deepest, paramName } from "../chat-completions/request.ts";
 import { typedEntry } from "../known-types.ts";
 
 const opt = <T extends z.ZodType>(schema: T) =>

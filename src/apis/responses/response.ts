@@ -2,7 +2,7 @@
 // items (reasoning, the assistant's message, its function and custom tool calls), the status,
 // and usage in the Responses fields. The streamed form (./events.ts) ends with the same object.
 
-import type { ChoiceMessage, FinishReason } from "../../providers/types.ts";
+import type { ChoiceMessage, FinishReason } from "../../domain/completion.ts";
 import type { AnswerUsage } from "../types.ts";
 import { NO_NAMESPACES, type ToolNamespaces } from "./namespaces.ts";
 import type { InputItem, ResponsesRequest } from "./request.ts";

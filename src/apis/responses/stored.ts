@@ -31,7 +31,7 @@ const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
 const DAY_MS = 86_400_000;
 /** the longest conversation continued: a chain is read in one query, bounded so it cannot run away */
 export const MAX_CHAIN = 10_000;
-/** rows per delete when pruning, as for call records (src/records/retention.ts) */
+/** rows per delete when pruning, as for call records (src/retention/retention.ts) */
 const CHUNK = 500;
 
 export interface StoredResponse {

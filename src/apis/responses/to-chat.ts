@@ -4,10 +4,11 @@
 // refused here, naming the field, before anything is reserved or sent; what only an upstream
 // of this API can take (fields, tools and items it does not translate) is listed as
 // untranslated, for the others to drop with a notice. docs/apis.md lists each field's fate.
+
+import type { ChatRequest } from "../../domain/chat-request.ts";
 import { GatewayError } from "../../errors/index.ts";
 import { BUILTIN_ITEM_TYPES, type BuiltinToolUse } from "../../providers/builtin-tools.ts";
 import type { Untranslated } from "../../providers/passthrough.ts";
-import type { ChatRequest } from "../chat-completions/request.ts";
 import { flatName } from "./namespaces.ts";
 import {
   type CustomTool,

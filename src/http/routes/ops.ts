@@ -2,7 +2,7 @@
 // a bearer token when metrics.token_env names one).
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import { hashKey, parseBearer } from "../../auth/key-format.ts";
+import { hashKey, parseBearer } from "../../accounts/key-format.ts";
 import { GatewayError } from "../../errors/index.ts";
 import { ping } from "../../store/db.ts";
 import type { GatewayDeps } from "../deps.ts";

@@ -12,11 +12,11 @@ import {
   sse,
   textOf,
 } from "../../../test/support/adapter-kit.ts";
-import { parseChatRequest } from "../../apis/chat-completions/request.ts";
+import { parseChatRequest } from "../../domain/chat-request.ts";
 import { GatewayError } from "../../errors/index.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../prompt-bound.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
 import { anthropicConfig, DEFAULT_DENIED } from "./config.ts";
 import { anthropic } from "./index.ts";
 import {

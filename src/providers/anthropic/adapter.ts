@@ -3,20 +3,13 @@
 // our convention. A call from a Messages API client (UpstreamCall.native) goes natively: its
 // own body is sent, and the upstream's message or events come back beside the canonical
 // translation (src/apis/types.ts).
+
+import type { Chunk, Completion, FinishReason, NativeEvent, Usage } from "../../domain/completion.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
-import type {
-  Chunk,
-  Completion,
-  FinishReason,
-  NativeEvent,
-  NativeRequest,
-  Provider,
-  UpstreamCall,
-  Usage,
-} from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
+import type { NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import type { AnthropicConfig } from "./config.ts";
 import { anthropicPromptBound, messagesBody, nativeMessagesBody } from "./request.ts";
 import {

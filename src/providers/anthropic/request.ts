@@ -1,6 +1,6 @@
 // An OpenAI chat request as an Anthropic Messages request (POST /v1/messages). Only fields
 // the Messages API defines are sent: it refuses unknown ones.
-import type { ChatRequest } from "../../apis/chat-completions/request.ts";
+import type { ChatRequest } from "../../domain/chat-request.ts";
 import { GatewayError } from "../../errors/index.ts";
 import { customToolsAsFunctions } from "../custom-tools.ts";
 import { applyFieldRules, type FieldRules, mapped, refused, SHARED_RULES } from "../field-policy.ts";

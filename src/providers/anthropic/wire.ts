@@ -2,9 +2,9 @@
 // is checked, new block and event types are ignored (Anthropic adds them over time).
 
 import { z } from "zod";
+import type { FinishReason, Usage } from "../../domain/completion.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import { sanitizeUpstreamMessage } from "../sanitize.ts";
-import type { FinishReason, Usage } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
 import { capabilityRefused } from "./capability-classes.ts";
 
 const count = z.number().int().nonnegative();

@@ -6,9 +6,9 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { drain, json, recordingServerForTests, sse } from "../../../test/support/adapter-kit.ts";
 import { AZURE_PROMPT_FILTERED } from "../../../test/support/mock-openai-upstream.ts";
-import { parseChatRequest } from "../../apis/chat-completions/request.ts";
+import { parseChatRequest } from "../../domain/chat-request.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
 import { azureOpenAIConfig } from "./config.ts";
 import { azureOpenAI } from "./index.ts";
 

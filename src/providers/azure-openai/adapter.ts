@@ -3,11 +3,12 @@
 // content filter refuses is a 400 `content_filter` (our content_filter answer, see
 // src/errors/upstream.ts), and its streams carry frames with no choices (prompt filter
 // annotations), which are not passed on: to a client they are broken chunks.
-import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
+import { FORWARDED_FIELDS } from "../../domain/chat-request.ts";
+import type { Chunk, Completion } from "../../domain/completion.ts";
 import { type FieldRules, mapped } from "../field-policy.ts";
 import { OpenAICompatibleProvider, type OpenAIEndpoint } from "../openai-compatible/adapter.ts";
 import { promptUpperBound } from "../prompt-bound.ts";
-import type { Chunk, Completion, Provider, UpstreamCall } from "../types.ts";
+import type { Provider, UpstreamCall } from "../types.ts";
 import type { AzureOpenAIConfig } from "./config.ts";
 
 /** Azure speaks OpenAI's API: every field goes as it is, and Azure answers for what a deployment lacks. */

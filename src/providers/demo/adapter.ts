@@ -3,10 +3,12 @@
 // real upstream does, counted with the local tokenizer: its answer (a few hundred characters)
 // here, the prompt (a whole request body) on the estimator's thread, so a long prompt does
 // not stall the event loop (src/tokens/estimator.ts).
+
+import type { Chunk, Completion, FinishReason, Usage } from "../../domain/completion.ts";
 import { messageText, tokenizer } from "../../tokens/count.ts";
 import { estimator } from "../../tokens/estimator.ts";
 import { promptParts, promptUpperBound } from "../prompt-bound.ts";
-import type { Chunk, Completion, FinishReason, Provider, UpstreamCall, Usage } from "../types.ts";
+import type { Provider, UpstreamCall } from "../types.ts";
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
 

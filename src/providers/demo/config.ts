@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { configId } from "../../config/id.ts";
+import { configId } from "../../domain/config-id.ts";
 
 export const demoConfig = z.object({ id: configId, type: z.literal("demo") }).strict();
 

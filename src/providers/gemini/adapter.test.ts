@@ -11,10 +11,10 @@ import {
   sse,
   textOf,
 } from "../../../test/support/adapter-kit.ts";
-import { parseChatRequest } from "../../apis/chat-completions/request.ts";
+import { parseChatRequest } from "../../domain/chat-request.ts";
 import type { GatewayError } from "../../errors/index.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
 import { geminiConfig } from "./config.ts";
 import { gemini } from "./index.ts";
 import { geminiSchema, generateBody, thinkingBudget } from "./request.ts";

@@ -1,11 +1,13 @@
 // Adapter for the Gemini API: OpenAI chat completions translated to generateContent and
 // streamGenerateContent (SSE), and the candidates back into OpenAI choices, with Gemini's
 // usage (thinking included) in our convention.
+
+import type { Chunk, Completion, FinishReason } from "../../domain/completion.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
-import type { Chunk, Completion, FinishReason, Provider, UpstreamCall } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
+import type { Provider, UpstreamCall } from "../types.ts";
 import type { GeminiConfig } from "./config.ts";
 import { geminiPromptBound, generateBody } from "./request.ts";
 import { answerPrefix, toolCallId } from "./tool-ids.ts";

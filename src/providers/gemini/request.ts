@@ -1,6 +1,6 @@
 // An OpenAI chat request as a Gemini generateContent request. Gemini refuses unknown fields
 // and roles other than user and model, so only what its API defines is sent.
-import type { ChatRequest } from "../../apis/chat-completions/request.ts";
+import type { ChatRequest } from "../../domain/chat-request.ts";
 import { GatewayError } from "../../errors/index.ts";
 import { customToolsAsFunctions } from "../custom-tools.ts";
 import {

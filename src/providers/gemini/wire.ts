@@ -1,9 +1,9 @@
 // Gemini's GenerateContentResponse as it answers (whole, or one per SSE event), read
 // leniently, and its usage, finish reasons and errors in our terms.
 import { z } from "zod";
+import type { FinishReason, Usage } from "../../domain/completion.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import { sanitizeUpstreamMessage } from "../sanitize.ts";
-import type { FinishReason, Usage } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
 
 const count = z.number().int().nonnegative().nullish().catch(undefined);
 

@@ -6,9 +6,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { after, before, beforeEach, describe, test } from "node:test";
 import { drain, finishReasons, textOf } from "../../../test/support/adapter-kit.ts";
 import { listenForTests } from "../../../test/support/listen.ts";
-import { FORWARDED_FIELDS, parseChatRequest } from "../../apis/chat-completions/request.ts";
-import type { Chunk, Provider, UpstreamCall } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
+import { FORWARDED_FIELDS, parseChatRequest } from "../../domain/chat-request.ts";
+import type { Chunk } from "../../domain/completion.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
+import type { Provider, UpstreamCall } from "../types.ts";
 import { wireBody } from "./adapter.ts";
 import { openaiCompatibleConfig } from "./config.ts";
 import { openaiCompatible } from "./index.ts";

@@ -2,7 +2,9 @@
 // llama.cpp, LM Studio, …), and the wire handling Azure OpenAI composes (../azure-openai).
 // A Responses API call goes natively to OpenAI's Responses API where the upstream has it, or
 // where it uses built-in tools the provider allows (./responses.ts).
-import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
+import { FORWARDED_FIELDS } from "../../domain/chat-request.ts";
+import type { Chunk, Completion } from "../../domain/completion.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import { builtinAllowed } from "../builtin-tools.ts";
 import {
   customToolNames,
@@ -13,8 +15,7 @@ import {
 import { HttpUpstream, parseJson, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
-import type { Chunk, Completion, NativeRequest, Provider, UpstreamCall } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
+import type { NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
 import { openaiPromptBound, ResponsesStreamState, responseCompletion, responsesBody } from "./responses.ts";
 import { errorSchema, readChunk, readCompletion, readUsage } from "./wire.ts";

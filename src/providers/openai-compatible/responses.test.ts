@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import type { Chunk } from "../../domain/completion.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../prompt-bound.ts";
-import type { Chunk, NativeRequest, UpstreamCall } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
+import type { NativeRequest, UpstreamCall } from "../types.ts";
 import { openaiPromptBound, ResponsesStreamState, responseCompletion, responsesBody } from "./responses.ts";
 
 const native = (body: Record<string, unknown>): NativeRequest => ({

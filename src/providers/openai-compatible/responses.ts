@@ -4,19 +4,12 @@
 // already expanded into `input` at the edge), with the call's model and reserved output bound,
 // and `store: false`: the gateway keeps responses itself. The Response, or its events, come
 // back beside the canonical answer (src/apis/types.ts), whose usage is the Response's.
-import type { ChatRequest } from "../../apis/chat-completions/request.ts";
+import type { ChatRequest } from "../../domain/chat-request.ts";
+import type { Chunk, Completion, FinishReason, NativeEvent, Usage } from "../../domain/completion.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
 import { nativeBodyBound, type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
 import { sanitizeUpstreamMessage } from "../sanitize.ts";
-import type {
-  Chunk,
-  Completion,
-  FinishReason,
-  NativeEvent,
-  NativeRequest,
-  UpstreamCall,
-  Usage,
-} from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
+import type { NativeRequest, UpstreamCall } from "../types.ts";
 import { isObject } from "./wire.ts";
 
 const count = (v: unknown): number | undefined =>

@@ -1,7 +1,7 @@
 // OpenAI's chat completions wire format as upstreams send it, read leniently: what the relay
 // needs is checked, everything else passes through untouched.
 import { z } from "zod";
-import type { FinishReason, Usage } from "../types.ts";
+import type { FinishReason, Usage } from "../../domain/completion.ts";
 
 const count = z.number().int().nonnegative();
 

@@ -2,9 +2,9 @@
 // usage the upstream reported) so the call can be charged and ended whatever happens next.
 // What it keeps of the text is bounded (./text.ts): a stream's memory does not grow with its
 // answer.
-import type { Chunk, Usage } from "../../providers/types.ts";
+import type { Chunk, Usage } from "../../domain/completion.ts";
+import { TextSample } from "../../lib/streamed-text.ts";
 import { choiceText } from "../usage.ts";
-import { TextSample } from "./text.ts";
 
 export class Meter {
   /** the text the upstream produced so far, all choices together: whole, or a sample of a long one */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Chunk } from "../../providers/types.ts";
+import type { Chunk } from "../../domain/completion.ts";
 import type { ReviewOutcome } from "../../safety/policy.ts";
 import { REVIEW_OVERLAP_CHARS } from "../../safety/segmenter.ts";
 import { ReviewGate } from "./review-gate.ts";

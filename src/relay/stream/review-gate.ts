@@ -8,7 +8,7 @@
 // stretch at a time, so a flag stops the upstream early). A client acts on a tool call (Claude
 // Code runs the command, Codex applies the patch) and SDKs parse partial arguments leniently,
 // so the released part of a call cut by a flag could run as a shorter, different command.
-import type { Chunk } from "../../providers/types.ts";
+import type { Chunk } from "../../domain/completion.ts";
 import type { ReviewOutcome } from "../../safety/policy.ts";
 import { REVIEW_OVERLAP_CHARS, Segmenter } from "../../safety/segmenter.ts";
 import { choiceText } from "../usage.ts";

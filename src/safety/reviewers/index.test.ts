@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { type MockModeration, startMockModeration } from "../../../test/support/mock-moderation.ts";
 import { type MockUpstream, startMockUpstream } from "../../../test/support/mock-openai-upstream.ts";
-import { configSchema, type ReviewerConfig, reviewerSchema } from "../../config/schema.ts";
-import { Registry } from "../../providers/registry.ts";
+import { configSchema } from "../../config/cross-check.ts";
+import { type ReviewerConfig, reviewerSchema } from "../../config/schema.ts";
+import { Registry } from "../../models/registry.ts";
 import { ReviewerError } from "../types.ts";
 import { buildReviewers, closeReviewers } from "./index.ts";
 

@@ -2,7 +2,7 @@
 // from outside (the judge's model, the moderation key) is checked before anything is built,
 // so a bad configuration fails at start with a clear message and leaves nothing open.
 import type { ReviewerConfig } from "../../config/schema.ts";
-import type { Registry } from "../../providers/registry.ts";
+import type { Registry } from "../../models/registry.ts";
 import type { Reviewer } from "../types.ts";
 import { ModelJudgeReviewer } from "./model-judge.ts";
 import { ModerationApiReviewer } from "./moderation-api.ts";

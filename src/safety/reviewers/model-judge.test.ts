@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { type MockUpstream, startMockUpstream } from "../../../test/support/mock-openai-upstream.ts";
-import { configSchema } from "../../config/schema.ts";
-import { Registry } from "../../providers/registry.ts";
+import { configSchema } from "../../config/cross-check.ts";
+import { Registry } from "../../models/registry.ts";
 import { ReviewerError, type ReviewRequest } from "../types.ts";
 import { ModelJudgeReviewer, parseLlamaGuard } from "./model-judge.ts";
 

@@ -3,9 +3,9 @@
 // provider registry, so it shares the provider's pool, timeouts and key. Llama Guard's chat
 // template builds its classification prompt from the conversation and judges the last turn:
 // the caller's message (input stage) or the model's answer to it (output stage).
-import type { ChatRequest } from "../../apis/chat-completions/request.ts";
-import type { ResolvedModel } from "../../providers/registry.ts";
-import { UpstreamError } from "../../providers/upstream-error.ts";
+import type { ChatRequest } from "../../domain/chat-request.ts";
+import { UpstreamError } from "../../errors/upstream-error.ts";
+import type { ResolvedModel } from "../../models/registry.ts";
 import { type Reviewer, ReviewerError, type ReviewRequest, type ReviewVerdict } from "../types.ts";
 
 /** "safe", or "unsafe" and the codes on the next line; nothing more is needed */

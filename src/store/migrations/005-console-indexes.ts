@@ -1,7 +1,7 @@
 import { type Kysely, sql } from "kysely";
 
 // Indexes for the console's record views and for retention (src/records/queries.ts,
-// src/records/retention.ts). Both are partial, so each holds only the rows its queries read.
+// src/retention/retention.ts). Both are partial, so each holds only the rows its queries read.
 export async function up(db: Kysely<any>): Promise<void> {
   // Consumption records (total_tokens > 0) of an account, newest first, with the tie-breaker:
   // the Last-year view, its 1000-record boundary, the export, and retention's per-account

@@ -5,9 +5,9 @@ import { z } from "zod";
 import { utcDay } from "../../../records/days.ts";
 import { dailyUsage } from "../../../records/queries.ts";
 import { safetySettings } from "../../../safety/policy.ts";
+import type { List, ModelView, OverviewAnswer, PlansAnswer } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountQuery, accountView, parseInput, planView, userOf } from "./context.ts";
-import type { List, ModelView, OverviewAnswer, PlansAnswer } from "./views.ts";
 
 /** the overview's chart: the last 30 UTC days, today included */
 const CHART_DAYS = 30;
@@ -30,7 +30,7 @@ export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
         calls += d.calls;
         costNanos += d.cost_nanos;
       }
-    const plan = deps.registry.plan(account.plan_id);
+    const plan = deps.registry.plans.get(account.plan_id);
     return {
       account: accountView(deps, account),
       plan: plan ? planView(plan) : null,
@@ -42,7 +42,7 @@ export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
   app.get("/models", async (request): Promise<List<ModelView>> => {
     const query = parseInput(scopeQuery, request.query, "query");
     const account = await accountFor(deps, userOf(request), query.account);
-    const plan = deps.registry.plan(account.plan_id);
+    const plan = deps.registry.plans.get(account.plan_id);
     return {
       data: (plan?.models ?? []).map((id) => ({ id, owned_by: deps.registry.model(id)?.ownedBy ?? null })),
     };
@@ -51,7 +51,7 @@ export async function accountRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
   app.get("/plans", async (request): Promise<PlansAnswer> => {
     const query = parseInput(scopeQuery, request.query, "query");
     const account = await accountFor(deps, userOf(request), query.account);
-    const current = deps.registry.plan(account.plan_id);
+    const current = deps.registry.plans.get(account.plan_id);
     return {
       current: current ? planView(current) : null,
       plans: deps.config.plans.map(planView),

@@ -3,6 +3,7 @@
 // this instance's key cache, so /v1 sees a disabled account, a new quota or a budget at once.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
+import { PASSWORD_MAX_LENGTH } from "../../../accounts/password.ts";
 import {
   createAccount,
   LookupError,
@@ -20,11 +21,19 @@ import {
   UserInputError,
   updateUser,
 } from "../../../accounts/users.ts";
-import { PASSWORD_MAX_LENGTH } from "../../../auth/password.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { BudgetChangeError, type BudgetColumns, changedBudget } from "../../../prices/budgets.ts";
 import { BUDGET_PERIODS, type BudgetPeriod } from "../../../prices/period.ts";
 import { MAX_BUDGET_NANOS } from "../../../prices/usd.ts";
+import type {
+  AccountAnswer,
+  AccountView,
+  AdminKeyAnswer,
+  AdminKeyView,
+  List,
+  UserAnswer,
+  UserView,
+} from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import {
   accountView,
@@ -37,15 +46,6 @@ import {
   userOf,
   userView,
 } from "./context.ts";
-import type {
-  AccountAnswer,
-  AccountView,
-  AdminKeyAnswer,
-  AdminKeyView,
-  List,
-  UserAnswer,
-  UserView,
-} from "./views.ts";
 
 const noQuery = z.object({}).strict();
 const idPath = z.object({ id: z.string() }).strict();
@@ -143,7 +143,7 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
   });
 
   function checkPlan(plan: string | undefined): void {
-    if (plan !== undefined && !deps.registry.plan(plan))
+    if (plan !== undefined && !deps.registry.plans.get(plan))
       throw new GatewayError("invalid_request", {
         message: `Invalid parameter 'plan_id': no plan "${plan}" (plans: ${deps.config.plans.map((p) => p.id).join(", ")}).`,
         param: "plan_id",

@@ -1,6 +1,6 @@
 // What every console route shares: the session user on the request, input validation with
 // zod (strict: an unknown field is a 400 naming it), the account a call acts on, role checks,
-// and the builders of the JSON shapes (their types are in views.ts).
+// and the builders of the JSON shapes (their types are in src/views/console.ts).
 import type { TLSSocket } from "node:tls";
 import type { FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
@@ -12,8 +12,15 @@ import type { PlanConfig } from "../../../config/schema.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { type BudgetColumns, budgetStatus } from "../../../prices/budgets.ts";
 import type { Database } from "../../../store/schema.ts";
+import type {
+  AccountView,
+  AdminKeyView,
+  BudgetView,
+  KeyView,
+  PlanView,
+  UserView,
+} from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
-import type { AccountView, AdminKeyView, BudgetView, KeyView, PlanView, UserView } from "./views.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -151,7 +158,7 @@ export function budgetView(row: BudgetColumns, now = Date.now()): BudgetView {
 }
 
 export function accountView(deps: GatewayDeps, a: Account): AccountView {
-  const quota = a.quota_tokens ?? deps.registry.plan(a.plan_id)?.quota_tokens ?? 0;
+  const quota = a.quota_tokens ?? deps.registry.plans.get(a.plan_id)?.quota_tokens ?? 0;
   const used = Number(a.used_tokens);
   return {
     id: a.id,

@@ -4,6 +4,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { createKey, deleteKey, listKeys, updateKey } from "../../../accounts/repository.ts";
+import type { KeyAnswer, KeyCreated, KeyView, List } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import {
   accountFor,
@@ -15,7 +16,6 @@ import {
   requireRole,
   userOf,
 } from "./context.ts";
-import type { KeyAnswer, KeyCreated, KeyView, List } from "./views.ts";
 
 const scopeQuery = z.object(accountQuery).strict();
 const keyName = z.string().trim().min(1).max(100).nullable();

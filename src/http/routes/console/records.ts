@@ -4,8 +4,8 @@ import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Account } from "../../../accounts/repository.ts";
+import { CALL_STATUSES, type CallStatus } from "../../../domain/outcomes.ts";
 import { utcDay } from "../../../records/days.ts";
-import { CALL_STATUSES, type CallStatus } from "../../../records/outcomes.ts";
 import {
   accountHasKey,
   decodeCursor,
@@ -16,9 +16,9 @@ import {
   type RecordQuery,
   type RecordView,
 } from "../../../records/queries.ts";
+import type { CallRecordView, RecordsAnswer } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountQuery, idParam, notFound, parseInput, queryInt, userOf } from "./context.ts";
-import type { CallRecordView, RecordsAnswer } from "./views.ts";
 
 const DEFAULT_LIMIT = 100;
 

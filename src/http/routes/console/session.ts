@@ -3,9 +3,9 @@
 // same whether the e-mail exists or not, and takes as long.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { PASSWORD_MAX_LENGTH, verifyPassword } from "../../../accounts/password.ts";
 import { canonicalEmail, findUserByEmail } from "../../../accounts/users.ts";
 import { LoginLimiter } from "../../../auth/login-limiter.ts";
-import { PASSWORD_MAX_LENGTH, verifyPassword } from "../../../auth/password.ts";
 import {
   createSession,
   deleteSession,
@@ -14,9 +14,9 @@ import {
   sessionCookie,
 } from "../../../auth/sessions.ts";
 import { GatewayError } from "../../../errors/index.ts";
+import type { MeAnswer, UserAnswer } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountView, overTls, parseInput, userOf, userView } from "./context.ts";
-import type { MeAnswer, UserAnswer } from "./views.ts";
 
 const loginBody = z
   .object({

@@ -4,9 +4,9 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { User } from "../../../accounts/users.ts";
+import { TICKET_KINDS, TICKET_STATUSES } from "../../../domain/ticket-kinds.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { accountHasKey, requestOfOtherAccount } from "../../../records/queries.ts";
-import { TICKET_KINDS, TICKET_STATUSES } from "../../../tickets/kinds.ts";
 import {
   addMessage,
   createTicket,
@@ -15,9 +15,9 @@ import {
   listTickets,
   setTicketStatus,
 } from "../../../tickets/repository.ts";
+import type { List, MessageAnswer, TicketAnswer, TicketThread, TicketView } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { accountFor, accountQuery, forbidden, idParam, notFound, parseInput, userOf } from "./context.ts";
-import type { List, MessageAnswer, TicketAnswer, TicketThread, TicketView } from "./views.ts";
 
 const listQuery = z.object({ ...accountQuery, status: z.enum(TICKET_STATUSES).optional() }).strict();
 const scopeQuery = z.object(accountQuery).strict();

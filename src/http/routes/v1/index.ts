@@ -7,10 +7,10 @@ import { messages } from "../../../apis/messages/api.ts";
 import { countTokens } from "../../../apis/messages/count-tokens.ts";
 import { responsesApi } from "../../../apis/responses/api.ts";
 import { ResponseStore } from "../../../apis/responses/stored.ts";
+import { CLIENT_GONE } from "../../../domain/outcomes.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
-import { CLIENT_GONE } from "../../../records/outcomes.ts";
 import { ClientGone } from "../../../relay/call.ts";
 import { admitRequest } from "../../../relay/hold.ts";
 import { estimator } from "../../../tokens/estimator.ts";
@@ -66,7 +66,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
 
   async function admitRead(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const auth = request.auth!;
-    await admitRequest(deps.rates, auth, deps.registry.plan(auth.account.plan_id), (headers) =>
+    await admitRequest(deps.rates, auth, deps.registry.plans.get(auth.account.plan_id), (headers) =>
       reply.headers(headers),
     );
   }
@@ -77,7 +77,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     // read leave the headers out: listing models consumes nothing, and a call fails closed at
     // its own admission.
     const { key, account } = request.auth!;
-    const subjects = rateSubjects(key, account.id, deps.registry.plan(account.plan_id));
+    const subjects = rateSubjects(key, account.id, deps.registry.plans.get(account.plan_id));
     try {
       reply.headers(rateHeaders(await deps.rates.peek(subjects)));
     } catch {}
@@ -85,14 +85,16 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
 
   const read = { config: { reads: true } };
   app.get("/v1/models", read, async (request, reply) => {
-    return reply.type("application/json").send(deps.registry.modelListJson(request.auth!.account.plan_id));
+    return reply
+      .type("application/json")
+      .send(deps.registry.plans.modelListJson(request.auth!.account.plan_id));
   });
 
   // Model ids may contain "/" (meta-llama/…): the SDKs send it encoded or not, so the rest of
   // the path is the id.
   app.get("/v1/models/*", read, async (request, reply) => {
     const id = (request.params as { "*": string })["*"];
-    const json = deps.registry.modelJson(request.auth!.account.plan_id, id);
+    const json = deps.registry.plans.modelJson(request.auth!.account.plan_id, id);
     if (json === undefined)
       throw new GatewayError("model_not_found", {
         message: `The model '${id.slice(0, 128)}' does not exist or your plan does not include it.`,
@@ -115,7 +117,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
   const countRoute = { config: { api: messages }, ...agentLimit };
   app.post("/v1/messages/count_tokens", countRoute, async (request, reply) => {
     const auth = request.auth!;
-    const plan = deps.registry.plan(auth.account.plan_id);
+    const plan = deps.registry.plans.get(auth.account.plan_id);
     await admitRequest(deps.rates, auth, plan, (headers) => reply.headers(headers));
     const client = new AbortController();
     const onClose = () => {

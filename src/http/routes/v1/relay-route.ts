@@ -24,7 +24,7 @@ export function relayRoute(deps: GatewayDeps, api: ClientApi) {
     const rateTicket = await admitRequest(
       deps.rates,
       auth,
-      deps.registry.plan(auth.account.plan_id),
+      deps.registry.plans.get(auth.account.plan_id),
       setHeaders,
     );
     const call = await api.parse(request.body, request.headers, auth);

@@ -2,8 +2,8 @@
 // by the CLI (another process) reaches a running gateway without a restart. With many
 // instances the same poll works against PostgreSQL; Redis pub/sub can replace it later.
 import type { Kysely } from "kysely";
-import { readRevision } from "../accounts/repository.ts";
-import type { Database } from "./schema.ts";
+import type { Database } from "../store/schema.ts";
+import { readRevision } from "./repository.ts";
 
 export class RevisionWatcher {
   readonly #db: Kysely<Database>;

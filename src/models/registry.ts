@@ -1,12 +1,13 @@
-// Builds the providers from the configuration and answers "which model is this, and may
-// this plan use it". The model list per plan is built once, not per request.
+// Builds the providers and the public models from the configuration and answers "which model
+// is this, and may this plan use it" (the plans: ./plans.ts).
 import { modelDeployments } from "../config/deployments.ts";
-import type { Config, ModelConfig, PlanConfig } from "../config/schema.ts";
+import type { Config, ModelConfig } from "../config/schema.ts";
 import { configuredPricing, type Pricing, UNPRICED } from "../prices/pricing.ts";
 import { tablePricing } from "../prices/table.ts";
-import { createProvider, priceTableOf } from "./catalog.ts";
-import type { PromptOverheads } from "./prompt-bound.ts";
-import type { Provider } from "./types.ts";
+import { createProvider, priceTableOf } from "../providers/catalog.ts";
+import type { PromptOverheads } from "../providers/prompt-bound.ts";
+import type { Provider } from "../providers/types.ts";
+import { Plans } from "./plans.ts";
 
 /** One place a public model is answered from: a provider and its name for the model. */
 export interface Deployment {
@@ -41,19 +42,10 @@ export interface ResolvedModel {
   overheads: PromptOverheads;
 }
 
-export interface ModelObject {
-  id: string;
-  object: "model";
-  created: number;
-  owned_by: string;
-}
-
 export class Registry {
   readonly #models = new Map<string, ResolvedModel>();
-  readonly #plans = new Map<
-    string,
-    { plan: PlanConfig; allowed: Set<string>; list: string; objects: Map<string, string> }
-  >();
+  /** the plans, each with the models it may use and its GET /v1/models answers */
+  readonly plans: Plans;
   readonly #providers: Provider[] = [];
 
   /** `created`: when each model record was first registered (see store models_seen). */
@@ -94,40 +86,15 @@ export class Registry {
     }
     for (const m of config.models)
       this.#models.get(m.id)!.fallbacks = m.fallbacks.map((f) => this.#models.get(f)!);
-    for (const plan of config.plans) {
-      const data: ModelObject[] = plan.models.map((id) => ({
-        id,
-        object: "model",
-        created: Math.floor((created.get(id) ?? 0) / 1000),
-        owned_by: this.#models.get(id)!.ownedBy,
-      }));
-      // Serialised once: GET /v1/models answers the same bytes to every caller of a plan.
-      this.#plans.set(plan.id, {
-        plan,
-        allowed: new Set(plan.models),
-        list: JSON.stringify({ object: "list", data }),
-        objects: new Map(data.map((m) => [m.id, JSON.stringify(m)])),
-      });
-    }
-  }
-
-  plan(planId: string): PlanConfig | undefined {
-    return this.#plans.get(planId)?.plan;
-  }
-
-  /** The JSON body of GET /v1/models for a plan. */
-  modelListJson(planId: string): string {
-    return this.#plans.get(planId)?.list ?? '{"object":"list","data":[]}';
-  }
-
-  /** The JSON body of GET /v1/models/{model}: the model object, if the plan includes it. */
-  modelJson(planId: string, modelId: string): string | undefined {
-    return this.#plans.get(planId)?.objects.get(modelId);
+    this.plans = new Plans(config.plans, (id) => ({
+      created: Math.floor((created.get(id) ?? 0) / 1000),
+      ownedBy: this.#models.get(id)!.ownedBy,
+    }));
   }
 
   /** The model if it exists and the plan includes it. */
   resolve(planId: string, modelId: string): ResolvedModel | undefined {
-    if (!this.#plans.get(planId)?.allowed.has(modelId)) return undefined;
+    if (!this.plans.includes(planId, modelId)) return undefined;
     return this.#models.get(modelId);
   }
 

@@ -3,11 +3,11 @@
 // types. Only types here, imported only from modules that import nothing (the lists of roles,
 // call statuses and ticket kinds), so the console's type check reads no other server code and
 // its bundle gets none at all.
-import type { Role } from "../../../accounts/roles.ts";
-import type { ApiName } from "../../../apis/names.ts";
-import type { BudgetPeriod } from "../../../prices/period.ts";
-import type { CallStatus } from "../../../records/outcomes.ts";
-import type { TicketKind, TicketStatus } from "../../../tickets/kinds.ts";
+import type { Role } from "../accounts/roles.ts";
+import type { ApiName } from "../domain/api-names.ts";
+import type { CallStatus } from "../domain/outcomes.ts";
+import type { TicketKind, TicketStatus } from "../domain/ticket-kinds.ts";
+import type { BudgetPeriod } from "../prices/period.ts";
 
 export type { ApiName, BudgetPeriod, CallStatus, Role, TicketKind, TicketStatus };
 

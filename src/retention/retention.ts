@@ -14,8 +14,8 @@
 import { type Kysely, type SqlBool, sql } from "kysely";
 import type { Logger } from "pino";
 import { pruneStoredResponses } from "../apis/responses/stored.ts";
+import { startOfUtcDay, utcDay, windowStart } from "../records/days.ts";
 import type { Database } from "../store/schema.ts";
-import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
 
 type Db = Kysely<Database>;
 

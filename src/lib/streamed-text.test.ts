@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { BLOCK_CHARS, FlatText, SAMPLE_BLOCKS, TextSample } from "./text.ts";
+import { BLOCK_CHARS, FlatText, SAMPLE_BLOCKS, TextSample } from "./streamed-text.ts";
 
 const words = (n: number) => Array.from({ length: n }, (_, i) => ` w${i % 1000}`);
 

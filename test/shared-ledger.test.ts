@@ -9,27 +9,34 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
-import { callRecord } from "../../test/support/call-record.ts";
-import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
+import { createAccount, createKey, setBudget } from "../src/accounts/repository.ts";
+import { InstanceLease } from "../src/ledger/instances.ts";
+import { chargeable, NO_MONEY, nanosFor, tokensFor } from "../src/ledger/money.ts";
+import { PostgresLedger } from "../src/ledger/postgres-ledger.ts";
+import { RedisLedger } from "../src/ledger/redis-ledger.ts";
+import { RedisState } from "../src/ledger/redis-state.ts";
+import type {
+  CostRule,
+  Ledger,
+  LedgerSubject,
+  MoneyBudget,
+  MoneyCounter,
+  Reservation,
+} from "../src/ledger/types.ts";
+import { createLogger } from "../src/observability/logger.ts";
+import { monthOf } from "../src/prices/period.ts";
+import { RecordWriter } from "../src/records/writer.ts";
+import { migrate, openStore, type Store } from "../src/store/db.ts";
+import { callRecord } from "./support/call-record.ts";
+import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 import {
   dropRedisKeys,
   flushRedisKeys,
   needsRedis,
   redisPrefix,
   TEST_REDIS_URL,
-} from "../../test/support/redis-instance.ts";
-import { until } from "../../test/support/stream-assertions.ts";
-import { createAccount, createKey, setBudget } from "../accounts/repository.ts";
-import { createLogger } from "../observability/logger.ts";
-import { monthOf } from "../prices/period.ts";
-import { RecordWriter } from "../records/writer.ts";
-import { migrate, openStore, type Store } from "../store/db.ts";
-import { InstanceLease } from "./instances.ts";
-import { chargeable, NO_MONEY, nanosFor, tokensFor } from "./money.ts";
-import { PostgresLedger } from "./postgres-ledger.ts";
-import { RedisLedger } from "./redis-ledger.ts";
-import { RedisState } from "./redis-state.ts";
-import type { CostRule, Ledger, LedgerSubject, MoneyBudget, MoneyCounter, Reservation } from "./types.ts";
+} from "./support/redis-instance.ts";
+import { until } from "./support/stream-assertions.ts";
 
 const logger = createLogger("silent");
 

@@ -8,10 +8,10 @@ import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
 import { createAccount } from "../accounts/repository.ts";
 import { createLogger } from "../observability/logger.ts";
+import { DAY_MS, startOfUtcDay, utcDay, windowStart } from "../records/days.ts";
+import { type CallRecord, RecordWriter } from "../records/writer.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
-import { DAY_MS, startOfUtcDay, utcDay, windowStart } from "./days.ts";
 import { pruneRecords, RetentionJob } from "./retention.ts";
-import { type CallRecord, RecordWriter } from "./writer.ts";
 
 /** A fixed "now": midday, so "today" has room on both sides. */
 const NOW = Date.UTC(2031, 0, 15, 12, 0, 0);

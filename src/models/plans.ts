@@ -1,0 +1,56 @@
+// The plans: which public models each may use, and the answers of GET /v1/models, built once
+// per configuration rather than per request.
+import type { PlanConfig } from "../config/schema.ts";
+
+export interface ModelObject {
+  id: string;
+  object: "model";
+  created: number;
+  owned_by: string;
+}
+
+export class Plans {
+  readonly #plans = new Map<
+    string,
+    { plan: PlanConfig; allowed: Set<string>; list: string; objects: Map<string, string> }
+  >();
+
+  /** `describe`: a model's creation time (seconds) and owner, as GET /v1/models shows them */
+  constructor(
+    plans: readonly PlanConfig[],
+    describe: (modelId: string) => { created: number; ownedBy: string },
+  ) {
+    for (const plan of plans) {
+      const data: ModelObject[] = plan.models.map((id) => {
+        const { created, ownedBy } = describe(id);
+        return { id, object: "model", created, owned_by: ownedBy };
+      });
+      // Serialised once: GET /v1/models answers the same bytes to every caller of a plan.
+      this.#plans.set(plan.id, {
+        plan,
+        allowed: new Set(plan.models),
+        list: JSON.stringify({ object: "list", data }),
+        objects: new Map(data.map((m) => [m.id, JSON.stringify(m)])),
+      });
+    }
+  }
+
+  get(planId: string): PlanConfig | undefined {
+    return this.#plans.get(planId)?.plan;
+  }
+
+  /** Whether the plan may use the model. */
+  includes(planId: string, modelId: string): boolean {
+    return this.#plans.get(planId)?.allowed.has(modelId) ?? false;
+  }
+
+  /** The JSON body of GET /v1/models for a plan. */
+  modelListJson(planId: string): string {
+    return this.#plans.get(planId)?.list ?? '{"object":"list","data":[]}';
+  }
+
+  /** The JSON body of GET /v1/models/{model}: the model object, if the plan includes it. */
+  modelJson(planId: string, modelId: string): string | undefined {
+    return this.#plans.get(planId)?.objects.get(modelId);
+  }
+}
