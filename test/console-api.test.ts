@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
-import { updateAccount } from "../src/accounts/repository.ts";
+import { updateAccount } from "../src/accounts/accounts.ts";
 import { formatUsd } from "../src/prices/usd.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "../src/records/days.ts";
 import { RECORD_FIELDS } from "../src/records/queries.ts";

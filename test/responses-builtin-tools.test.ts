@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI, { APIError, BadRequestError } from "openai";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
-import { updateAccount } from "../src/accounts/repository.ts";
+import { updateAccount } from "../src/accounts/accounts.ts";
 import type { CallRecord } from "../src/records/writer.ts";
 import { withheldNotice } from "../src/relay/review.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";

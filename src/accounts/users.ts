@@ -7,7 +7,7 @@ import type { Kysely } from "kysely";
 import { newId } from "../auth/key-format.ts";
 import { hashPassword, passwordProblem } from "../auth/password.ts";
 import type { Database } from "../store/schema.ts";
-import { isUniqueViolation, LookupError } from "./repository.ts";
+import { isUniqueViolation, LookupError } from "./errors.ts";
 import { ROLES, type Role } from "./roles.ts";
 
 type Db = Kysely<Database>;

@@ -2,7 +2,8 @@
 // is dropped whenever the store's revision changes (see RevisionWatcher), so a key disabled
 // or a limit changed by the CLI or another instance takes effect within one poll interval.
 import type { Kysely } from "kysely";
-import { type Account, type ApiKey, findKeyByHash } from "../accounts/repository.ts";
+import type { Account } from "../accounts/accounts.ts";
+import { type ApiKey, findKeyByHash } from "../accounts/keys.ts";
 import type { Database } from "../store/schema.ts";
 import { hashKey } from "./key-format.ts";
 

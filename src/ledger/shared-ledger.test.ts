@@ -19,7 +19,9 @@ import {
   TEST_REDIS_URL,
 } from "../../test/support/redis-instance.ts";
 import { until } from "../../test/support/stream-assertions.ts";
-import { createAccount, createKey, setBudget } from "../accounts/repository.ts";
+import { createAccount } from "../accounts/accounts.ts";
+import { setBudget } from "../accounts/budgets.ts";
+import { createKey } from "../accounts/keys.ts";
 import { createLogger } from "../observability/logger.ts";
 import { monthOf } from "../prices/period.ts";
 import { RecordWriter } from "../records/writer.ts";

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
-import { createAccount } from "../accounts/repository.ts";
+import { createAccount } from "../accounts/accounts.ts";
 import { createLogger } from "../observability/logger.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
 import { DAY_MS, startOfUtcDay, utcDay, windowStart } from "./days.ts";

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { FakeLedger, FakeRates, reservation } from "../../test/support/fake-holds.ts";
-import type { Account, ApiKey } from "../accounts/repository.ts";
+import type { Account } from "../accounts/accounts.ts";
+import type { ApiKey } from "../accounts/keys.ts";
 import type { AuthContext } from "../auth/key-cache.ts";
 import { type PlanConfig, planSchema } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";

@@ -2,7 +2,7 @@
 // by the CLI (another process) reaches a running gateway without a restart. With many
 // instances the same poll works against PostgreSQL; Redis pub/sub can replace it later.
 import type { Kysely } from "kysely";
-import { readRevision } from "../accounts/repository.ts";
+import { readRevision } from "../accounts/revision.ts";
 import type { Database } from "./schema.ts";
 
 export class RevisionWatcher {
