@@ -5,7 +5,7 @@ import { storeSuite } from "../../test/support/postgres.ts";
 import { bumpsOnce, suiteStore } from "../../test/support/suite-store.ts";
 import { createAccount, updateAccount } from "./accounts.ts";
 import { LookupError } from "./errors.ts";
-import { createKey, findKey, findKeyByHash, listKeys, updateKey } from "./keys.ts";
+import { createKey, deleteKey, findKey, findKeyByHash, listEveryKey, listKeys, updateKey } from "./keys.ts";
 import { readRevision } from "./revision.ts";
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
@@ -162,6 +162,47 @@ for (const kind of ["sqlite", "postgres"] as const) {
         assert.equal(await findKeyByHash(store.db, sha256(`${secret}x`)), null);
         assert.equal(await findKeyByHash(store.db, secret), null);
         assert.equal(await findKeyByHash(store.db, ""), null);
+      });
+
+      test("deleteKey: the key stops authenticating and leaves the lists; its row stays, disabled", async () => {
+        const { key, secret } = await createKey(store.db, { account_id: accountId, name: "retired" });
+        assert.equal(await bumps("deleteKey", () => deleteKey(store.db, key.id)), true);
+        assert.equal(await findKeyByHash(store.db, sha256(secret)), null);
+        assert.ok(!(await listKeys(store.db, accountId)).some((k) => k.id === key.id));
+        assert.deepEqual(await listEveryKey(store.db, { keyId: key.id }), []);
+        // its records and consumption keep their key
+        assert.equal((await findKey(store.db, key.id)).disabled, 1);
+
+        const revision = await readRevision(store.db);
+        assert.equal(await deleteKey(store.db, key.id), false, "deleted already");
+        assert.equal(await deleteKey(store.db, "key_doesnotexist0"), false);
+        assert.equal(await readRevision(store.db), revision, "a delete that deletes nothing does not bump");
+      });
+
+      test("listEveryKey: live keys with their account's name, by account name, filtered by account or key", async () => {
+        const zed = await createAccount(store.db, { name: "zed-every", plan_id: "default" });
+        const abe = await createAccount(store.db, { name: "abe-every", plan_id: "default" });
+        const z1 = (await createKey(store.db, { account_id: zed.id, name: "z1" })).key;
+        const a1 = (await createKey(store.db, { account_id: abe.id, name: "a1" })).key;
+        const a2 = (await createKey(store.db, { account_id: abe.id, name: "a2" })).key;
+        const every = (await listEveryKey(store.db)).filter((k) => [zed.id, abe.id].includes(k.account_id));
+        assert.deepEqual(
+          every.map((k) => [k.account_name, k.id]),
+          [
+            ["abe-every", a1.id],
+            ["abe-every", a2.id],
+            ["zed-every", z1.id],
+          ],
+        );
+        assert.deepEqual(plain(every[0]!), { ...a1, account_name: "abe-every" });
+        assert.deepEqual(
+          (await listEveryKey(store.db, { accountId: abe.id })).map((k) => k.id),
+          [a1.id, a2.id],
+        );
+        assert.deepEqual(
+          (await listEveryKey(store.db, { keyId: z1.id })).map((k) => k.id),
+          [z1.id],
+        );
       });
     });
   });
