@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI, { APIError, BadRequestError } from "openai";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { updateAccount } from "../src/accounts/accounts.ts";
-import type { CallRecord } from "../src/records/writer.ts";
+import type { CallRecord } from "../src/records/call-record.ts";
 import { withheldNotice } from "../src/relay/review.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
 import { startMockAnthropic } from "./support/mock-anthropic-upstream.ts";

@@ -3,8 +3,8 @@
 
 import type { ApiName } from "../apis/names.ts";
 import { costOf, type Pricing } from "../prices/pricing.ts";
+import type { CallRecord } from "./call-record.ts";
 import type { CallOutcome } from "./outcomes.ts";
-import type { CallRecord } from "./writer.ts";
 
 export type { CallStatus } from "./outcomes.ts";
 export type UsageSource = "upstream" | "estimated" | "none";

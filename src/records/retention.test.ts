@@ -9,9 +9,10 @@ import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/su
 import { createAccount } from "../accounts/accounts.ts";
 import { createLogger } from "../observability/logger.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
+import type { CallRecord } from "./call-record.ts";
 import { DAY_MS, startOfUtcDay, utcDay, windowStart } from "./days.ts";
 import { pruneRecords, RetentionJob } from "./retention.ts";
-import { type CallRecord, RecordWriter } from "./writer.ts";
+import { RecordWriter } from "./writer.ts";
 
 /** A fixed "now": midday, so "today" has room on both sides. */
 const NOW = Date.UTC(2031, 0, 15, 12, 0, 0);

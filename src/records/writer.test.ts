@@ -10,8 +10,9 @@ import { createAccount } from "../accounts/accounts.ts";
 import { createKey } from "../accounts/keys.ts";
 import { migrate, openStore, type Store, type StoreOptions } from "../store/db.ts";
 import type { Database } from "../store/schema.ts";
+import type { CallRecord } from "./call-record.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "./days.ts";
-import { type CallRecord, RecordWriter } from "./writer.ts";
+import { RecordWriter } from "./writer.ts";
 
 function record(overrides: Partial<CallRecord> = {}): CallRecord {
   return callRecord({ params: '{"temperature":0.5}', latency_ms: 12, ...overrides });

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import { openaiCompatibleConfig } from "../../src/providers/openai-compatible/config.ts";
-import type { CallRecord } from "../../src/records/writer.ts";
+import type { CallRecord } from "../../src/records/call-record.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { AGENT_DONE, AGENT_MARKER } from "../support/mock-agent.ts";
 import { startMockAnthropic } from "../support/mock-anthropic-upstream.ts";

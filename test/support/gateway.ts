@@ -10,7 +10,7 @@ import { createUser } from "../../src/accounts/users.ts";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import type { Counter } from "../../src/ledger/types.ts";
 import { createLogger } from "../../src/observability/logger.ts";
-import type { CallRecord } from "../../src/records/writer.ts";
+import type { CallRecord } from "../../src/records/call-record.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
 import type { MockUpstream } from "./mock-openai-upstream.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
