@@ -1,6 +1,7 @@
-// A migrated store for one suite of the store modules' tests (src/accounts/): SQLite in a
-// temporary folder, or a fresh PostgreSQL database, opened before the suite's tests and gone
-// after them. Call it inside describe(kind, await storeSuite(kind), ...).
+// A migrated store for one suite of the tests of modules that read and write it (src/accounts/,
+// the record writer's statements): SQLite in a temporary folder, or a fresh PostgreSQL
+// database, opened before the suite's tests and gone after them. Call it inside
+// describe(kind, await storeSuite(kind), ...).
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,7 +22,7 @@ export function suiteStore(kind: "sqlite" | "postgres"): { readonly db: Store["d
       database = await createTestDatabase();
       store = openStore({ data_dir: "unused", database_url: database.url });
     } else {
-      dir = mkdtempSync(join(tmpdir(), "gw-accounts-test-"));
+      dir = mkdtempSync(join(tmpdir(), "gw-store-test-"));
       store = openStore({ data_dir: dir });
     }
     assert.equal(store.dialect, kind);
