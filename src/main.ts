@@ -2,7 +2,7 @@
 // CLI entry: `node src/main.ts [serve]`, `migrate`, `config check`, `accounts …`, `keys …`,
 // `users …`, `deployments`.
 // Every command takes --json and then prints one JSON document.
-import { LookupError } from "./accounts/repository.ts";
+import { LookupError } from "./accounts/errors.ts";
 import { accountsCommand } from "./cli/accounts.ts";
 import { type CliContext, UsageError } from "./cli/context.ts";
 import { deploymentsCommand } from "./cli/deployments.ts";

@@ -7,11 +7,11 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
-import { updateAccount } from "../src/accounts/repository.ts";
+import { updateAccount } from "../src/accounts/accounts.ts";
 import { formatUsd } from "../src/prices/usd.ts";
+import type { CallRecord } from "../src/records/call-record.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "../src/records/days.ts";
 import { RECORD_FIELDS } from "../src/records/queries.ts";
-import type { CallRecord } from "../src/records/writer.ts";
 import { callRecord } from "./support/call-record.ts";
 import {
   type ConsoleSession,

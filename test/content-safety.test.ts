@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI, { BadRequestError } from "openai";
 import { Stream } from "openai/core/streaming";
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions";
-import { updateAccount } from "../src/accounts/repository.ts";
+import { updateAccount } from "../src/accounts/accounts.ts";
 import { withheldNotice } from "../src/safety/withheld.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import {

@@ -14,7 +14,8 @@ import OpenAI, {
   RateLimitError,
 } from "openai";
 import type { ChatCompletionChunk, ChatCompletionTool } from "openai/resources/chat/completions";
-import { updateAccount, updateKey } from "../src/accounts/repository.ts";
+import { updateAccount } from "../src/accounts/accounts.ts";
+import { updateKey } from "../src/accounts/keys.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import { type StoreKind, startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";

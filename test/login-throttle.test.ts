@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import { createAccount } from "../src/accounts/repository.ts";
+import { createAccount } from "../src/accounts/accounts.ts";
 import { createUser } from "../src/accounts/users.ts";
 import { LOGIN_LIMITS } from "../src/auth/login-limiter.ts";
 import { configSchema } from "../src/config/cross-check.ts";

@@ -16,7 +16,7 @@ import Anthropic, {
   RateLimitError,
 } from "@anthropic-ai/sdk";
 import type { MessageParam, Tool } from "@anthropic-ai/sdk/resources/messages";
-import { updateKey } from "../src/accounts/repository.ts";
+import { updateKey } from "../src/accounts/keys.ts";
 import { canonicalRequest, messagesRequestSchema } from "../src/apis/messages/request.ts";
 import { localPromptTokens } from "../src/providers/prompt-bound.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";

@@ -8,7 +8,7 @@
 // consumption leaves is refused at once, saying how many tokens remain.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { setBudget } from "../src/accounts/repository.ts";
+import { setBudget } from "../src/accounts/budgets.ts";
 import { ASK_MINIMUM_NANOS, checkBudgetHeld } from "./support/budget-books.ts";
 import { type Answer, ask } from "./support/chat-call.ts";
 import { pricedModels, startTestGateway, type TestGateway } from "./support/gateway.ts";

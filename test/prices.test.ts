@@ -6,7 +6,7 @@ import { after, before, describe, test } from "node:test";
 // o200k_base, the encoding the gateway estimates with: counted here without the gateway's code
 import { countTokens } from "gpt-tokenizer";
 import OpenAI from "openai";
-import { setBudget } from "../src/accounts/repository.ts";
+import { setBudget } from "../src/accounts/budgets.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { MOCK_CACHE_READ, MOCK_CACHE_WRITE, startMockAnthropic } from "./support/mock-anthropic-upstream.ts";
 import { MOCK_CACHED, startMockGemini } from "./support/mock-gemini-upstream.ts";

@@ -4,7 +4,7 @@
 // PostgreSQL and with Redis.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { setBudget } from "../src/accounts/repository.ts";
+import { setBudget } from "../src/accounts/budgets.ts";
 import { parseChatRequest } from "../src/domain/chat-request.ts";
 import { nanosFor } from "../src/ledger/money.ts";
 import { configuredPricing, costRule } from "../src/prices/pricing.ts";

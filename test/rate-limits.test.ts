@@ -189,7 +189,8 @@ describe("rate limits", () => {
   });
 
   it("keys show reports the tokens reserved by a call in flight and the rate windows", async () => {
-    const slow = await startMockUpstream({ latencyMs: 2500 });
+    // long enough that the call is still in flight when a loaded machine has started the CLI
+    const slow = await startMockUpstream({ latencyMs: 15_000 });
     const local = await startTestGateway({ upstream: slow, config: { plans } });
     try {
       const account = await local.account("live");

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI, { APIError, BadRequestError, NotFoundError } from "openai";
 import type { FunctionTool, ResponseStreamEvent } from "openai/resources/responses/responses";
-import { updateAccount } from "../src/accounts/repository.ts";
+import { updateAccount } from "../src/accounts/accounts.ts";
 import { withheldNotice } from "../src/safety/withheld.ts";
 import type { CallRecordsTable } from "../src/store/schema.ts";
 import { runCodexSession } from "./support/codex-session.ts";

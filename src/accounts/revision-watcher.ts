@@ -3,7 +3,7 @@
 // instances the same poll works against PostgreSQL; Redis pub/sub can replace it later.
 import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.ts";
-import { readRevision } from "./repository.ts";
+import { readRevision } from "./revision.ts";
 
 export class RevisionWatcher {
   readonly #db: Kysely<Database>;

@@ -5,9 +5,9 @@
 // once, without a revision bump. Disabling a user or changing a password ends their sessions.
 import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.ts";
+import { isUniqueViolation, LookupError } from "./errors.ts";
 import { newId } from "./key-format.ts";
 import { hashPassword, passwordProblem } from "./password.ts";
-import { isUniqueViolation, LookupError } from "./repository.ts";
 import { ROLES, type Role } from "./roles.ts";
 
 type Db = Kysely<Database>;

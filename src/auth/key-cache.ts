@@ -2,8 +2,9 @@
 // is dropped whenever the store's revision changes (see RevisionWatcher), so a key disabled
 // or a limit changed by the CLI or another instance takes effect within one poll interval.
 import type { Kysely } from "kysely";
+import type { Account } from "../accounts/accounts.ts";
 import { hashKey } from "../accounts/key-format.ts";
-import { type Account, type ApiKey, findKeyByHash } from "../accounts/repository.ts";
+import { type ApiKey, findKeyByHash } from "../accounts/keys.ts";
 import type { Database } from "../store/schema.ts";
 
 export interface AuthContext {

@@ -4,10 +4,10 @@ import {
   createAccount,
   findAccount,
   listAccounts,
-  listKeys,
-  setBudget,
   updateAccount,
-} from "../accounts/repository.ts";
+} from "../accounts/accounts.ts";
+import { setBudget } from "../accounts/budgets.ts";
+import { listKeys } from "../accounts/keys.ts";
 import type { Config } from "../config/schema.ts";
 import { safetySettings } from "../safety/policy.ts";
 import { budgetView, describeBudget, nextBudget, parseBudget, parsePeriod } from "./budget.ts";

@@ -1,13 +1,7 @@
 import { parseArgs } from "node:util";
-import {
-  type ApiKey,
-  createKey,
-  findAccount,
-  findKey,
-  listKeys,
-  setBudget,
-  updateKey,
-} from "../accounts/repository.ts";
+import { findAccount } from "../accounts/accounts.ts";
+import { setBudget } from "../accounts/budgets.ts";
+import { type ApiKey, createKey, findKey, listKeys, updateKey } from "../accounts/keys.ts";
 import { budgetView, describeBudget, nextBudget, parseBudget, parsePeriod } from "./budget.ts";
 import { type CliContext, negativeAmounts, parseTokens, print, UsageError } from "./context.ts";
 import { describeWindows, liveView } from "./live.ts";

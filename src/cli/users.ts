@@ -2,8 +2,8 @@
 // is asked for on a terminal (not echoed, typed twice) or read as one line from stdin, so
 // scripts can pipe it in without it showing in the process list or shell history.
 import { parseArgs } from "node:util";
+import { findAccount } from "../accounts/accounts.ts";
 import { passwordProblem } from "../accounts/password.ts";
-import { findAccount } from "../accounts/repository.ts";
 import { ROLES } from "../accounts/roles.ts";
 import { createUser, listUsers, setPassword, type User, UserInputError } from "../accounts/users.ts";
 import { type CliContext, print, UsageError } from "./context.ts";

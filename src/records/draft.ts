@@ -4,7 +4,7 @@
 import type { ApiName } from "../domain/api-names.ts";
 import type { CallOutcome } from "../domain/outcomes.ts";
 import { costOf, type Pricing } from "../prices/pricing.ts";
-import type { CallRecord } from "./writer.ts";
+import type { CallRecord } from "./call-record.ts";
 
 export type { CallStatus } from "../domain/outcomes.ts";
 export type UsageSource = "upstream" | "estimated" | "none";

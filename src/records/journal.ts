@@ -18,7 +18,7 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import type { CallRecord } from "./writer.ts";
+import type { CallRecord } from "./call-record.ts";
 
 const SEGMENT = /^records-(\d+)-(\d+)\.jsonl$/;
 

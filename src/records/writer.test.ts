@@ -6,11 +6,13 @@ import { after, before, describe, test } from "node:test";
 import type { Kysely, KyselyPlugin } from "kysely";
 import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
-import { createAccount, createKey } from "../accounts/repository.ts";
+import { createAccount } from "../accounts/accounts.ts";
+import { createKey } from "../accounts/keys.ts";
 import { migrate, openStore, type Store, type StoreOptions } from "../store/db.ts";
 import type { Database } from "../store/schema.ts";
+import type { CallRecord } from "./call-record.ts";
 import { DAY_MS, startOfUtcDay, utcDay } from "./days.ts";
-import { type CallRecord, RecordWriter } from "./writer.ts";
+import { RecordWriter } from "./writer.ts";
 
 function record(overrides: Partial<CallRecord> = {}): CallRecord {
   return callRecord({ params: '{"temperature":0.5}', latency_ms: 12, ...overrides });

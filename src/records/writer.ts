@@ -10,15 +10,24 @@
 // the journal, and the store commits every `commitIntervalMs` what was journaled since: one
 // transaction for many calls instead of one per call. The journal replays at start what a
 // crash left uncommitted.
-import { CompiledQuery, type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { StoreHolds } from "../ledger/store-holds.ts";
 import type { Reservation } from "../ledger/types.ts";
 import { monthOf } from "../prices/period.ts";
-import type { CallRecordsTable, Database } from "../store/schema.ts";
-import { utcDay } from "./days.ts";
-import type { RecordJournal } from "./journal.ts";
+import type { Database } from "../store/schema.ts";
+import type { CallRecord } from "./call-record.ts";
+import { dailyDeltas } from "./daily-usage.ts";
+import { compileStatements, type Statements } from "./statements.ts";
 
-export type CallRecord = CallRecordsTable;
+/**
+ * What the writer needs of its journal (RecordJournal, journal.ts), declared here so that the
+ * journal and the writer do not import each other.
+ */
+export interface Journal {
+  append(record: CallRecord): void;
+  seal(): string[];
+  remove(files: readonly string[]): void;
+}
 
 interface Pending {
   record: CallRecord;
@@ -37,204 +46,13 @@ const RETRY_LATER_MS = 1_000;
 /** groups per daily_usage upsert; a batch rarely has more (accounts × days × keys × models) */
 const UPSERT_ROWS = 100;
 
-/** One daily_usage row's increments, in the upsert's column order. */
-interface DailyDelta {
-  account_id: string;
-  day: string;
-  key_id: string;
-  model: string;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  calls: number;
-  cost_nanos: number;
-}
-
-const DAILY_COLUMNS = [
-  "account_id",
-  "day",
-  "key_id",
-  "model",
-  "prompt_tokens",
-  "completion_tokens",
-  "total_tokens",
-  "calls",
-  "cost_nanos",
-] as const satisfies readonly (keyof DailyDelta)[];
-
-/**
- * The batch's records summed per account, UTC day, key and model, sorted so that concurrent
- * transactions (other instances on PostgreSQL) lock daily_usage rows in one order and cannot
- * deadlock. Records without an account are not aggregated: no console shows them. Calls
- * naming no known model are summed under the model "".
- */
-function dailyDeltas(records: Iterable<CallRecord>): DailyDelta[] {
-  const groups = new Map<string, DailyDelta>();
-  for (const r of records) {
-    if (!r.account_id) continue;
-    const day = utcDay(r.created_at);
-    const keyId = r.key_id ?? "";
-    // Only models the gateway resolved (an upstream was chosen) get rows of their own: any
-    // string a client sends as `model` would otherwise add a row that is kept for a year.
-    const model = r.upstream_model === null ? "" : (r.public_model ?? "");
-    const id = `${r.account_id}\u0000${day}\u0000${keyId}\u0000${model}`;
-    let g = groups.get(id);
-    if (!g) {
-      g = {
-        account_id: r.account_id,
-        day,
-        key_id: keyId,
-        model,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-        total_tokens: 0,
-        calls: 0,
-        cost_nanos: 0,
-      };
-      groups.set(id, g);
-    }
-    g.prompt_tokens += r.prompt_tokens;
-    g.completion_tokens += r.completion_tokens;
-    g.total_tokens += r.total_tokens;
-    g.calls++;
-    g.cost_nanos += r.cost_nanos;
-  }
-  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => g);
-}
-
-/** Column order of the compiled insert; every CallRecord field, once. */
-const COLUMNS = [
-  "request_id",
-  "created_at",
-  "api",
-  "account_id",
-  "key_id",
-  "public_model",
-  "upstream_model",
-  "provider",
-  "params",
-  "stream",
-  "status",
-  "http_status",
-  "error_code",
-  "prompt_tokens",
-  "completion_tokens",
-  "total_tokens",
-  "uncharged_tokens",
-  "cached_tokens",
-  "cache_write_tokens",
-  "reasoning_tokens",
-  "reserved_tokens",
-  "overrun_tokens",
-  "usage_source",
-  "latency_ms",
-  "ttft_ms",
-  "safety_mode",
-  "safety_verdict",
-  "safety_categories",
-  "safety_ms",
-  "attempts",
-  "cost_nanos",
-  "uncharged_cost_nanos",
-  "cost_source",
-] as const satisfies readonly (keyof CallRecord)[];
-
-/** A multi-row statement's SQL, which depends only on its row count: compiled once per count, on first use. */
-function byRowCount(compile: (rows: number) => string): (rows: number) => string {
-  const texts = new Map<number, string>();
-  return (rows) => {
-    let text = texts.get(rows);
-    if (text === undefined) {
-      text = compile(rows);
-      texts.set(rows, text);
-    }
-    return text;
-  };
-}
-
-/**
- * The writer's statements, compiled once by Kysely for the store's dialect and reused
- * with fresh parameters: building and compiling them per batch cost more than SQLite's own
- * work (about 110 of 190 µs for a one-record transaction).
- */
-function compileStatements(db: Kysely<Database>) {
-  // A batch's records in one insert, never compiled per batch: Kysely building and compiling
-  // every batch's values was 6 KB of garbage and about 8 µs of CPU per record.
-  const sample = Object.fromEntries(COLUMNS.map((c) => [c, null])) as unknown as CallRecord;
-  const insertText = byRowCount(
-    (rows) =>
-      db
-        .insertInto("call_records")
-        .values(Array.from({ length: rows }, () => sample))
-        .compile().sql,
-  );
-  const counter = (table: "api_keys" | "accounts") =>
-    db
-      .updateTable(table)
-      .set((eb) => ({ used_tokens: eb("used_tokens", "+", 0) }))
-      .where("id", "=", "")
-      .compile().sql;
-  const addToKey = counter("api_keys");
-  const addToAccount = counter("accounts");
-  // The month figure restarts with the first charge of a new month (of the writer's clock).
-  // Parameters: nanos, month, nanos, nanos, month, id.
-  const spend = (table: "api_keys" | "accounts") =>
-    db
-      .updateTable(table)
-      .set((eb) => ({
-        spent_nanos: eb("spent_nanos", "+", 0),
-        month_spent_nanos: sql<number>`case when spent_month = ${""} then month_spent_nanos + ${0} else ${0} end`,
-        spent_month: "",
-      }))
-      .where("id", "=", "")
-      .compile().sql;
-  const spendSql = {
-    api_keys: spend("api_keys"),
-    accounts: spend("accounts"),
-  };
-  // One multi-row upsert per UPSERT_ROWS groups.
-  const sampleDelta = Object.fromEntries(DAILY_COLUMNS.map((c) => [c, null])) as unknown as DailyDelta;
-  const upsertText = byRowCount(
-    (rows) =>
-      db
-        .insertInto("daily_usage")
-        .values(Array.from({ length: rows }, () => sampleDelta))
-        .onConflict((oc) =>
-          oc.columns(["account_id", "day", "key_id", "model"]).doUpdateSet((eb) => ({
-            prompt_tokens: eb("daily_usage.prompt_tokens", "+", eb.ref("excluded.prompt_tokens")),
-            completion_tokens: eb("daily_usage.completion_tokens", "+", eb.ref("excluded.completion_tokens")),
-            total_tokens: eb("daily_usage.total_tokens", "+", eb.ref("excluded.total_tokens")),
-            calls: eb("daily_usage.calls", "+", eb.ref("excluded.calls")),
-            cost_nanos: eb("daily_usage.cost_nanos", "+", eb.ref("excluded.cost_nanos")),
-          })),
-        )
-        .compile().sql,
-  );
-  return {
-    insert: (records: readonly CallRecord[]) => {
-      const values: unknown[] = [];
-      for (const r of records) for (const c of COLUMNS) values.push(r[c]);
-      return CompiledQuery.raw(insertText(records.length), values);
-    },
-    addToKey: (id: string, tokens: number) => CompiledQuery.raw(addToKey, [tokens, id]),
-    addToAccount: (id: string, tokens: number) => CompiledQuery.raw(addToAccount, [tokens, id]),
-    spend: (table: "api_keys" | "accounts", id: string, nanos: number, month: string) =>
-      CompiledQuery.raw(spendSql[table], [nanos, month, nanos, nanos, month, id]),
-    addToDaily: (rows: DailyDelta[]) =>
-      CompiledQuery.raw(
-        upsertText(rows.length),
-        rows.flatMap((r) => DAILY_COLUMNS.map((c) => r[c])),
-      ),
-  };
-}
-
 export class RecordWriter {
   readonly #db: Kysely<Database>;
-  readonly #sql: ReturnType<typeof compileStatements>;
+  readonly #sql: Statements;
   readonly #onError: (err: unknown, attempt: number) => void;
   readonly #holds: StoreHolds | undefined;
   readonly #now: () => number;
-  readonly #journal: RecordJournal | undefined;
+  readonly #journal: Journal | undefined;
   readonly #intervalMs: number;
   #queue: Pending[] = [];
   /** behind a journal, after a failed commit: no next try before this time */
@@ -251,7 +69,7 @@ export class RecordWriter {
       /** the clock the month of a charge is read from */
       now?: () => number;
       /** journal the records and commit them behind (not with shared holds: those close in the store) */
-      journal?: RecordJournal | undefined;
+      journal?: Journal | undefined;
       /** with a journal: how long records gather before a commit */
       commitIntervalMs?: number;
     },
@@ -316,7 +134,7 @@ export class RecordWriter {
    * Commits everything journaled so far, then removes its segments. A commit that fails puts
    * the records back, keeps the segments, and tries again later: they are never dropped.
    */
-  async #commitJournaled(journal: RecordJournal): Promise<boolean> {
+  async #commitJournaled(journal: Journal): Promise<boolean> {
     const sealed = journal.seal();
     const batch = this.#queue.splice(0);
     for (let i = 0; i < batch.length; i += MAX_BATCH) {

@@ -30,13 +30,16 @@ export function failureOutcome(error: GatewayError, httpStatus = error.status): 
   };
 }
 
+/** What a call's end needs of the record writer: its commit, and nothing a test must build a store for. */
+export type RecordSink = Pick<RecordWriter, "write">;
+
 export class CallFinisher {
-  readonly #records: RecordWriter;
+  readonly #records: RecordSink;
   readonly #metrics: Metrics;
   readonly #logger: Logger;
   readonly #registry: Registry;
 
-  constructor(deps: { records: RecordWriter; metrics: Metrics; logger: Logger; registry: Registry }) {
+  constructor(deps: { records: RecordSink; metrics: Metrics; logger: Logger; registry: Registry }) {
     this.#records = deps.records;
     this.#metrics = deps.metrics;
     this.#logger = deps.logger;

@@ -1,7 +1,7 @@
 // Admission: the rate limits and the ledger, taken together into one hold that is closed
 // exactly once, whichever path ends the call.
 
-import type { ApiKey } from "../accounts/repository.ts";
+import type { ApiKey } from "../accounts/keys.ts";
 import type { AuthContext } from "../auth/key-cache.ts";
 import type { PlanConfig } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";

@@ -6,10 +6,11 @@ import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
-import { createAccount } from "../accounts/repository.ts";
+import { createAccount } from "../accounts/accounts.ts";
 import { createLogger } from "../observability/logger.ts";
+import type { CallRecord } from "../records/call-record.ts";
 import { DAY_MS, startOfUtcDay, utcDay, windowStart } from "../records/days.ts";
-import { type CallRecord, RecordWriter } from "../records/writer.ts";
+import { RecordWriter } from "../records/writer.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
 import { pruneRecords, RetentionJob } from "./retention.ts";
 

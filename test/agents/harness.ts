@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { configSchema } from "../../src/config/cross-check.ts";
 import type { ConfigInput } from "../../src/config/schema.ts";
 import { openaiCompatibleConfig } from "../../src/providers/openai-compatible/config.ts";
-import type { CallRecord } from "../../src/records/writer.ts";
+import type { CallRecord } from "../../src/records/call-record.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { AGENT_DONE, AGENT_MARKER } from "../support/mock-agent.ts";
 import { startMockAnthropic } from "../support/mock-anthropic-upstream.ts";

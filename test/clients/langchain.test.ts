@@ -5,7 +5,7 @@
 // (ChatOpenAI: response_format json_schema; ChatAnthropic: a forced tool), and a conversation as
 // a list of messages the application keeps.
 import assert from "node:assert/strict";
-import type { CallRecord } from "../../src/records/writer.ts";
+import type { CallRecord } from "../../src/records/call-record.ts";
 import { load } from "./install.ts";
 import { type Client, classChain, clientSuite, sseData, TOOL, type Usage, type WireCall } from "./suite.ts";
 

@@ -12,7 +12,7 @@
 // fix upstream fails it and is noticed.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { CallRecord } from "../../src/records/writer.ts";
+import type { CallRecord } from "../../src/records/call-record.ts";
 import { type MessagesGateway, startMessagesGateway } from "../support/messages-gateway.ts";
 import { MOCK_TOOL_TEXT } from "../support/mock-provider.ts";
 import { pinned } from "./install.ts";

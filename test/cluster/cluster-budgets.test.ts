@@ -6,7 +6,7 @@
 // prompt bound and 16 output tokens at the model's prices), never while room for it remains.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { setBudget } from "../../src/accounts/repository.ts";
+import { setBudget } from "../../src/accounts/budgets.ts";
 import { ASK_MINIMUM_NANOS, checkBudgetHeld } from "../support/budget-books.ts";
 import { ask } from "../support/chat-call.ts";
 import { type Cluster, startCluster } from "../support/cluster.ts";

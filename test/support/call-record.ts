@@ -1,6 +1,6 @@
 // A call record with every column, for tests that write records themselves.
 import { newId } from "../../src/accounts/key-format.ts";
-import type { CallRecord } from "../../src/records/writer.ts";
+import type { CallRecord } from "../../src/records/call-record.ts";
 
 /** An answered call of `tokens` prompt tokens, charged as the upstream reported them. */
 export function callRecord(overrides: Partial<CallRecord> = {}): CallRecord {

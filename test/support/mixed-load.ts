@@ -28,7 +28,7 @@ import type { Kysely } from "kysely";
 import { Agent, type Dispatcher, fetch } from "undici";
 import type { ConfigInput } from "../../src/config/schema.ts";
 import type { Counter } from "../../src/ledger/types.ts";
-import type { CallRecord } from "../../src/records/writer.ts";
+import type { CallRecord } from "../../src/records/call-record.ts";
 import type { Database } from "../../src/store/schema.ts";
 import { countText } from "../../src/tokens/count.ts";
 import { TEST_MODEL, type TestGateway, testConfig } from "./gateway.ts";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { createTestDatabase, storeSuite, type TestDatabase } from "../../../test/support/postgres.ts";
-import { createAccount } from "../../accounts/repository.ts";
+import { createAccount } from "../../accounts/accounts.ts";
 import type { GatewayError } from "../../errors/index.ts";
 import { migrate, openStore, type Store } from "../../store/db.ts";
 import type { InputItem } from "./request.ts";

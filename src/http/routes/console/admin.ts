@@ -3,15 +3,11 @@
 // this instance's key cache, so /v1 sees a disabled account, a new quota or a budget at once.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
+import { createAccount, listAccounts, updateAccount } from "../../../accounts/accounts.ts";
+import { setBudget } from "../../../accounts/budgets.ts";
+import { LookupError } from "../../../accounts/errors.ts";
+import { listEveryKey } from "../../../accounts/keys.ts";
 import { PASSWORD_MAX_LENGTH } from "../../../accounts/password.ts";
-import {
-  createAccount,
-  LookupError,
-  listAccounts,
-  listEveryKey,
-  setBudget,
-  updateAccount,
-} from "../../../accounts/repository.ts";
 import { ROLES } from "../../../accounts/roles.ts";
 import {
   ConflictError,

@@ -3,7 +3,7 @@
 // poll) and clears this instance's cache at once, so /v1 honours it on the next request.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { createKey, deleteKey, listKeys, updateKey } from "../../../accounts/repository.ts";
+import { createKey, deleteKey, listKeys, updateKey } from "../../../accounts/keys.ts";
 import type { KeyAnswer, KeyCreated, KeyView, List } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import {

@@ -3,7 +3,7 @@
 import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Account } from "../../../accounts/repository.ts";
+import type { Account } from "../../../accounts/accounts.ts";
 import { CALL_STATUSES, type CallStatus } from "../../../domain/outcomes.ts";
 import { utcDay } from "../../../records/days.ts";
 import {

@@ -1,35 +1,14 @@
-// Accounts and keys in the store. Every change that a running gateway caches bumps the
-// revision row in the same transaction, so every instance drops its caches within a poll.
-import type { Kysely, Transaction } from "kysely";
-import type { BudgetPeriod } from "../prices/period.ts";
+// API keys in the store: created with their secret shown once and only its hash kept, found by
+// that hash to authenticate, limited and disabled. Each change bumps the revision
+// (revision.ts), since every instance caches keys by their secret.
+import type { Kysely } from "kysely";
 import type { Database } from "../store/schema.ts";
+import type { Account } from "./accounts.ts";
+import { LookupError } from "./errors.ts";
 import { generateKey, newId } from "./key-format.ts";
+import { bumpRevision } from "./revision.ts";
 
 type Db = Kysely<Database>;
-
-export interface Account {
-  id: string;
-  name: string;
-  plan_id: string;
-  quota_tokens: number | null;
-  used_tokens: number;
-  /** tokens held by calls in flight, kept in the row only by the shared ledger (PostgreSQL) */
-  reserved_tokens: number;
-  /** nanodollars held by calls in flight, kept in the row only by the shared ledgers */
-  reserved_nanos: number;
-  /** money budget in nanodollars (null: none), its period, and what was spent (src/prices/period.ts) */
-  budget_nanos: number | null;
-  budget_period: string;
-  spent_nanos: number;
-  month_spent_nanos: number;
-  spent_month: string;
-  disabled: number;
-  created_at: number;
-  /** content safety: "on" | "off"; null inherits the plan's, then the global, setting */
-  safety: string | null;
-  /** streaming under safety: "json" | "reviewed"; null inherits */
-  safety_streaming: string | null;
-}
 
 export interface ApiKey {
   id: string;
@@ -69,118 +48,6 @@ const keyColumns = [
   "rpm_limit",
   "tpm_limit",
 ] as const;
-
-export class LookupError extends Error {
-  override name = "LookupError";
-}
-
-/** PostgreSQL's 23505 or SQLite's UNIQUE constraint failure. */
-export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | undefined;
-  return (
-    e?.code === "23505" || (typeof e?.message === "string" && e.message.includes("UNIQUE constraint failed"))
-  );
-}
-
-async function bumpRevision(trx: Transaction<Database>): Promise<void> {
-  await trx
-    .updateTable("revision")
-    .set((eb) => ({ value: eb("value", "+", 1) }))
-    .where("id", "=", 1)
-    .execute();
-}
-
-export async function readRevision(db: Db): Promise<number> {
-  const row = await db.selectFrom("revision").select("value").where("id", "=", 1).executeTakeFirst();
-  return row ? Number(row.value) : 0;
-}
-
-export async function countAccounts(db: Db): Promise<number> {
-  const row = await db
-    .selectFrom("accounts")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-export async function createAccount(
-  db: Db,
-  input: { name: string; plan_id: string; quota_tokens?: number | null },
-): Promise<Account> {
-  const account = {
-    id: newId("acc"),
-    name: input.name,
-    plan_id: input.plan_id,
-    quota_tokens: input.quota_tokens ?? null,
-    created_at: Date.now(),
-  };
-  try {
-    await db.transaction().execute(async (trx) => {
-      await trx.insertInto("accounts").values(account).execute();
-      await bumpRevision(trx);
-    });
-  } catch (err) {
-    // The unique index decides, so two concurrent creates of one name cannot both pass.
-    if (isUniqueViolation(err)) throw new LookupError(`an account named "${input.name}" exists already`);
-    throw err;
-  }
-  return {
-    ...account,
-    used_tokens: 0,
-    reserved_tokens: 0,
-    reserved_nanos: 0,
-    budget_nanos: null,
-    budget_period: "none",
-    spent_nanos: 0,
-    month_spent_nanos: 0,
-    spent_month: "",
-    disabled: 0,
-    safety: null,
-    safety_streaming: null,
-  };
-}
-
-export async function listAccounts(db: Db): Promise<Account[]> {
-  return db.selectFrom("accounts").selectAll().orderBy("created_at").orderBy("id").execute();
-}
-
-/** An account by id or by name. */
-export async function findAccount(db: Db, ref: string): Promise<Account> {
-  const row = await db
-    .selectFrom("accounts")
-    .selectAll()
-    .where((eb) => eb.or([eb("id", "=", ref), eb("name", "=", ref)]))
-    .executeTakeFirst();
-  if (!row) throw new LookupError(`no account with id or name "${ref}"`);
-  return row;
-}
-
-export async function updateAccount(
-  db: Db,
-  id: string,
-  changes: {
-    plan_id?: string;
-    quota_tokens?: number | null;
-    disabled?: boolean;
-    /** null: inherit */
-    safety?: "on" | "off" | null;
-    /** null: inherit */
-    safety_streaming?: "json" | "reviewed" | null;
-  },
-): Promise<void> {
-  const set: Partial<Record<"plan_id" | "quota_tokens" | "disabled" | "safety" | "safety_streaming", any>> =
-    {};
-  if (changes.safety !== undefined) set.safety = changes.safety;
-  if (changes.safety_streaming !== undefined) set.safety_streaming = changes.safety_streaming;
-  if (changes.plan_id !== undefined) set.plan_id = changes.plan_id;
-  if (changes.quota_tokens !== undefined) set.quota_tokens = changes.quota_tokens;
-  if (changes.disabled !== undefined) set.disabled = changes.disabled ? 1 : 0;
-  if (!Object.keys(set).length) return;
-  await db.transaction().execute(async (trx) => {
-    await trx.updateTable("accounts").set(set).where("id", "=", id).execute();
-    await bumpRevision(trx);
-  });
-}
 
 export async function createKey(
   db: Db,
@@ -363,29 +230,6 @@ export async function deleteKey(db: Db, id: string): Promise<boolean> {
       .where("deleted_at", "is", null)
       .executeTakeFirst();
     if (!Number(r.numUpdatedRows)) return false;
-    await bumpRevision(trx);
-    return true;
-  });
-}
-
-/**
- * Sets an account's or a key's money budget (nanodollars; null: none) and its period. What
- * was spent stays: a budget set mid-month counts what the month already spent.
- */
-export async function setBudget(
-  db: Db,
-  table: "accounts" | "api_keys",
-  id: string,
-  nanos: number | null,
-  period: BudgetPeriod,
-): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const r = await trx
-      .updateTable(table)
-      .set({ budget_nanos: nanos, budget_period: period })
-      .where("id", "=", id)
-      .executeTakeFirst();
-    if (!r.numUpdatedRows) return false;
     await bumpRevision(trx);
     return true;
   });
