@@ -19,11 +19,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Kysely, sql } from "kysely";
-import pg from "pg";
 import type { Logger } from "pino";
 import type { Store } from "../store/db.ts";
 import type { Database } from "../store/schema.ts";
 import { CHECK_EPOCH, type RedisState, type Reply } from "./redis-state.ts";
+import { ReservationLog } from "./reservation-log.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
 import type { RecordedHold, StoreHolds } from "./store-holds.ts";
 import type { CostRule, Counter, LedgerSubject, MoneyBudget, MoneyCounter, Reservation } from "./types.ts";
@@ -49,82 +49,10 @@ function budgetArgs(budget: MoneyBudget | null): [number, string] {
   return budget ? [budget.limit, budget.period] : [-1, "none"];
 }
 
-interface JournalRow {
-  instance_id: string;
-  hold: number;
-  account_id: string;
-  key_id: string;
-  tokens: number;
-  account_nanos: number;
-  key_nanos: number;
-  created_at: number;
-}
-
-/**
- * Journal rows are written on connections with synchronous_commit off, many rows a statement:
- * they matter only when Redis loses its state, and a PostgreSQL crash at that same moment is
- * the one case a lost row could matter in.
- */
-class Journal {
-  readonly #pool: pg.Pool;
-  #queue: { row: JournalRow; done: (err?: unknown) => void }[] = [];
-  #scheduled = false;
-
-  constructor(url: string) {
-    this.#pool = new pg.Pool({ connectionString: url, max: 2, options: "-c synchronous_commit=off" });
-    this.#pool.on("error", () => {}); // a dropped idle connection is replaced by the pool
-  }
-
-  add(row: JournalRow): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ row, done: (err) => (err ? reject(err) : resolve()) });
-      if (this.#scheduled) return;
-      this.#scheduled = true;
-      setImmediate(() => void this.#flush());
-    });
-  }
-
-  async #flush(): Promise<void> {
-    while (this.#queue.length) {
-      const batch = this.#queue.splice(0, 500);
-      const values: unknown[] = [];
-      const rows = batch.map(({ row }, i) => {
-        const columns = [
-          row.instance_id,
-          row.hold,
-          row.account_id,
-          row.key_id,
-          row.tokens,
-          row.account_nanos,
-          row.key_nanos,
-          row.created_at,
-        ];
-        const b = i * columns.length;
-        values.push(...columns);
-        return `(${columns.map((_, c) => `$${b + c + 1}`).join(", ")})`;
-      });
-      try {
-        await this.#pool.query(
-          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos, key_nanos, created_at) values ${rows.join(", ")}`,
-          values,
-        );
-        for (const p of batch) p.done();
-      } catch (err) {
-        for (const p of batch) p.done(err);
-      }
-    }
-    this.#scheduled = false;
-  }
-
-  close(): Promise<void> {
-    return this.#pool.end();
-  }
-}
-
 export class RedisLedger extends SharedLedger implements StoreHolds {
   readonly #redis: RedisState;
   readonly #db: Kysely<Database>;
-  readonly #journal: Journal;
+  readonly #reservations: ReservationLog;
   readonly #instanceId: string;
   readonly #leaseMs: number;
   readonly #logger: Logger;
@@ -163,7 +91,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     super({ waitMs: options.waitMs, now: options.now });
     this.#redis = redis;
     this.#db = store.db;
-    this.#journal = new Journal(options.url);
+    this.#reservations = new ReservationLog(options.url);
     this.#instanceId = options.instanceId;
     this.#leaseMs = options.leaseMs;
     this.#logger = options.logger;
@@ -293,7 +221,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       created_at: Date.now(),
     };
     try {
-      await this.#journal.add(row);
+      await this.#reservations.add(row);
     } catch (err) {
       await this.#closeInRedis({ id: hold, ...this.#pair(subject) }, 0, 0).catch(() => undefined);
       throw err;
@@ -642,6 +570,6 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         .where("hold", "in", [...this.#settled])
         .execute()
         .catch(() => undefined);
-    await this.#journal.close();
+    await this.#reservations.close();
   }
 }
