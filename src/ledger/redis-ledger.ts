@@ -20,6 +20,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Kysely, sql } from "kysely";
 import type { Logger } from "pino";
+import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
 import type { Store } from "../store/db.ts";
 import type { Database } from "../store/schema.ts";
 import { CHECK_EPOCH, type RedisState, type Reply } from "./redis-state.ts";
@@ -67,8 +68,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     number,
     { reservation: Reservation; charge: number; nanos: number; recorded: boolean }
   >();
-  #retrying: NodeJS.Timeout | undefined;
-  #retryRound: Promise<void> | undefined;
+  #retrying: PeriodicJob | undefined;
   readonly #onMessage = (channel: string, message: string) => {
     if (channel !== this.#redis.channel) return;
     const [account, key] = message.split(" ");
@@ -344,12 +344,12 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         "could not close a hold in Redis; retrying every second",
       );
       this.#unclosed.set(reservation.id, { reservation, charge, nanos, recorded });
-      this.#retrying ??= setInterval(() => {
-        // one round at a time: a round waits up to the command timeout (2 s) per close
-        this.#retryRound ??= this.#retryCloses().finally(() => {
-          this.#retryRound = undefined;
-        });
-      }, 1_000).unref();
+      // a round waits up to the command timeout (2 s) per close: the ticks meanwhile are skipped
+      this.#retrying ??= startPeriodicJob({
+        intervalMs: 1_000,
+        run: () => this.#retryCloses(),
+        onError: (err) => this.#logger.warn({ err }, "could not retry the closes Redis did not take"),
+      });
       return;
     }
     // Its charge row stays until now: had this instance died before the close, a sweep would
@@ -368,7 +368,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       if (c.recorded) this.#settled.add(id);
     }
     if (this.#unclosed.size) return;
-    clearInterval(this.#retrying);
+    void this.#retrying?.stop(); // not awaited: this may be the job's own round
     this.#retrying = undefined;
     this.#logger.info("the holds Redis could not close are closed");
   }
@@ -559,8 +559,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     this.stopWaiting();
     this.#redis.subscriber.off("message", this.#onMessage);
     // A last try; what is still open after it is closed by the others' sweep (charges included).
-    clearInterval(this.#retrying);
-    await this.#retryRound;
+    await this.#retrying?.stop();
     if (this.#unclosed.size) await this.#retryCloses();
     // What no later commit will take; a row left here is only applied (to nothing) by a sweep.
     if (this.#settled.size)
