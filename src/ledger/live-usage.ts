@@ -4,8 +4,8 @@
 // sum the fresh ones.
 import type { Kysely } from "kysely";
 import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
+import type { RateLimits, RateState, RateSubject } from "../rate-limits/rate-limiter.ts";
 import type { Database } from "../store/schema.ts";
-import type { RateLimits, RateState, RateSubject } from "./rate-limiter.ts";
 import type { Ledger } from "./types.ts";
 
 /** rows older than this belong to an instance that stopped; readers ignore them */

@@ -8,7 +8,7 @@ import { countTokens } from "../../../apis/messages/count-tokens.ts";
 import { responsesApi } from "../../../apis/responses/api.ts";
 import { ResponseStore } from "../../../apis/responses/stored.ts";
 import { GatewayError } from "../../../errors/index.ts";
-import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
+import { rateHeaders, rateSubjects } from "../../../rate-limits/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { CLIENT_GONE } from "../../../records/outcomes.ts";
 import { ClientGone } from "../../../relay/call.ts";

@@ -7,6 +7,7 @@
 // unreachable, calls are refused with 503.
 import type { Kysely } from "kysely";
 import { GatewayError } from "../errors/index.ts";
+import { CHECK_EPOCH, RedisState } from "../ledger/redis-state.ts";
 import { runScript } from "../store/redis-script.ts";
 import type { Database } from "../store/schema.ts";
 import type {
@@ -17,7 +18,6 @@ import type {
   RateTicket,
   RateWindow,
 } from "./rate-limiter.ts";
-import { CHECK_EPOCH, RedisState } from "./redis-state.ts";
 
 const MINUTE = 60_000;
 
