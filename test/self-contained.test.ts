@@ -19,7 +19,18 @@ const SKIPPED_DIRS = new Set([
   "test-output",
 ]);
 const SKIPPED_FILES = new Set(["package-lock.json"]);
-const CHECKED_EXTENSIONS = new Set([".ts", ".tsx", ".js", ".mjs", ".cjs", ".json", ".sh", ".yml", ".yaml"]);
+const CHECKED_EXTENSIONS = new Set([
+  ".ts",
+  ".tsx",
+  ".js",
+  ".mjs",
+  ".cjs",
+  ".lua",
+  ".json",
+  ".sh",
+  ".yml",
+  ".yaml",
+]);
 
 /** The files to check: sources, tests, scripts and configs, and the extension-less CI scripts. */
 function files(dir: string): string[] {

@@ -16,7 +16,6 @@ import { InstanceLease } from "../src/ledger/instances.ts";
 import { chargeable, NO_MONEY, nanosFor, tokensFor } from "../src/ledger/money.ts";
 import { PostgresLedger } from "../src/ledger/postgres-ledger.ts";
 import { RedisLedger } from "../src/ledger/redis-ledger.ts";
-import { RedisState } from "../src/ledger/redis-state.ts";
 import type {
   CostRule,
   Ledger,
@@ -29,6 +28,7 @@ import { createLogger } from "../src/observability/logger.ts";
 import { monthOf } from "../src/prices/period.ts";
 import { RecordWriter } from "../src/records/writer.ts";
 import { migrate, openStore, type Store } from "../src/store/db.ts";
+import { RedisState } from "../src/store/redis-state.ts";
 import { callRecord } from "./support/call-record.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 import {

@@ -2,6 +2,7 @@
 // by the CLI (another process) reaches a running gateway without a restart. With many
 // instances the same poll works against PostgreSQL; Redis pub/sub can replace it later.
 import type { Kysely } from "kysely";
+import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
 import type { Database } from "../store/schema.ts";
 import { readRevision } from "./revision.ts";
 
@@ -11,8 +12,7 @@ export class RevisionWatcher {
   readonly #onChange: () => void;
   readonly #onError: (err: unknown) => void;
   #last = -1;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  #job: PeriodicJob | undefined;
 
   constructor(
     db: Kysely<Database>,
@@ -26,28 +26,22 @@ export class RevisionWatcher {
 
   async start(): Promise<void> {
     this.#last = await readRevision(this.#db);
-    this.#timer = setInterval(() => {
-      this.#running ??= this.check().finally(() => {
-        this.#running = undefined;
-      });
-    }, this.#intervalMs);
-    this.#timer.unref();
+    this.#job = startPeriodicJob({
+      intervalMs: this.#intervalMs,
+      run: () => this.check(),
+      onError: this.#onError,
+    });
   }
 
   async check(): Promise<void> {
-    try {
-      const now = await readRevision(this.#db);
-      if (now !== this.#last) {
-        this.#last = now;
-        this.#onChange();
-      }
-    } catch (err) {
-      this.#onError(err);
+    const now = await readRevision(this.#db);
+    if (now !== this.#last) {
+      this.#last = now;
+      this.#onChange();
     }
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
+    await this.#job?.stop();
   }
 }

@@ -1,6 +1,6 @@
 // Live figures for `accounts show` and `keys show`: what running gateways hold right now.
 import { readLive } from "../ledger/live-usage.ts";
-import { formatReset, type RateState } from "../ledger/rate-limiter.ts";
+import { formatReset, type RateState } from "../rate-limits/rate-limiter.ts";
 import type { Store } from "../store/db.ts";
 
 /**

@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import type { KeyCache } from "../auth/key-cache.ts";
 import type { Config } from "../config/schema.ts";
-import type { RateLimits } from "../ledger/rate-limiter.ts";
 import type { Ledger } from "../ledger/types.ts";
 import type { Registry } from "../models/registry.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import type { RateLimits } from "../rate-limits/rate-limiter.ts";
 import type { RecordWriter } from "../records/writer.ts";
 import type { CallFinisher } from "../relay/finish.ts";
 import type { Relay } from "../relay/relay.ts";

@@ -5,6 +5,7 @@
 // default). Its committed records stay: charges went with them.
 import { sql } from "kysely";
 import type { Logger } from "pino";
+import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
 import type { Store } from "../store/db.ts";
 
 export interface LeaseOptions {
@@ -20,8 +21,7 @@ export interface LeaseOptions {
 export class InstanceLease {
   readonly #store: Store;
   readonly #options: LeaseOptions;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  #job: PeriodicJob | undefined;
 
   constructor(store: Store, options: LeaseOptions) {
     this.#store = store;
@@ -49,15 +49,11 @@ export class InstanceLease {
         { instances: n + 1 },
         `${n} other gateway instance(s) share this store: quotas and key limits hold across all of them, but without store.redis_url (REDIS_URL) each keeps its own rate-limit buckets, so a key's rpm and tpm apply per instance`,
       );
-    this.#timer = setInterval(
-      () => {
-        this.#running ??= this.#renew().finally(() => {
-          this.#running = undefined;
-        });
-      },
-      Math.max(50, Math.floor(leaseMs / 3)),
-    );
-    this.#timer.unref();
+    this.#job = startPeriodicJob({
+      intervalMs: Math.max(50, Math.floor(leaseMs / 3)),
+      run: () => this.#renew(),
+      onError: (err) => logger.warn({ err }, "could not renew the ledger lease or sweep"),
+    });
   }
 
   async #claim(): Promise<void> {
@@ -68,29 +64,23 @@ export class InstanceLease {
 
   async #renew(): Promise<void> {
     const { id, logger } = this.#options;
-    try {
-      const renewed =
-        await sql`update ledger_instances set heartbeat_at = gateway_ledger_now() where id = ${id}`.execute(
-          this.#store.db,
-        );
-      if (!renewed.numAffectedRows) {
-        // Cut off longer than the lease: the others took this instance for dead and released
-        // its holds. Calls in flight still commit their records (and charges).
-        logger.warn("this instance's ledger lease had run out and its holds were released by the others");
-        await this.#claim();
-      }
-      const released = await this.#options.sweep();
-      if (released)
-        logger.warn({ tokens: released }, "released the holds of a gateway instance that stopped");
-    } catch (err) {
-      logger.warn({ err }, "could not renew the ledger lease or sweep");
+    const renewed =
+      await sql`update ledger_instances set heartbeat_at = gateway_ledger_now() where id = ${id}`.execute(
+        this.#store.db,
+      );
+    if (!renewed.numAffectedRows) {
+      // Cut off longer than the lease: the others took this instance for dead and released
+      // its holds. Calls in flight still commit their records (and charges).
+      logger.warn("this instance's ledger lease had run out and its holds were released by the others");
+      await this.#claim();
     }
+    const released = await this.#options.sweep();
+    if (released) logger.warn({ tokens: released }, "released the holds of a gateway instance that stopped");
   }
 
   /** Gives up the lease: this instance holds nothing any more. */
   async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
+    await this.#job?.stop();
     await sql`delete from ledger_instances where id = ${this.#options.id}`.execute(this.#store.db);
   }
 }

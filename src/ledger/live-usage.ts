@@ -3,8 +3,9 @@
 // process, or another instance, can report live figures. Rows are per instance; readers
 // sum the fresh ones.
 import type { Kysely } from "kysely";
+import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
+import type { RateLimits, RateState, RateSubject } from "../rate-limits/rate-limiter.ts";
 import type { Database } from "../store/schema.ts";
-import type { RateLimits, RateState, RateSubject } from "./rate-limiter.ts";
 import type { Ledger } from "./types.ts";
 
 /** rows older than this belong to an instance that stopped; readers ignore them */
@@ -18,8 +19,7 @@ export class LiveUsagePublisher {
   readonly #onError: (err: unknown) => void;
   /** subjects last published as busy (something reserved or a window not full): publish again */
   #busy = new Map<string, RateSubject>();
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  #job: PeriodicJob | undefined;
 
   constructor(
     db: Kysely<Database>,
@@ -35,14 +35,7 @@ export class LiveUsagePublisher {
   }
 
   start(intervalMs: number): void {
-    this.#timer = setInterval(() => {
-      this.#running ??= this.publish()
-        .catch(this.#onError)
-        .finally(() => {
-          this.#running = undefined;
-        });
-    }, intervalMs);
-    this.#timer.unref();
+    this.#job = startPeriodicJob({ intervalMs, run: () => this.publish(), onError: this.#onError });
   }
 
   async publish(): Promise<void> {
@@ -80,8 +73,7 @@ export class LiveUsagePublisher {
 
   /** Stops publishing and removes this instance's rows: it holds nothing any more. */
   async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
+    await this.#job?.stop();
     await this.#db.deleteFrom("live_usage").where("instance_id", "=", this.#instanceId).execute();
   }
 }

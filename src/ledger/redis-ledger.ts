@@ -16,376 +16,44 @@
 // the new one once it is journaled (or given back when the new epoch has no room for it).
 // Budgets come with each call (as the quota and key limit do), the month from this process's
 // clock.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { type Kysely, sql } from "kysely";
-import pg from "pg";
 import type { Logger } from "pino";
+import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
 import type { Store } from "../store/db.ts";
+import { CHECK_EPOCH, type RedisState, type Reply } from "../store/redis-state.ts";
 import type { Database } from "../store/schema.ts";
-import { CHECK_EPOCH, type RedisState, type Reply } from "./redis-state.ts";
+import { ReservationLog } from "./reservation-log.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
 import type { RecordedHold, StoreHolds } from "./store-holds.ts";
 import type { CostRule, Counter, LedgerSubject, MoneyBudget, MoneyCounter, Reservation } from "./types.ts";
 
-/** integers as Redis reads them (Lua would print 1e15 as "1e+15") */
-const INT = "local function int(x) return string.format('%d', x) end\n";
-// A hold: account, key, tokens, counted in the account, in the key ('1' or '0'), nanodollars
-// held against the account's budget, against the key's.
-const HOLD_PATTERN = "'^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$'";
-const SUBJECT_TTL_MS = 86_400_000;
-/** a subject's fields, in the order the scripts read them (HMGET) */
-const SUBJECT_FIELDS = "'u', 'r', 'st', 'sm', 'mk', 'rn'";
+/** A script of ./lua/ as Redis runs it: the epoch check, then the parts it is made of. */
+function script(...parts: string[]): string {
+  return (
+    CHECK_EPOCH +
+    parts.map((name) => readFileSync(join(import.meta.dirname, "lua", `${name}.lua`), "utf8")).join("")
+  );
+}
 
-// src/ledger/money.ts in Lua, on the same doubles as JavaScript: every ledger sizes a hold to
-// the same token and nanodollar. h: a subject's fields (SUBJECT_FIELDS).
-const MONEY = `
-local function nanosFor(fixed, per, prompt, t) return fixed + math.ceil(math.max(0, t - prompt) * per) end
-local function tokensFor(fixed, per, prompt, n)
-  if n < fixed then return -1 end
-  if per <= 0 then return math.huge end
-  local t = prompt + math.floor((n - fixed) / per)
-  while t > prompt and nanosFor(fixed, per, prompt, t) > n do t = t - 1 end
-  return t
-end
-local function budgetLeft(h, budget, period, month)
-  if budget < 0 then return nil end
-  if period == 'month' then
-    if h[5] == month then return budget - tonumber(h[4]) end
-    return budget
-  end
-  return budget - tonumber(h[3])
-end
-`;
-
-// KEYS: epoch, account, key, own holds, account queue, key queue, waiter expiries, waiter
-// sequence, instances with holds. ARGV: epoch, quota, limit (-1: none), wanted, minimum,
-// waiter ('' for a first attempt), wait ms, hold id, account id, key id, channel, instance,
-// the cost rule's fixed ('' : the call costs nothing), per token and prompt tokens, month,
-// the account's budget (-1: none) and period, the key's.
-// Answers: status, tokens, remaining, reason, consumption of account and key, waiter, nanos
-// held (-1: no budget applies), held against the account's and the key's budget, spending of
-// account and key.
-const RESERVE_LUA = `${CHECK_EPOCH}${INT}${MONEY}
-local a = redis.call('HMGET', KEYS[2], ${SUBJECT_FIELDS})
-local k = redis.call('HMGET', KEYS[3], ${SUBJECT_FIELDS})
-if not a[1] or not k[1] then
-  local need = ''
-  if not a[1] then need = 'a' end
-  if not k[1] then need = need .. 'k' end
-  return {'seed', need}
-end
-local au, ar, ku, kr = tonumber(a[1]), tonumber(a[2]), tonumber(k[1]), tonumber(k[2])
-local ast, kst = tonumber(a[3]), tonumber(k[3])
-local quota, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
-local wanted, minimum = tonumber(ARGV[4]), tonumber(ARGV[5])
-local wid, waitMs = ARGV[6], tonumber(ARGV[7])
-local priced = ARGV[13] ~= ''
-local fixed, per, prompt, month = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15]), ARGV[16]
--- What each limit leaves, in tokens (a budget: what its money pays for): by consumption alone
--- (free; the tightest names a refusal and what it leaves in its own unit, the first of quota,
--- key limit, account budget, key budget on a tie), and with what calls in flight hold (room).
-local free, left, why = quota - au, quota - au, 'quota'
-local room = free - ar
-local function limitBy(t, held, l, reason)
-  if t < free then free, left, why = t, l, reason end
-  if held < room then room = held end
-end
-if limit >= 0 then limitBy(limit - ku, limit - ku - kr, limit - ku, 'key_limit') end
-local aleft, kleft
-if priced then
-  aleft = budgetLeft(a, tonumber(ARGV[17]), ARGV[18], month)
-  kleft = budgetLeft(k, tonumber(ARGV[19]), ARGV[20], month)
-  if aleft then
-    limitBy(tokensFor(fixed, per, prompt, aleft), tokensFor(fixed, per, prompt, aleft - tonumber(a[6])), aleft,
-      'account_budget')
-  end
-  if kleft then
-    limitBy(tokensFor(fixed, per, prompt, kleft), tokensFor(fixed, per, prompt, kleft - tonumber(k[6])), kleft,
-      'key_budget')
-  end
-end
-local function leave()
-  if wid == '' then return end
-  redis.call('ZREM', KEYS[5], wid)
-  redis.call('ZREM', KEYS[6], wid)
-  redis.call('HDEL', KEYS[7], wid)
-  if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[6]) > 0 then
-    redis.call('PUBLISH', ARGV[11], ARGV[9] .. ' ' .. ARGV[10])
-  end
-end
-if free < minimum then
-  leave()
-  return {'refused', 0, left, why, au, ku, '', -1, 0, 0, ast, kst}
-end
-local function before(q)
-  while true do
-    local head = redis.call('ZRANGE', q, 0, 0)[1]
-    if not head or head == wid then return false end
-    if tonumber(redis.call('HGET', KEYS[7], head) or '0') > now then return true end
-    redis.call('ZREM', q, head)
-    redis.call('HDEL', KEYS[7], head)
-  end
-end
-if room >= minimum and not before(KEYS[5]) and not before(KEYS[6]) then
-  local got = math.min(wanted, room)
-  local nanos, an, kn = -1, 0, 0
-  if priced and (aleft or kleft) then
-    nanos = nanosFor(fixed, per, prompt, got)
-    if aleft then an = nanos end
-    if kleft then kn = nanos end
-  end
-  redis.call('HINCRBY', KEYS[2], 'r', int(got))
-  redis.call('HINCRBY', KEYS[3], 'r', int(got))
-  if an > 0 then redis.call('HINCRBY', KEYS[2], 'rn', int(an)) end
-  if kn > 0 then redis.call('HINCRBY', KEYS[3], 'rn', int(kn)) end
-  redis.call('PERSIST', KEYS[2])
-  redis.call('PERSIST', KEYS[3])
-  redis.call('HSET', KEYS[4], ARGV[8],
-    ARGV[9] .. ' ' .. ARGV[10] .. ' ' .. int(got) .. ' 1 1 ' .. int(an) .. ' ' .. int(kn))
-  redis.call('SADD', KEYS[9], ARGV[12])
-  leave()
-  return {'ok', got, left, why, au, ku, '', nanos, an, kn, ast, kst}
-end
-if waitMs <= 0 then
-  leave()
-  return {'held', 0, left, why, au, ku, '', -1, 0, 0, ast, kst}
-end
-if wid == '' then
-  wid = tostring(redis.call('INCR', KEYS[8]))
-  redis.call('ZADD', KEYS[5], tonumber(wid), wid)
-  redis.call('ZADD', KEYS[6], tonumber(wid), wid)
-end
-redis.call('HSET', KEYS[7], wid, int(now + waitMs))
-return {'wait', 0, left, why, au, ku, wid, -1, 0, 0, ast, kst}`;
-
-// KEYS: epoch, the subject, instances with holds, holds hashes. ARGV: epoch, 'a' or 'k', its
-// consumption, its spending in total, in the month, the month, n, then per journaled hold:
-// index of its holds hash in KEYS, hold, account, key, tokens, instance, nanodollars held
-// against the account's budget, against the key's. Kept when another instance seeded it first.
-const SEED_LUA = `${CHECK_EPOCH}${INT}
-if redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
-local r, rn = 0, 0
-for i = 0, tonumber(ARGV[7]) - 1 do
-  local b = 8 + i * 8
-  local hk, id = KEYS[tonumber(ARGV[b])], ARGV[b + 1]
-  local fa, fk = '0', '0'
-  local e = redis.call('HGET', hk, id)
-  if e then
-    local _a, _k, _t, ea, ek = string.match(e, ${HOLD_PATTERN})
-    fa, fk = ea, ek
-  end
-  if ARGV[2] == 'a' then
-    fa = '1'
-    rn = rn + tonumber(ARGV[b + 6])
-  else
-    fk = '1'
-    rn = rn + tonumber(ARGV[b + 7])
-  end
-  redis.call('HSET', hk, id, ARGV[b + 2] .. ' ' .. ARGV[b + 3] .. ' ' .. ARGV[b + 4] .. ' ' .. fa .. ' ' .. fk
-    .. ' ' .. ARGV[b + 6] .. ' ' .. ARGV[b + 7])
-  redis.call('SADD', KEYS[3], ARGV[b + 5])
-  r = r + tonumber(ARGV[b + 4])
-end
-redis.call('HSET', KEYS[2], 'u', ARGV[3], 'r', int(r), 'st', ARGV[4], 'sm', ARGV[5], 'mk', ARGV[6], 'rn', int(rn))
-if r <= 0 then redis.call('PEXPIRE', KEYS[2], ${SUBJECT_TTL_MS}) end
-return {'ok'}`;
-
-// KEYS: epoch, account, key, own holds, own swept holds, account queue, key queue.
-// ARGV: epoch, hold, charge, channel, account id, key id, nanodollars charged, month. A hold
-// swept while its instance seemed dead only adds its charge: what it held was released already.
-const SETTLE_LUA = `${CHECK_EPOCH}${INT}
-local from = KEYS[4]
-local e = redis.call('HGET', from, ARGV[2])
-if not e then
-  from = KEYS[5]
-  e = redis.call('HGET', from, ARGV[2])
-end
-if not e then return {'none'} end
-redis.call('HDEL', from, ARGV[2])
-local _a, _k, tokens, fa, fk, an, kn = string.match(e, ${HOLD_PATTERN})
-local charge, nanos, month = tonumber(ARGV[3]), tonumber(ARGV[7]), ARGV[8]
-local function close(s, flag, held)
-  if flag ~= '1' or redis.call('EXISTS', s) == 0 then return end
-  if from == KEYS[4] then
-    redis.call('HINCRBY', s, 'r', int(-tonumber(tokens)))
-    if tonumber(held) > 0 then redis.call('HINCRBY', s, 'rn', int(-tonumber(held))) end
-  end
-  if charge > 0 then redis.call('HINCRBY', s, 'u', int(charge)) end
-  if nanos > 0 then
-    redis.call('HINCRBY', s, 'st', int(nanos))
-    -- as the record writer counts it in the store: a new month's first charge restarts the month
-    if redis.call('HGET', s, 'mk') == month then
-      redis.call('HINCRBY', s, 'sm', int(nanos))
-    else
-      redis.call('HSET', s, 'sm', int(nanos), 'mk', month)
-    end
-  end
-  if tonumber(redis.call('HGET', s, 'r')) <= 0 then redis.call('PEXPIRE', s, ${SUBJECT_TTL_MS}) end
-end
-close(KEYS[2], fa, an)
-close(KEYS[3], fk, kn)
-if redis.call('ZCARD', KEYS[6]) + redis.call('ZCARD', KEYS[7]) > 0 then
-  redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. ARGV[6])
-end
-return {'ok'}`;
-
-// KEYS: epoch, account, key, own holds, instances with holds. ARGV: epoch, hold, account,
-// key, tokens, quota, limit, instance, nanodollars held against the account's budget and the
-// key's, the account's budget (-1: none) and period, the key's, month. Counts the hold in the
-// subjects seeded without it.
-const ADOPT_LUA = `${CHECK_EPOCH}${INT}${MONEY}
-if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then return {'ok'} end
-local tokens, quota, limit = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local an, kn, month = tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[15]
-local a = redis.call('HMGET', KEYS[2], ${SUBJECT_FIELDS})
-local k = redis.call('HMGET', KEYS[3], ${SUBJECT_FIELDS})
-if a[1] and quota - tonumber(a[1]) - tonumber(a[2]) < tokens then return {'no'} end
-if k[1] and limit >= 0 and limit - tonumber(k[1]) - tonumber(k[2]) < tokens then return {'no'} end
-if a[1] and an > 0 then
-  local l = budgetLeft(a, tonumber(ARGV[11]), ARGV[12], month)
-  if l and l - tonumber(a[6]) < an then return {'no'} end
-end
-if k[1] and kn > 0 then
-  local l = budgetLeft(k, tonumber(ARGV[13]), ARGV[14], month)
-  if l and l - tonumber(k[6]) < kn then return {'no'} end
-end
-local fa, fk = '0', '0'
-if a[1] then
-  redis.call('HINCRBY', KEYS[2], 'r', int(tokens))
-  if an > 0 then redis.call('HINCRBY', KEYS[2], 'rn', int(an)) end
-  redis.call('PERSIST', KEYS[2])
-  fa = '1'
-end
-if k[1] then
-  redis.call('HINCRBY', KEYS[3], 'r', int(tokens))
-  if kn > 0 then redis.call('HINCRBY', KEYS[3], 'rn', int(kn)) end
-  redis.call('PERSIST', KEYS[3])
-  fk = '1'
-end
-redis.call('HSET', KEYS[4], ARGV[2],
-  ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. fa .. ' ' .. fk .. ' ' .. int(an) .. ' ' .. int(kn))
-redis.call('SADD', KEYS[5], ARGV[8])
-return {'ok'}`;
-
-// KEYS: epoch, account queue, key queue, waiter expiries. ARGV: epoch, waiter, channel, account, key.
-const UNWAIT_LUA = `${CHECK_EPOCH}
-redis.call('ZREM', KEYS[2], ARGV[2])
-redis.call('ZREM', KEYS[3], ARGV[2])
-redis.call('HDEL', KEYS[4], ARGV[2])
-if redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then
-  redis.call('PUBLISH', ARGV[3], ARGV[4] .. ' ' .. ARGV[5])
-end
-return {'ok'}`;
-
-// KEYS: epoch, the dead instance's holds, its swept holds, instances with holds, then the
-// subjects. ARGV: epoch, instance, channel, n, then per hold: id, index of its account and of
-// its key in KEYS. Releases the holds, tokens and money (moved to the swept ones, where a late
-// settle finds them).
-const SWEEP_LUA = `${CHECK_EPOCH}${INT}
-local released = 0
-for i = 0, tonumber(ARGV[4]) - 1 do
-  local id = ARGV[5 + i * 3]
-  local e = redis.call('HGET', KEYS[2], id)
-  if e then
-    local _a, _k, tokens, fa, fk, an, kn = string.match(e, ${HOLD_PATTERN})
-    for _, t in ipairs({{fa, tonumber(ARGV[6 + i * 3]), an}, {fk, tonumber(ARGV[7 + i * 3]), kn}}) do
-      local s = KEYS[t[2]]
-      if t[1] == '1' and redis.call('EXISTS', s) == 1 then
-        redis.call('HINCRBY', s, 'r', int(-tonumber(tokens)))
-        if tonumber(t[3]) > 0 then redis.call('HINCRBY', s, 'rn', int(-tonumber(t[3]))) end
-        if tonumber(redis.call('HGET', s, 'r')) <= 0 then redis.call('PEXPIRE', s, ${SUBJECT_TTL_MS}) end
-      end
-    end
-    redis.call('HSET', KEYS[3], id, e)
-    redis.call('HDEL', KEYS[2], id)
-    released = released + tonumber(tokens)
-  end
-end
-redis.call('PEXPIRE', KEYS[3], 3600000)
-if redis.call('HLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[4], ARGV[2]) end
-redis.call('PUBLISH', ARGV[3], '')
-return {'ok', released}`;
+// Each script's KEYS, ARGV and answer are described at the top of its file.
+const RESERVE_LUA = script("state", "money", "reserve");
+const SEED_LUA = script("state", "seed");
+const SETTLE_LUA = script("state", "settle");
+const ADOPT_LUA = script("state", "money", "adopt");
+const UNWAIT_LUA = script("unwait");
+const SWEEP_LUA = script("state", "sweep");
 
 /** A budget as the scripts take it: limit (-1: none) and period. */
 function budgetArgs(budget: MoneyBudget | null): [number, string] {
   return budget ? [budget.limit, budget.period] : [-1, "none"];
 }
 
-interface JournalRow {
-  instance_id: string;
-  hold: number;
-  account_id: string;
-  key_id: string;
-  tokens: number;
-  account_nanos: number;
-  key_nanos: number;
-  created_at: number;
-}
-
-/**
- * Journal rows are written on connections with synchronous_commit off, many rows a statement:
- * they matter only when Redis loses its state, and a PostgreSQL crash at that same moment is
- * the one case a lost row could matter in.
- */
-class Journal {
-  readonly #pool: pg.Pool;
-  #queue: { row: JournalRow; done: (err?: unknown) => void }[] = [];
-  #scheduled = false;
-
-  constructor(url: string) {
-    this.#pool = new pg.Pool({ connectionString: url, max: 2, options: "-c synchronous_commit=off" });
-    this.#pool.on("error", () => {}); // a dropped idle connection is replaced by the pool
-  }
-
-  add(row: JournalRow): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ row, done: (err) => (err ? reject(err) : resolve()) });
-      if (this.#scheduled) return;
-      this.#scheduled = true;
-      setImmediate(() => void this.#flush());
-    });
-  }
-
-  async #flush(): Promise<void> {
-    while (this.#queue.length) {
-      const batch = this.#queue.splice(0, 500);
-      const values: unknown[] = [];
-      const rows = batch.map(({ row }, i) => {
-        const columns = [
-          row.instance_id,
-          row.hold,
-          row.account_id,
-          row.key_id,
-          row.tokens,
-          row.account_nanos,
-          row.key_nanos,
-          row.created_at,
-        ];
-        const b = i * columns.length;
-        values.push(...columns);
-        return `(${columns.map((_, c) => `$${b + c + 1}`).join(", ")})`;
-      });
-      try {
-        await this.#pool.query(
-          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos, key_nanos, created_at) values ${rows.join(", ")}`,
-          values,
-        );
-        for (const p of batch) p.done();
-      } catch (err) {
-        for (const p of batch) p.done(err);
-      }
-    }
-    this.#scheduled = false;
-  }
-
-  close(): Promise<void> {
-    return this.#pool.end();
-  }
-}
-
 export class RedisLedger extends SharedLedger implements StoreHolds {
   readonly #redis: RedisState;
   readonly #db: Kysely<Database>;
-  readonly #journal: Journal;
+  readonly #reservations: ReservationLog;
   readonly #instanceId: string;
   readonly #leaseMs: number;
   readonly #logger: Logger;
@@ -400,8 +68,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     number,
     { reservation: Reservation; charge: number; nanos: number; recorded: boolean }
   >();
-  #retrying: NodeJS.Timeout | undefined;
-  #retryRound: Promise<void> | undefined;
+  #retrying: PeriodicJob | undefined;
   readonly #onMessage = (channel: string, message: string) => {
     if (channel !== this.#redis.channel) return;
     const [account, key] = message.split(" ");
@@ -424,7 +91,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     super({ waitMs: options.waitMs, now: options.now });
     this.#redis = redis;
     this.#db = store.db;
-    this.#journal = new Journal(options.url);
+    this.#reservations = new ReservationLog(options.url);
     this.#instanceId = options.instanceId;
     this.#leaseMs = options.leaseMs;
     this.#logger = options.logger;
@@ -554,7 +221,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       created_at: Date.now(),
     };
     try {
-      await this.#journal.add(row);
+      await this.#reservations.add(row);
     } catch (err) {
       await this.#closeInRedis({ id: hold, ...this.#pair(subject) }, 0, 0).catch(() => undefined);
       throw err;
@@ -677,12 +344,12 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         "could not close a hold in Redis; retrying every second",
       );
       this.#unclosed.set(reservation.id, { reservation, charge, nanos, recorded });
-      this.#retrying ??= setInterval(() => {
-        // one round at a time: a round waits up to the command timeout (2 s) per close
-        this.#retryRound ??= this.#retryCloses().finally(() => {
-          this.#retryRound = undefined;
-        });
-      }, 1_000).unref();
+      // a round waits up to the command timeout (2 s) per close: the ticks meanwhile are skipped
+      this.#retrying ??= startPeriodicJob({
+        intervalMs: 1_000,
+        run: () => this.#retryCloses(),
+        onError: (err) => this.#logger.warn({ err }, "could not retry the closes Redis did not take"),
+      });
       return;
     }
     // Its charge row stays until now: had this instance died before the close, a sweep would
@@ -701,7 +368,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       if (c.recorded) this.#settled.add(id);
     }
     if (this.#unclosed.size) return;
-    clearInterval(this.#retrying);
+    void this.#retrying?.stop(); // not awaited: this may be the job's own round
     this.#retrying = undefined;
     this.#logger.info("the holds Redis could not close are closed");
   }
@@ -892,8 +559,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     this.stopWaiting();
     this.#redis.subscriber.off("message", this.#onMessage);
     // A last try; what is still open after it is closed by the others' sweep (charges included).
-    clearInterval(this.#retrying);
-    await this.#retryRound;
+    await this.#retrying?.stop();
     if (this.#unclosed.size) await this.#retryCloses();
     // What no later commit will take; a row left here is only applied (to nothing) by a sweep.
     if (this.#settled.size)
@@ -903,6 +569,6 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         .where("hold", "in", [...this.#settled])
         .execute()
         .catch(() => undefined);
-    await this.#journal.close();
+    await this.#reservations.close();
   }
 }

@@ -4,14 +4,14 @@
 // the truth and Redis's state is rebuilt from it).
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.ts";
+import { RateLimiter, type RateLimits } from "../rate-limits/rate-limiter.ts";
+import { RedisRateLimiter } from "../rate-limits/redis-rate-limiter.ts";
 import type { Store } from "../store/db.ts";
+import { RedisState } from "../store/redis-state.ts";
 import { InstanceLease } from "./instances.ts";
 import { MemoryLedger } from "./memory-ledger.ts";
 import { PostgresLedger } from "./postgres-ledger.ts";
-import { RateLimiter, type RateLimits } from "./rate-limiter.ts";
 import { RedisLedger } from "./redis-ledger.ts";
-import { RedisRateLimiter } from "./redis-rate-limiter.ts";
-import { RedisState } from "./redis-state.ts";
 import type { StoreHolds } from "./store-holds.ts";
 import type { Ledger } from "./types.ts";
 

@@ -1,10 +1,10 @@
 // What the HTTP layer hands the relay for one call, and what the relay needs to run it.
 import type { Logger } from "pino";
 import type { AuthContext } from "../auth/key-cache.ts";
-import type { RateLimits, RateTicket } from "../ledger/rate-limiter.ts";
 import type { Ledger } from "../ledger/types.ts";
 import type { Registry } from "../models/registry.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import type { RateLimits, RateTicket } from "../rate-limits/rate-limiter.ts";
 import type { CallDraft } from "../records/draft.ts";
 import type { Router } from "../routing/route.ts";
 import type { SafetyPolicy } from "../safety/policy.ts";

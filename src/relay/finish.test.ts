@@ -5,12 +5,12 @@ import { FakeLedger, FakeRates, reservation } from "../../test/support/fake-hold
 import { configSchema } from "../config/cross-check.ts";
 import { ANSWERED, type CallOutcome, CLIENT_GONE } from "../domain/outcomes.ts";
 import { GatewayError } from "../errors/index.ts";
-import type { RateTicket } from "../ledger/rate-limiter.ts";
 import type { Reservation } from "../ledger/types.ts";
 import { Registry } from "../models/registry.ts";
 import { createLogger } from "../observability/logger.ts";
 import { Metrics } from "../observability/metrics.ts";
 import { configuredPricing } from "../prices/pricing.ts";
+import type { RateTicket } from "../rate-limits/rate-limiter.ts";
 import type { CallRecord } from "../records/call-record.ts";
 import { CallDraft } from "../records/draft.ts";
 import type { Budget } from "./budget.ts";

@@ -6,7 +6,7 @@ import type { ApiKey } from "../accounts/keys.ts";
 import type { AuthContext } from "../auth/key-cache.ts";
 import { type PlanConfig, planSchema } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
-import type { RateTicket } from "../ledger/rate-limiter.ts";
+import type { RateTicket } from "../rate-limits/rate-limiter.ts";
 import type { Budget } from "./budget.ts";
 import { admit, admitRequest, Hold, type HoldDeps } from "./hold.ts";
 

@@ -5,16 +5,16 @@ import type { ApiKey } from "../accounts/keys.ts";
 import type { AuthContext } from "../auth/key-cache.ts";
 import type { PlanConfig } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
+import type { Ledger, MoneyBudget, Reservation, ReserveResult, Spent } from "../ledger/types.ts";
+import { resetsAt } from "../prices/period.ts";
+import { formatUsd } from "../prices/usd.ts";
 import {
   type Admission,
   type RateLimits,
   type RateTicket,
   rateHeaders,
   rateSubjects,
-} from "../ledger/rate-limiter.ts";
-import type { Ledger, MoneyBudget, Reservation, ReserveResult, Spent } from "../ledger/types.ts";
-import { resetsAt } from "../prices/period.ts";
-import { formatUsd } from "../prices/usd.ts";
+} from "../rate-limits/rate-limiter.ts";
 import type { Budget } from "./budget.ts";
 
 export interface HoldDeps {

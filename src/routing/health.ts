@@ -3,6 +3,7 @@
 // like live usage, so `gateway deployments` in another process can show every running
 // instance's view. Rows are per instance; readers keep the fresh ones.
 import type { Kysely } from "kysely";
+import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
 import type { Database } from "../store/schema.ts";
 import type { CooldownReason, CooldownStore } from "./cooldowns.ts";
 import type { Traffic } from "./traffic.ts";
@@ -63,8 +64,7 @@ export class HealthPublisher {
   readonly #view: HealthView;
   readonly #instanceId: string;
   readonly #onError: (err: unknown) => void;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  #job: PeriodicJob | undefined;
 
   constructor(
     db: Kysely<Database>,
@@ -78,14 +78,7 @@ export class HealthPublisher {
   }
 
   start(intervalMs: number): void {
-    this.#timer = setInterval(() => {
-      this.#running ??= this.publish()
-        .catch(this.#onError)
-        .finally(() => {
-          this.#running = undefined;
-        });
-    }, intervalMs);
-    this.#timer.unref();
+    this.#job = startPeriodicJob({ intervalMs, run: () => this.publish(), onError: this.#onError });
   }
 
   async publish(): Promise<void> {
@@ -119,8 +112,7 @@ export class HealthPublisher {
 
   /** Stops publishing and removes this instance's rows. */
   async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
+    await this.#job?.stop();
     await this.#db.deleteFrom("deployment_health").where("instance_id", "=", this.#instanceId).execute();
   }
 }

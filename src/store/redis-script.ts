@@ -1,6 +1,6 @@
 // Lua scripts on Redis by their SHA1 (EVALSHA): the first call on a server that does not know
 // a script yet gets NOSCRIPT and sends it whole once (EVAL, which also caches it there). The
-// ledger's scripts are up to 4.6 KB; sent with every call (EVAL), their text cost the gateway
+// ledger's scripts are up to 6 KB; sent with every call (EVAL), their text cost the gateway
 // its UTF-8 encoding and Redis its hash, on each of a call's two or more scripts.
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";

@@ -2,13 +2,7 @@
 // admission and end (src/relay/hold.test.ts, finish.test.ts). A real ledger hides a second
 // settle behind its own bookkeeping; these keep every call, in order, so a test can say which
 // figures closed a hold and that nothing closed it twice.
-import type {
-  Admission,
-  RateLimits,
-  RateState,
-  RateSubject,
-  RateTicket,
-} from "../../src/ledger/rate-limiter.ts";
+
 import type {
   Counter,
   Ledger,
@@ -17,6 +11,13 @@ import type {
   ReserveOptions,
   ReserveResult,
 } from "../../src/ledger/types.ts";
+import type {
+  Admission,
+  RateLimits,
+  RateState,
+  RateSubject,
+  RateTicket,
+} from "../../src/rate-limits/rate-limiter.ts";
 
 export type LedgerCall =
   | { op: "reserve"; subject: LedgerSubject; wanted: number; minimum: number; options?: ReserveOptions }

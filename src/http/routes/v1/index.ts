@@ -9,7 +9,7 @@ import { responsesApi } from "../../../apis/responses/api.ts";
 import { ResponseStore } from "../../../apis/responses/stored.ts";
 import { CLIENT_GONE } from "../../../domain/outcomes.ts";
 import { GatewayError } from "../../../errors/index.ts";
-import { rateHeaders, rateSubjects } from "../../../ledger/rate-limiter.ts";
+import { rateHeaders, rateSubjects } from "../../../rate-limits/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { ClientGone } from "../../../relay/call.ts";
 import { admitRequest } from "../../../relay/hold.ts";

@@ -8,6 +8,7 @@
 import type { Kysely } from "kysely";
 import { GatewayError } from "../errors/index.ts";
 import { runScript } from "../store/redis-script.ts";
+import { CHECK_EPOCH, RedisState } from "../store/redis-state.ts";
 import type { Database } from "../store/schema.ts";
 import type {
   Admission,
@@ -17,7 +18,6 @@ import type {
   RateTicket,
   RateWindow,
 } from "./rate-limiter.ts";
-import { CHECK_EPOCH, RedisState } from "./redis-state.ts";
 
 const MINUTE = 60_000;
 

@@ -12,7 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { runScript } from "../store/redis-script.ts";
+import { runScript } from "./redis-script.ts";
 
 /** f2: accounts and keys carry their spending and held money (issue #18) */
 const FORMAT = "f2";

@@ -1,0 +1,100 @@
+-- KEYS: epoch, account, key, own holds, account queue, key queue, waiter expiries, waiter
+-- sequence, instances with holds. ARGV: epoch, quota, limit (-1: none), wanted, minimum,
+-- waiter ('' for a first attempt), wait ms, hold id, account id, key id, channel, instance,
+-- the cost rule's fixed ('' : the call costs nothing), per token and prompt tokens, month,
+-- the account's budget (-1: none) and period, the key's.
+-- Answers: status, tokens, remaining, reason, consumption of account and key, waiter, nanos
+-- held (-1: no budget applies), held against the account's and the key's budget, spending of
+-- account and key.
+
+local a = fields(KEYS[2])
+local k = fields(KEYS[3])
+if not a[1] or not k[1] then
+  local need = ''
+  if not a[1] then need = 'a' end
+  if not k[1] then need = need .. 'k' end
+  return {'seed', need}
+end
+local au, ar, ku, kr = tonumber(a[1]), tonumber(a[2]), tonumber(k[1]), tonumber(k[2])
+local ast, kst = tonumber(a[3]), tonumber(k[3])
+local quota, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local wanted, minimum = tonumber(ARGV[4]), tonumber(ARGV[5])
+local wid, waitMs = ARGV[6], tonumber(ARGV[7])
+local priced = ARGV[13] ~= ''
+local fixed, per, prompt, month = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15]), ARGV[16]
+-- What each limit leaves, in tokens (a budget: what its money pays for): by consumption alone
+-- (free; the tightest names a refusal and what it leaves in its own unit, the first of quota,
+-- key limit, account budget, key budget on a tie), and with what calls in flight hold (room).
+local free, left, why = quota - au, quota - au, 'quota'
+local room = free - ar
+local function limitBy(t, held, l, reason)
+  if t < free then free, left, why = t, l, reason end
+  if held < room then room = held end
+end
+if limit >= 0 then limitBy(limit - ku, limit - ku - kr, limit - ku, 'key_limit') end
+local aleft, kleft
+if priced then
+  aleft = budgetLeft(a, tonumber(ARGV[17]), ARGV[18], month)
+  kleft = budgetLeft(k, tonumber(ARGV[19]), ARGV[20], month)
+  if aleft then
+    limitBy(tokensFor(fixed, per, prompt, aleft), tokensFor(fixed, per, prompt, aleft - tonumber(a[6])), aleft,
+      'account_budget')
+  end
+  if kleft then
+    limitBy(tokensFor(fixed, per, prompt, kleft), tokensFor(fixed, per, prompt, kleft - tonumber(k[6])), kleft,
+      'key_budget')
+  end
+end
+local function leave()
+  if wid == '' then return end
+  redis.call('ZREM', KEYS[5], wid)
+  redis.call('ZREM', KEYS[6], wid)
+  redis.call('HDEL', KEYS[7], wid)
+  if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[6]) > 0 then
+    redis.call('PUBLISH', ARGV[11], ARGV[9] .. ' ' .. ARGV[10])
+  end
+end
+if free < minimum then
+  leave()
+  return {'refused', 0, left, why, au, ku, '', -1, 0, 0, ast, kst}
+end
+local function before(q)
+  while true do
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    if not head or head == wid then return false end
+    if tonumber(redis.call('HGET', KEYS[7], head) or '0') > now then return true end
+    redis.call('ZREM', q, head)
+    redis.call('HDEL', KEYS[7], head)
+  end
+end
+if room >= minimum and not before(KEYS[5]) and not before(KEYS[6]) then
+  local got = math.min(wanted, room)
+  local nanos, an, kn = -1, 0, 0
+  if priced and (aleft or kleft) then
+    nanos = nanosFor(fixed, per, prompt, got)
+    if aleft then an = nanos end
+    if kleft then kn = nanos end
+  end
+  redis.call('HINCRBY', KEYS[2], 'r', int(got))
+  redis.call('HINCRBY', KEYS[3], 'r', int(got))
+  if an > 0 then redis.call('HINCRBY', KEYS[2], 'rn', int(an)) end
+  if kn > 0 then redis.call('HINCRBY', KEYS[3], 'rn', int(kn)) end
+  redis.call('PERSIST', KEYS[2])
+  redis.call('PERSIST', KEYS[3])
+  redis.call('HSET', KEYS[4], ARGV[8],
+    ARGV[9] .. ' ' .. ARGV[10] .. ' ' .. int(got) .. ' 1 1 ' .. int(an) .. ' ' .. int(kn))
+  redis.call('SADD', KEYS[9], ARGV[12])
+  leave()
+  return {'ok', got, left, why, au, ku, '', nanos, an, kn, ast, kst}
+end
+if waitMs <= 0 then
+  leave()
+  return {'held', 0, left, why, au, ku, '', -1, 0, 0, ast, kst}
+end
+if wid == '' then
+  wid = tostring(redis.call('INCR', KEYS[8]))
+  redis.call('ZADD', KEYS[5], tonumber(wid), wid)
+  redis.call('ZADD', KEYS[6], tonumber(wid), wid)
+end
+redis.call('HSET', KEYS[7], wid, int(now + waitMs))
+return {'wait', 0, left, why, au, ku, wid, -1, 0, 0, ast, kst}

@@ -1,0 +1,28 @@
+-- KEYS: epoch, the dead instance's holds, its swept holds, instances with holds, then the
+-- subjects. ARGV: epoch, instance, channel, n, then per hold: id, index of its account and of
+-- its key in KEYS. Releases the holds, tokens and money (moved to the swept ones, where a late
+-- settle finds them).
+
+local released = 0
+for i = 0, tonumber(ARGV[4]) - 1 do
+  local id = ARGV[5 + i * 3]
+  local e = redis.call('HGET', KEYS[2], id)
+  if e then
+    local _a, _k, tokens, fa, fk, an, kn = string.match(e, HOLD)
+    for _, t in ipairs({{fa, tonumber(ARGV[6 + i * 3]), an}, {fk, tonumber(ARGV[7 + i * 3]), kn}}) do
+      local s = KEYS[t[2]]
+      if t[1] == '1' and redis.call('EXISTS', s) == 1 then
+        redis.call('HINCRBY', s, 'r', int(-tonumber(tokens)))
+        if tonumber(t[3]) > 0 then redis.call('HINCRBY', s, 'rn', int(-tonumber(t[3]))) end
+        if tonumber(redis.call('HGET', s, 'r')) <= 0 then redis.call('PEXPIRE', s, SUBJECT_TTL_MS) end
+      end
+    end
+    redis.call('HSET', KEYS[3], id, e)
+    redis.call('HDEL', KEYS[2], id)
+    released = released + tonumber(tokens)
+  end
+end
+redis.call('PEXPIRE', KEYS[3], 3600000)
+if redis.call('HLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[4], ARGV[2]) end
+redis.call('PUBLISH', ARGV[3], '')
+return {'ok', released}

@@ -1,0 +1,77 @@
+// Writes the Redis ledger's holds to the store (ledger_reservations) before their calls go
+// upstream: when Redis loses its state, a new epoch is seeded with the holds still open (see
+// redis-ledger.ts, which also deletes the rows). Not the call records' journal
+// (src/records/journal.ts).
+import pg from "pg";
+
+export interface ReservationRow {
+  instance_id: string;
+  hold: number;
+  account_id: string;
+  key_id: string;
+  tokens: number;
+  account_nanos: number;
+  key_nanos: number;
+  created_at: number;
+}
+
+/**
+ * The rows are written on connections with synchronous_commit off, many rows a statement:
+ * they matter only when Redis loses its state, and a PostgreSQL crash at that same moment is
+ * the one case a lost row could matter in.
+ */
+export class ReservationLog {
+  readonly #pool: pg.Pool;
+  #queue: { row: ReservationRow; done: (err?: unknown) => void }[] = [];
+  #scheduled = false;
+
+  constructor(url: string) {
+    this.#pool = new pg.Pool({ connectionString: url, max: 2, options: "-c synchronous_commit=off" });
+    this.#pool.on("error", () => {}); // a dropped idle connection is replaced by the pool
+  }
+
+  add(row: ReservationRow): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ row, done: (err) => (err ? reject(err) : resolve()) });
+      if (this.#scheduled) return;
+      this.#scheduled = true;
+      setImmediate(() => void this.#flush());
+    });
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#queue.length) {
+      const batch = this.#queue.splice(0, 500);
+      const values: unknown[] = [];
+      const rows = batch.map(({ row }, i) => {
+        const columns = [
+          row.instance_id,
+          row.hold,
+          row.account_id,
+          row.key_id,
+          row.tokens,
+          row.account_nanos,
+          row.key_nanos,
+          row.created_at,
+        ];
+        const b = i * columns.length;
+        values.push(...columns);
+        return `(${columns.map((_, c) => `$${b + c + 1}`).join(", ")})`;
+      });
+      try {
+        await this.#pool.query(
+          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos, key_nanos, created_at) values ${rows.join(", ")}`,
+          values,
+        );
+        for (const p of batch) p.done();
+      } catch (err) {
+        for (const p of batch) p.done(err);
+      }
+    }
+    this.#scheduled = false;
+  }
+
+  close(): Promise<void> {
+    return this.#pool.end();
+  }
+}
