@@ -4,8 +4,10 @@
 // own body is sent, and the upstream's message or events come back beside the canonical
 // translation (src/apis/types.ts).
 import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
-import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, type Opened, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
+import type { SseEvent } from "../sse-reader.ts";
+import { type StreamReader, streamChunks } from "../stream-loop.ts";
 import type {
   Chunk,
   Completion,
@@ -16,7 +18,6 @@ import type {
   UpstreamCall,
   Usage,
 } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
 import type { AnthropicConfig } from "./config.ts";
 import { anthropicPromptBound, messagesBody, nativeMessagesBody } from "./request.ts";
 import {
@@ -100,44 +101,12 @@ export class AnthropicProvider implements Provider {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
     const native = nativeOf(call);
     const { body, headers } = this.#request(call, native, true);
-    const chunks = this.#chunks(call, body, headers, native !== undefined);
+    const chunks = streamChunks(
+      async () => this.#http.events(await this.#post(call, body, headers)),
+      new StreamState(native !== undefined),
+    );
     const custom = customToolNames(call.request);
     return custom.size ? restoreCustomCallChunks(chunks, custom) : chunks;
-  }
-
-  async *#chunks(
-    call: UpstreamCall,
-    body: string,
-    headers: Record<string, string>,
-    native: boolean,
-  ): AsyncGenerator<Chunk> {
-    const state = new StreamState(native);
-    /** native: the upstream's events not yet handed on with a chunk */
-    let pending: NativeEvent[] = [];
-    for await (const event of this.#http.events(await this.#post(call, body, headers))) {
-      if (state.done) continue; // read on to the body's end: the connection is kept
-      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
-      const parsed = parseShape(
-        eventSchema,
-        raw,
-        "the upstream sent a stream event Anthropic does not define",
-      );
-      if (parsed.type === "error") throw anthropicError(undefined, raw);
-      if (!native) {
-        yield* state.read(parsed);
-        continue;
-      }
-      pending.push({ event: event.event ?? parsed.type, data: raw as Record<string, unknown> });
-      const chunks = [...state.read(parsed)];
-      // Nothing is handed on before the first content block (as for translated streams), so
-      // an error right after message_start is still an ordinary failure.
-      if (!chunks.length && !state.started) continue;
-      if (!chunks.length) chunks.push({ object: "chat.completion.chunk", choices: [] });
-      chunks.at(-1)!.native = pending;
-      pending = [];
-      yield* chunks;
-    }
-    if (!state.done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
   }
 
   /** The body and headers of a call: the native body when the client spoke Messages. */
@@ -182,8 +151,9 @@ function nativeOf(call: UpstreamCall): NativeRequest | undefined {
  * For a native call, thinking is canonical too (`reasoning_content`), and any first block
  * starts the answer, so that the thinking reaches the client as it comes.
  */
-class StreamState {
-  readonly #reasoning: boolean;
+class StreamState implements StreamReader {
+  /** a native call's: its events are handed on too, with the chunks they make */
+  readonly #native: boolean;
   done = false;
   #id: string | undefined;
   #model: string | undefined;
@@ -192,17 +162,29 @@ class StreamState {
   #started = false;
   /** content block index -> OpenAI tool-call index, for tool_use blocks */
   readonly #tools = new Map<number, number>();
+  /** native: the upstream's events not yet handed on with a chunk */
+  #pending: NativeEvent[] = [];
 
-  constructor(reasoning: boolean) {
-    this.#reasoning = reasoning;
+  constructor(native: boolean) {
+    this.#native = native;
   }
 
-  /** whether the answer began (its first chunk was yielded) */
-  get started(): boolean {
-    return this.#started;
+  read(raw: unknown, event: SseEvent): Iterable<Chunk> {
+    const parsed = parseShape(eventSchema, raw, "the upstream sent a stream event Anthropic does not define");
+    if (parsed.type === "error") throw anthropicError(undefined, raw);
+    if (!this.#native) return this.#translate(parsed);
+    this.#pending.push({ event: event.event ?? parsed.type, data: raw as Record<string, unknown> });
+    const chunks = [...this.#translate(parsed)];
+    // Nothing is handed on before the first content block (as for translated streams), so
+    // an error right after message_start is still an ordinary failure.
+    if (!chunks.length && !this.#started) return chunks;
+    if (!chunks.length) chunks.push({ object: "chat.completion.chunk", choices: [] });
+    chunks.at(-1)!.native = this.#pending;
+    this.#pending = [];
+    return chunks;
   }
 
-  *read(event: Event): Generator<Chunk> {
+  *#translate(event: Event): Generator<Chunk> {
     switch (event.type) {
       case "message_start":
         this.#id = event.message?.id;
@@ -222,7 +204,7 @@ class StreamState {
               { index, id: block.id, type: "function", function: { name: block.name ?? "", arguments: "" } },
             ],
           });
-        } else if (this.#reasoning && !this.#started) yield this.#chunk({ content: "" });
+        } else if (this.#native && !this.#started) yield this.#chunk({ content: "" });
         return;
       }
       case "content_block_delta": {
@@ -232,7 +214,7 @@ class StreamState {
           const index = this.#tools.get(event.index);
           if (index !== undefined)
             yield this.#chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
-        } else if (this.#reasoning && delta?.type === "thinking_delta" && delta.thinking)
+        } else if (this.#native && delta?.type === "thinking_delta" && delta.thinking)
           yield this.#chunk({ reasoning_content: delta.thinking });
         // otherwise thinking_delta and signature_delta have no OpenAI place
         return;

@@ -2,10 +2,10 @@
 // streamGenerateContent (SSE), and the candidates back into OpenAI choices, with Gemini's
 // usage (thinking included) in our convention.
 import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
-import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, type Opened, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
+import { type StreamReader, streamChunks } from "../stream-loop.ts";
 import type { Chunk, Completion, FinishReason, Provider, UpstreamCall } from "../types.ts";
-import { UpstreamError } from "../upstream-error.ts";
 import type { GeminiConfig } from "./config.ts";
 import { geminiPromptBound, generateBody } from "./request.ts";
 import { answerPrefix, toolCallId } from "./tool-ids.ts";
@@ -77,24 +77,12 @@ export class GeminiProvider implements Provider {
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
-    return restoreCustomCallChunks(this.#chunks(call, this.#body(call)), customToolNames(call.request));
-  }
-
-  async *#chunks(call: UpstreamCall, body: string): AsyncGenerator<Chunk> {
-    const state = new StreamState();
-    for await (const event of this.#http.events(
-      await this.#post(call, "streamGenerateContent?alt=sse", body),
-    )) {
-      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
-      if (isError(raw)) throw geminiError(undefined, raw);
-      yield* state.read(
-        parseShape(responseSchema, raw, "the upstream sent a stream event that is not a Gemini response"),
-      );
-    }
-    // Gemini's stream has no end marker: it is whole when every candidate has finished.
-    if (!state.complete)
-      throw new UpstreamError("network", "the upstream stream ended before it was complete");
-    yield state.usageChunk();
+    const body = this.#body(call);
+    const chunks = streamChunks(
+      async () => this.#http.events(await this.#post(call, "streamGenerateContent?alt=sse", body)),
+      new StreamState(),
+    );
+    return restoreCustomCallChunks(chunks, customToolNames(call.request));
   }
 
   #body(call: UpstreamCall): string {
@@ -140,7 +128,7 @@ function readParts(parts: GeminiPart[], nextId: (signature: string | undefined) 
  * Gemini's stream events (each a whole GenerateContentResponse holding what is new) as OpenAI
  * chunks. Usage in each event is the running total: the last one is the figure.
  */
-class StreamState {
+class StreamState implements StreamReader {
   readonly #prefix = answerPrefix();
   #calls = 0;
   #id: string | undefined;
@@ -152,11 +140,20 @@ class StreamState {
   /** candidate -> how many tool calls it made so far, and whether any */
   readonly #toolCalls = new Map<number, number>();
 
-  get complete(): boolean {
-    return this.#blocked || (this.#finished.size > 0 && this.#finished.size === this.#started.size);
+  read(raw: unknown): Iterable<Chunk> {
+    if (isError(raw)) throw geminiError(undefined, raw);
+    return this.#translate(
+      parseShape(responseSchema, raw, "the upstream sent a stream event that is not a Gemini response"),
+    );
   }
 
-  *read(response: GeminiResponse): Generator<Chunk> {
+  /** Gemini's stream has no end marker: it is whole when every candidate has finished. */
+  end(): Chunk[] | undefined {
+    const complete = this.#blocked || (this.#finished.size > 0 && this.#finished.size === this.#started.size);
+    return complete ? [this.#usageChunk()] : undefined;
+  }
+
+  *#translate(response: GeminiResponse): Generator<Chunk> {
     this.#id ??= response.responseId;
     this.#model ??= response.modelVersion;
     if (response.usageMetadata) this.#usage = response.usageMetadata;
@@ -190,7 +187,7 @@ class StreamState {
     }
   }
 
-  usageChunk(): Chunk {
+  #usageChunk(): Chunk {
     return {
       id: this.#id,
       object: "chat.completion.chunk",

@@ -10,9 +10,10 @@ import {
   restoreCustomCallChunks,
   restoreCustomCalls,
 } from "../custom-tools.ts";
-import { HttpUpstream, parseJson, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
+import { type StreamReader, streamChunks } from "../stream-loop.ts";
 import type { Chunk, Completion, NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
@@ -169,41 +170,22 @@ export class OpenAICompatibleProvider implements Provider {
     return this.#customAsFunctions ? restoreCustomCallChunks(chunks, customToolNames(call.request)) : chunks;
   }
 
-  async *#chunks(call: UpstreamCall): AsyncGenerator<Chunk> {
-    let done = false;
-    for await (const event of this.#http.events(await this.#send(call, true))) {
-      if (done) continue;
-      if (event.data === "[DONE]") {
-        done = true;
-        continue;
-      }
-      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
-      // An error reported inside a 200 stream (vLLM, Azure and others do so).
-      if ((raw as { error?: unknown } | null)?.error != null) {
-        const error = errorSchema.safeParse(raw);
-        throw statusError(undefined, error.success ? error.data : undefined, undefined);
-      }
-      const parsed = readChunk(raw);
-      if (!parsed)
-        throw new UpstreamError("malformed", "the upstream sent a stream event that is not a chunk");
-      const chunk = parsed as unknown as Chunk;
-      chunk.usage = readUsage(parsed.usage);
-      yield chunk;
-    }
-    // The stream ended without [DONE]: the upstream broke off.
-    if (!done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
+  #chunks(call: UpstreamCall): AsyncGenerator<Chunk> {
+    return streamChunks(async () => this.#http.events(await this.#send(call, true)), CHAT_EVENTS);
   }
 
-  async *#responseChunks(call: UpstreamCall, native: NativeRequest): AsyncGenerator<Chunk> {
+  #responseChunks(call: UpstreamCall, native: NativeRequest): AsyncGenerator<Chunk> {
     const state = new ResponsesStreamState();
-    for await (const event of this.#http.events(await this.#sendResponses(call, native, true))) {
-      if (state.done) continue; // read on to the body's end: the connection is kept
-      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
-      if (raw === null || typeof raw !== "object" || Array.isArray(raw))
-        throw new UpstreamError("malformed", "the upstream sent a stream event that is not an object");
-      yield* state.read(event.event, raw as Record<string, unknown>);
-    }
-    if (!state.done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
+    return streamChunks(async () => this.#http.events(await this.#sendResponses(call, native, true)), {
+      get done() {
+        return state.done;
+      },
+      read: (raw, event) => {
+        if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+          throw new UpstreamError("malformed", "the upstream sent a stream event that is not an object");
+        return state.read(event.event, raw as Record<string, unknown>);
+      },
+    });
   }
 
   #sendResponses(call: UpstreamCall, native: NativeRequest, stream: boolean) {
@@ -239,6 +221,23 @@ export class OpenAICompatibleProvider implements Provider {
 }
 
 const NO_TOOLS: ReadonlySet<string> = new Set();
+
+/** Chat completions events are chunks already: only their usage is put in our figures. */
+const CHAT_EVENTS: StreamReader = {
+  endMarker: "[DONE]",
+  read(raw) {
+    // An error reported inside a 200 stream (vLLM, Azure and others do so).
+    if ((raw as { error?: unknown } | null)?.error != null) {
+      const error = errorSchema.safeParse(raw);
+      throw statusError(undefined, error.success ? error.data : undefined, undefined);
+    }
+    const parsed = readChunk(raw);
+    if (!parsed) throw new UpstreamError("malformed", "the upstream sent a stream event that is not a chunk");
+    const chunk = parsed as unknown as Chunk;
+    chunk.usage = readUsage(parsed.usage);
+    return [chunk];
+  },
+};
 
 const readStatus: StatusReader = (status, parsed, retryAfter) => {
   const error = errorSchema.safeParse(parsed);
