@@ -173,6 +173,11 @@ export interface Provider {
    * nothing the canonical request lacks is lost; absent: it always translates.
    */
   sendsNatively?(native: NativeRequest): boolean;
+  /**
+   * Whether this call's custom tools go upstream as function tools (./custom-tools.ts), whose
+   * calls ./catalog.ts turns back into custom calls in the answer; absent: never.
+   */
+  sendsCustomToolsAsFunctions?(call: UpstreamCall): boolean;
   /** what it does with what it cannot carry; absent: drop with a notice, deny nothing */
   readonly passthrough?: PassthroughSettings | undefined;
   /** Throws UpstreamError (./upstream-error.ts) or the signal's abort reason. */

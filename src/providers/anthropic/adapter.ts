@@ -3,7 +3,6 @@
 // our convention. A call from a Messages API client (UpstreamCall.native) goes natively: its
 // own body is sent, and the upstream's message or events come back beside the canonical
 // translation (src/apis/types.ts).
-import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import type { SseEvent } from "../sse-reader.ts";
@@ -53,6 +52,11 @@ export class AnthropicProvider implements Provider {
     return native.api === "messages";
   }
 
+  /** Anthropic has no custom tools: they go as tools of one string argument (./request.ts). */
+  sendsCustomToolsAsFunctions(): boolean {
+    return true;
+  }
+
   async complete(call: UpstreamCall): Promise<Completion> {
     const native = nativeOf(call);
     const { body, headers } = this.#request(call, native, false);
@@ -72,7 +76,7 @@ export class AnthropicProvider implements Provider {
         });
       // thinking, redacted_thinking and blocks of later API versions have no OpenAI place
     }
-    const completion: Completion = {
+    return {
       id: message.id,
       object: "chat.completion",
       model: message.model,
@@ -94,19 +98,16 @@ export class AnthropicProvider implements Provider {
       usage: message.usage ? readUsage(message.usage) : undefined,
       ...(native ? { native: raw as Record<string, unknown> } : {}),
     };
-    return restoreCustomCalls(completion, customToolNames(call.request));
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
     const native = nativeOf(call);
     const { body, headers } = this.#request(call, native, true);
-    const chunks = streamChunks(
+    return streamChunks(
       async () => this.#http.events(await this.#post(call, body, headers)),
       new StreamState(native !== undefined),
     );
-    const custom = customToolNames(call.request);
-    return custom.size ? restoreCustomCallChunks(chunks, custom) : chunks;
   }
 
   /** The body and headers of a call: the native body when the client spoke Messages. */

@@ -1,7 +1,6 @@
 // Adapter for the Gemini API: OpenAI chat completions translated to generateContent and
 // streamGenerateContent (SSE), and the candidates back into OpenAI choices, with Gemini's
 // usage (thinking included) in our convention.
-import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
 import { HttpUpstream, type Opened, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { type StreamReader, streamChunks } from "../stream-loop.ts";
@@ -34,6 +33,11 @@ export class GeminiProvider implements Provider {
 
   promptBound = geminiPromptBound;
 
+  /** Gemini has no custom tools: they go as functions of one string argument (./request.ts). */
+  sendsCustomToolsAsFunctions(): boolean {
+    return true;
+  }
+
   async complete(call: UpstreamCall): Promise<Completion> {
     const body = this.#body(call);
     const raw = await this.#http.json(await this.#post(call, "generateContent", body));
@@ -65,24 +69,22 @@ export class GeminiProvider implements Provider {
         logprobs: null,
         finish_reason: response.promptFeedback?.blockReason ? "content_filter" : "stop",
       });
-    const completion: Completion = {
+    return {
       id: response.responseId,
       object: "chat.completion",
       model: response.modelVersion,
       choices,
       usage: response.usageMetadata ? readUsage(response.usageMetadata) : undefined,
     };
-    return restoreCustomCalls(completion, customToolNames(call.request));
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
     const body = this.#body(call);
-    const chunks = streamChunks(
+    return streamChunks(
       async () => this.#http.events(await this.#post(call, "streamGenerateContent?alt=sse", body)),
       new StreamState(),
     );
-    return restoreCustomCallChunks(chunks, customToolNames(call.request));
   }
 
   #body(call: UpstreamCall): string {

@@ -4,12 +4,7 @@
 // where it uses built-in tools the provider allows (./responses.ts).
 import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import { builtinAllowed } from "../builtin-tools.ts";
-import {
-  customToolNames,
-  customToolsAsFunctions,
-  restoreCustomCallChunks,
-  restoreCustomCalls,
-} from "../custom-tools.ts";
+import { customToolsAsFunctions } from "../custom-tools.ts";
 import { HttpUpstream, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
@@ -143,6 +138,11 @@ export class OpenAICompatibleProvider implements Provider {
     );
   }
 
+  /** A Responses body sent natively keeps its custom tools: OpenAI's Responses API has them. */
+  sendsCustomToolsAsFunctions(call: UpstreamCall): boolean {
+    return this.#customAsFunctions && !this.#responsesOf(call);
+  }
+
   /** The Responses body of a call this adapter sends natively; other calls are translated. */
   #responsesOf(call: UpstreamCall): NativeRequest | undefined {
     const native = call.native;
@@ -158,19 +158,12 @@ export class OpenAICompatibleProvider implements Provider {
     if (!parsed) throw new UpstreamError("malformed", "the upstream's reply is not a chat completion");
     const completion = parsed as unknown as Completion;
     completion.usage = readUsage(parsed.usage);
-    return this.#customAsFunctions
-      ? restoreCustomCalls(completion, customToolNames(call.request))
-      : completion;
+    return completion;
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     const native = this.#responsesOf(call);
     if (native) return this.#responseChunks(call, native);
-    const chunks = this.#chunks(call);
-    return this.#customAsFunctions ? restoreCustomCallChunks(chunks, customToolNames(call.request)) : chunks;
-  }
-
-  #chunks(call: UpstreamCall): AsyncGenerator<Chunk> {
     return streamChunks(async () => this.#http.events(await this.#send(call, true)), CHAT_EVENTS);
   }
 
