@@ -9,6 +9,7 @@ import type { z } from "zod";
 import type { ChatRequest } from "../apis/chat-completions/request.ts";
 import type { ApiName } from "../apis/names.ts";
 import type { BuiltinToolUse } from "./builtin-tools.ts";
+import type { FieldRules } from "./field-policy.ts";
 import type { PassthroughSettings, Untranslated } from "./passthrough.ts";
 import type { PromptOverheads } from "./prompt-bound.ts";
 
@@ -196,5 +197,10 @@ export interface ProviderModule<Config extends { id: string; type: string } = { 
    * without prices of their own; absent: only configured prices apply.
    */
   readonly priceTable?: string;
+  /**
+   * What its translation makes of each OpenAI request field (./field-policy.ts), rendered as
+   * its table of docs/providers.md (./docs-tables.ts); absent: it has no table there.
+   */
+  readonly fieldRules?: FieldRules;
   create(config: Config, env: Record<string, string | undefined>): Provider;
 }
