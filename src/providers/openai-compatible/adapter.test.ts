@@ -9,9 +9,9 @@ import { listenForTests } from "../../../test/support/listen.ts";
 import { FORWARDED_FIELDS, parseChatRequest } from "../../apis/chat-completions/request.ts";
 import type { Chunk, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
-import { wireBody } from "./adapter.ts";
 import { openaiCompatibleConfig } from "./config.ts";
 import { openaiCompatible } from "./index.ts";
+import { wireBody } from "./request.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
 

@@ -2,7 +2,6 @@
 // llama.cpp, LM Studio, …), and the wire handling Azure OpenAI composes (../azure-openai).
 // A Responses API call goes natively to OpenAI's Responses API where the upstream has it, or
 // where it uses built-in tools the provider allows (./responses.ts).
-import { FORWARDED_FIELDS } from "../../apis/chat-completions/request.ts";
 import { builtinAllowed } from "../builtin-tools.ts";
 import { customToolsAsFunctions } from "../custom-tools.ts";
 import { HttpUpstream, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
@@ -12,50 +11,9 @@ import { type StreamReader, streamChunks } from "../stream-loop.ts";
 import type { Chunk, Completion, NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
-import { openaiPromptBound, ResponsesStreamState, responseCompletion, responsesBody } from "./responses.ts";
+import { openaiPromptBound, responsesBody, wireBody } from "./request.ts";
+import { ResponsesStreamState, responseCompletion } from "./responses.ts";
 import { errorSchema, readChunk, readCompletion, readUsage } from "./wire.ts";
-
-/** The request body for this upstream: the forwarded fields and exactly one output bound. */
-export function wireBody(
-  call: UpstreamCall,
-  stream: boolean,
-  setting: OpenAICompatibleConfig["output_bound_field"] = "auto",
-  openai = false,
-): Record<string, unknown> {
-  const { request } = call;
-  const body: Record<string, unknown> = { model: call.upstreamModel, messages: request.messages };
-  // Fields of the client's that the gateway does not know (newer than it, or a server's own
-  // such as vLLM's): its API is this upstream's, so they go on as they came.
-  const native = call.native?.api === "chat.completions" ? call.native : undefined;
-  for (const u of native?.untranslated ?? []) body[u.name] = native!.body[u.name];
-  for (const field of FORWARDED_FIELDS) {
-    const value = request[field];
-    if (value !== undefined) body[field] = value;
-  }
-  // Exactly one bound goes upstream, the reserved one: a second, larger one left in the body
-  // could let an upstream that honours it produce more than was held.
-  delete body.max_tokens;
-  delete body.max_completion_tokens;
-  body[boundField(call, setting, openai)] = call.outputBound;
-  if (stream) {
-    body.stream = true;
-    // Always ask for usage: billing uses the upstream's count, not a local guess.
-    body.stream_options = { ...request.stream_options, include_usage: true };
-  } else delete body.stream_options;
-  return body;
-}
-
-function boundField(
-  call: UpstreamCall,
-  field: OpenAICompatibleConfig["output_bound_field"],
-  openai: boolean,
-) {
-  if (call.outputBoundField) return call.outputBoundField;
-  if (field !== "auto") return field;
-  if (call.request.max_completion_tokens !== undefined) return "max_completion_tokens";
-  if (call.request.max_tokens !== undefined) return "max_tokens";
-  return openai ? "max_completion_tokens" : "max_tokens";
-}
 
 /** OpenAI's own API, whose reasoning models take the bound only as max_completion_tokens. */
 const OPENAI_HOST = "api.openai.com";

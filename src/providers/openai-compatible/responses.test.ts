@@ -3,7 +3,8 @@ import { test } from "node:test";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../prompt-bound.ts";
 import type { Chunk, NativeRequest, UpstreamCall } from "../types.ts";
 import { UpstreamError } from "../upstream-error.ts";
-import { openaiPromptBound, ResponsesStreamState, responseCompletion, responsesBody } from "./responses.ts";
+import { openaiPromptBound, responsesBody } from "./request.ts";
+import { ResponsesStreamState, responseCompletion } from "./responses.ts";
 
 const native = (body: Record<string, unknown>): NativeRequest => ({
   api: "responses",
