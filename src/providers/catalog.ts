@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { anthropic } from "./anthropic/index.ts";
 import { azureOpenAI } from "./azure-openai/index.ts";
+import { restoringCustomCalls } from "./custom-tools.ts";
 import { demo } from "./demo/index.ts";
 import { gemini } from "./gemini/index.ts";
 import { openaiCompatible } from "./openai-compatible/index.ts";
@@ -22,7 +23,7 @@ export type ProviderConfig = z.output<typeof providerSchema>;
 export function createProvider(config: ProviderConfig, env: Record<string, string | undefined>): Provider {
   const module = PROVIDER_MODULES.find((m) => m.type === config.type)!;
   // The schema chose this module by the same `type`, so the config is the module's own.
-  return module.create(config as never, env);
+  return restoringCustomCalls(module.create(config as never, env));
 }
 
 /** The price table's name for a provider type's upstream models (undefined: none). */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { drain } from "../../test/support/adapter-kit.ts";
+import { fakeProvider } from "../../test/support/models.ts";
 import { parseChatRequest } from "../domain/chat-request.ts";
 import type { Chunk, Completion } from "../domain/completion.ts";
 import {
@@ -8,8 +9,10 @@ import {
   customToolsAsFunctions,
   restoreCustomCallChunks,
   restoreCustomCalls,
+  restoringCustomCalls,
 } from "./custom-tools.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "./prompt-bound.ts";
+import type { UpstreamCall } from "./types.ts";
 
 const GRAMMAR = 'start: "*** Begin Patch" LF body "*** End Patch"';
 const patchTool = {
@@ -176,4 +179,33 @@ test("streamed: a custom call of a stream that never finishes is still sent, at 
   );
   const custom = chunks.flatMap((c) => c.choices).find((c) => c.delta.tool_calls);
   assert.deepEqual((custom!.delta.tool_calls as any)[0].custom, { name: "apply_patch", input: "x" });
+});
+
+test("a provider that sends a call's custom tools as functions gets its calls turned back; others as they came", async () => {
+  const call = (translated: boolean) => ({ request: request(), translated }) as unknown as UpstreamCall;
+  const answer = () =>
+    completion([
+      { id: "c1", type: "function", function: { name: "apply_patch", arguments: '{"input":"x"}' } },
+    ]);
+  const stream = () =>
+    chunksOf([
+      [{ tool_calls: [{ index: 0, id: "c1", function: { name: "apply_patch", arguments: "{}" } }] }, null],
+    ]);
+  const plain = fakeProvider({ complete: async () => answer(), stream });
+  assert.equal(restoringCustomCalls(plain), plain, "a provider that never does is left as it is");
+  const provider = restoringCustomCalls(
+    Object.assign(fakeProvider({ complete: async () => answer(), stream }), {
+      sendsCustomToolsAsFunctions: (c: UpstreamCall) => (c as unknown as { translated: boolean }).translated,
+    }),
+  );
+  const typeOf = (c: Completion) => (c.choices[0]!.message.tool_calls as Array<{ type: string }>)[0]!.type;
+  assert.equal(typeOf(await provider.complete(call(true))), "custom");
+  assert.equal(typeOf(await provider.complete(call(false))), "function");
+  const streamed = async (translated: boolean) =>
+    (await drain(provider.stream(call(translated)))).chunks
+      .flatMap((c) => c.choices)
+      .flatMap((c) => (c.delta.tool_calls as Array<{ type?: string }> | undefined) ?? [])
+      .map((d) => d.type ?? "function")[0];
+  assert.equal(await streamed(true), "custom");
+  assert.equal(await streamed(false), "function");
 });

@@ -6,6 +6,7 @@
 // Upstreams that speak OpenAI's custom tools get the request as it is.
 import type { ChatRequest } from "../domain/chat-request.ts";
 import type { Chunk, Completion } from "../domain/completion.ts";
+import type { Provider } from "./types.ts";
 
 type Tool = NonNullable<ChatRequest["tools"]>[number];
 type Message = ChatRequest["messages"][number];
@@ -134,9 +135,9 @@ interface PendingCall {
  * end, for a stream that has none). Other deltas pass as they come.
  */
 export function restoreCustomCallChunks(
-  chunks: AsyncGenerator<Chunk>,
+  chunks: AsyncIterable<Chunk>,
   names: ReadonlySet<string>,
-): AsyncGenerator<Chunk> {
+): AsyncIterable<Chunk> {
   // Without custom tools the chunks pass untouched: a generator around them would cost
   // promises on every chunk of every stream.
   return names.size ? restoring(chunks, names) : chunks;
@@ -204,4 +205,27 @@ async function* restoring(chunks: AsyncIterable<Chunk>, names: ReadonlySet<strin
       const released = release(choice, last);
       if (released) yield released;
     }
+}
+
+/**
+ * The provider with the calls of the custom tools it sends as function tools turned back into
+ * custom calls, so that no adapter does it itself. The provider's own object, changed in place
+ * rather than wrapped: its other members keep their identity (src/routing/candidates.ts asks
+ * each prompt bound function once) and their `this` (adapters keep private fields).
+ */
+export function restoringCustomCalls(provider: Provider): Provider {
+  if (!provider.sendsCustomToolsAsFunctions) return provider;
+  const asFunctions = provider.sendsCustomToolsAsFunctions.bind(provider);
+  const complete = provider.complete.bind(provider);
+  const stream = provider.stream.bind(provider);
+  provider.complete = async (call) => {
+    const completion = await complete(call);
+    return asFunctions(call) ? restoreCustomCalls(completion, customToolNames(call.request)) : completion;
+  };
+  // Not a generator: a refusal the adapter throws as the stream is asked for stays thrown there.
+  provider.stream = (call) => {
+    const chunks = stream(call);
+    return asFunctions(call) ? restoreCustomCallChunks(chunks, customToolNames(call.request)) : chunks;
+  };
+  return provider;
 }

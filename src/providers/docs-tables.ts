@@ -1,17 +1,15 @@
-// Renders the field tables of docs/providers.md from each translating provider's rules, so
-// the documentation says what the code does. `npm run docs:providers` rewrites them in place;
+// Renders the field tables of docs/providers.md from the rules each provider module declares
+// (ProviderModule.fieldRules), so the documentation says what the code does and a new
+// provider needs no line here. `npm run docs:providers` rewrites them in place;
 // docs-tables.test.ts fails when they drift apart.
 import { readFileSync, writeFileSync } from "node:fs";
-import { ANTHROPIC_RULES } from "./anthropic/request.ts";
-import { AZURE_RULES } from "./azure-openai/adapter.ts";
+import { PROVIDER_MODULES } from "./catalog.ts";
 import { type FieldRules, rulesTable } from "./field-policy.ts";
-import { GEMINI_RULES } from "./gemini/request.ts";
+import type { ProviderModule } from "./types.ts";
 
-export const TABLES: Record<string, FieldRules> = {
-  anthropic: ANTHROPIC_RULES,
-  gemini: GEMINI_RULES,
-  "azure-openai": AZURE_RULES,
-};
+export const TABLES: Record<string, FieldRules> = Object.fromEntries(
+  PROVIDER_MODULES.flatMap((m: ProviderModule) => (m.fieldRules ? [[m.type, m.fieldRules]] : [])),
+);
 
 const start = (type: string) =>
   `<!-- fields:${type}:start (generated from the adapter's rules by \`npm run docs:providers\`) -->`;

@@ -10,6 +10,7 @@ import type { ApiName } from "../domain/api-names.ts";
 import type { ChatRequest } from "../domain/chat-request.ts";
 import type { Chunk, Completion } from "../domain/completion.ts";
 import type { BuiltinToolUse } from "./builtin-tools.ts";
+import type { FieldRules } from "./field-policy.ts";
 import type { PassthroughSettings, Untranslated } from "./passthrough.ts";
 import type { PromptOverheads } from "./prompt-bound.ts";
 
@@ -87,6 +88,11 @@ export interface Provider {
    * nothing the canonical request lacks is lost; absent: it always translates.
    */
   sendsNatively?(native: NativeRequest): boolean;
+  /**
+   * Whether this call's custom tools go upstream as function tools (./custom-tools.ts), whose
+   * calls ./catalog.ts turns back into custom calls in the answer; absent: never.
+   */
+  sendsCustomToolsAsFunctions?(call: UpstreamCall): boolean;
   /** what it does with what it cannot carry; absent: drop with a notice, deny nothing */
   readonly passthrough?: PassthroughSettings | undefined;
   /** Throws UpstreamError (./upstream-error.ts) or the signal's abort reason. */
@@ -105,5 +111,10 @@ export interface ProviderModule<Config extends { id: string; type: string } = { 
    * without prices of their own; absent: only configured prices apply.
    */
   readonly priceTable?: string;
+  /**
+   * What its translation makes of each OpenAI request field (./field-policy.ts), rendered as
+   * its table of docs/providers.md (./docs-tables.ts); absent: it has no table there.
+   */
+  readonly fieldRules?: FieldRules;
   create(config: Config, env: Record<string, string | undefined>): Provider;
 }

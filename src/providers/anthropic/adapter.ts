@@ -5,10 +5,10 @@
 // translation (src/apis/types.ts).
 
 import type { Chunk, Completion, FinishReason, NativeEvent, Usage } from "../../domain/completion.ts";
-import { UpstreamError } from "../../errors/upstream-error.ts";
-import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
-import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, type Opened, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
+import type { SseEvent } from "../sse-reader.ts";
+import { type StreamReader, streamChunks } from "../stream-loop.ts";
 import type { NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import type { AnthropicConfig } from "./config.ts";
 import { anthropicPromptBound, messagesBody, nativeMessagesBody } from "./request.ts";
@@ -45,6 +45,11 @@ export class AnthropicProvider implements Provider {
     return native.api === "messages";
   }
 
+  /** Anthropic has no custom tools: they go as tools of one string argument (./request.ts). */
+  sendsCustomToolsAsFunctions(): boolean {
+    return true;
+  }
+
   async complete(call: UpstreamCall): Promise<Completion> {
     const native = nativeOf(call);
     const { body, headers } = this.#request(call, native, false);
@@ -64,7 +69,7 @@ export class AnthropicProvider implements Provider {
         });
       // thinking, redacted_thinking and blocks of later API versions have no OpenAI place
     }
-    const completion: Completion = {
+    return {
       id: message.id,
       object: "chat.completion",
       model: message.model,
@@ -86,51 +91,16 @@ export class AnthropicProvider implements Provider {
       usage: message.usage ? readUsage(message.usage) : undefined,
       ...(native ? { native: raw as Record<string, unknown> } : {}),
     };
-    return restoreCustomCalls(completion, customToolNames(call.request));
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
     const native = nativeOf(call);
     const { body, headers } = this.#request(call, native, true);
-    const chunks = this.#chunks(call, body, headers, native !== undefined);
-    const custom = customToolNames(call.request);
-    return custom.size ? restoreCustomCallChunks(chunks, custom) : chunks;
-  }
-
-  async *#chunks(
-    call: UpstreamCall,
-    body: string,
-    headers: Record<string, string>,
-    native: boolean,
-  ): AsyncGenerator<Chunk> {
-    const state = new StreamState(native);
-    /** native: the upstream's events not yet handed on with a chunk */
-    let pending: NativeEvent[] = [];
-    for await (const event of this.#http.events(await this.#post(call, body, headers))) {
-      if (state.done) continue; // read on to the body's end: the connection is kept
-      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
-      const parsed = parseShape(
-        eventSchema,
-        raw,
-        "the upstream sent a stream event Anthropic does not define",
-      );
-      if (parsed.type === "error") throw anthropicError(undefined, raw);
-      if (!native) {
-        yield* state.read(parsed);
-        continue;
-      }
-      pending.push({ event: event.event ?? parsed.type, data: raw as Record<string, unknown> });
-      const chunks = [...state.read(parsed)];
-      // Nothing is handed on before the first content block (as for translated streams), so
-      // an error right after message_start is still an ordinary failure.
-      if (!chunks.length && !state.started) continue;
-      if (!chunks.length) chunks.push({ object: "chat.completion.chunk", choices: [] });
-      chunks.at(-1)!.native = pending;
-      pending = [];
-      yield* chunks;
-    }
-    if (!state.done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
+    return streamChunks(
+      async () => this.#http.events(await this.#post(call, body, headers)),
+      new StreamState(native !== undefined),
+    );
   }
 
   /** The body and headers of a call: the native body when the client spoke Messages. */
@@ -175,8 +145,9 @@ function nativeOf(call: UpstreamCall): NativeRequest | undefined {
  * For a native call, thinking is canonical too (`reasoning_content`), and any first block
  * starts the answer, so that the thinking reaches the client as it comes.
  */
-class StreamState {
-  readonly #reasoning: boolean;
+class StreamState implements StreamReader {
+  /** a native call's: its events are handed on too, with the chunks they make */
+  readonly #native: boolean;
   done = false;
   #id: string | undefined;
   #model: string | undefined;
@@ -185,17 +156,29 @@ class StreamState {
   #started = false;
   /** content block index -> OpenAI tool-call index, for tool_use blocks */
   readonly #tools = new Map<number, number>();
+  /** native: the upstream's events not yet handed on with a chunk */
+  #pending: NativeEvent[] = [];
 
-  constructor(reasoning: boolean) {
-    this.#reasoning = reasoning;
+  constructor(native: boolean) {
+    this.#native = native;
   }
 
-  /** whether the answer began (its first chunk was yielded) */
-  get started(): boolean {
-    return this.#started;
+  read(raw: unknown, event: SseEvent): Iterable<Chunk> {
+    const parsed = parseShape(eventSchema, raw, "the upstream sent a stream event Anthropic does not define");
+    if (parsed.type === "error") throw anthropicError(undefined, raw);
+    if (!this.#native) return this.#translate(parsed);
+    this.#pending.push({ event: event.event ?? parsed.type, data: raw as Record<string, unknown> });
+    const chunks = [...this.#translate(parsed)];
+    // Nothing is handed on before the first content block (as for translated streams), so
+    // an error right after message_start is still an ordinary failure.
+    if (!chunks.length && !this.#started) return chunks;
+    if (!chunks.length) chunks.push({ object: "chat.completion.chunk", choices: [] });
+    chunks.at(-1)!.native = this.#pending;
+    this.#pending = [];
+    return chunks;
   }
 
-  *read(event: Event): Generator<Chunk> {
+  *#translate(event: Event): Generator<Chunk> {
     switch (event.type) {
       case "message_start":
         this.#id = event.message?.id;
@@ -215,7 +198,7 @@ class StreamState {
               { index, id: block.id, type: "function", function: { name: block.name ?? "", arguments: "" } },
             ],
           });
-        } else if (this.#reasoning && !this.#started) yield this.#chunk({ content: "" });
+        } else if (this.#native && !this.#started) yield this.#chunk({ content: "" });
         return;
       }
       case "content_block_delta": {
@@ -225,7 +208,7 @@ class StreamState {
           const index = this.#tools.get(event.index);
           if (index !== undefined)
             yield this.#chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
-        } else if (this.#reasoning && delta?.type === "thinking_delta" && delta.thinking)
+        } else if (this.#native && delta?.type === "thinking_delta" && delta.thinking)
           yield this.#chunk({ reasoning_content: delta.thinking });
         // otherwise thinking_delta and signature_delta have no OpenAI place
         return;

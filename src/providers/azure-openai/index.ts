@@ -1,11 +1,12 @@
 import type { ProviderModule } from "../types.ts";
-import { AzureOpenAIProvider } from "./adapter.ts";
+import { AZURE_RULES, AzureOpenAIProvider } from "./adapter.ts";
 import { type AzureOpenAIConfig, azureOpenAIConfig } from "./config.ts";
 
 export const azureOpenAI = {
   type: "azure-openai",
   priceTable: "azure",
   config: azureOpenAIConfig,
+  fieldRules: AZURE_RULES,
   create: (config: AzureOpenAIConfig, env: Record<string, string | undefined>) =>
     new AzureOpenAIProvider(config, env),
 } as const satisfies ProviderModule<AzureOpenAIConfig>;

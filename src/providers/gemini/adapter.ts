@@ -3,10 +3,9 @@
 // usage (thinking included) in our convention.
 
 import type { Chunk, Completion, FinishReason } from "../../domain/completion.ts";
-import { UpstreamError } from "../../errors/upstream-error.ts";
-import { customToolNames, restoreCustomCallChunks, restoreCustomCalls } from "../custom-tools.ts";
-import { HttpUpstream, type Opened, parseJson, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, type Opened, parseShape, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
+import { type StreamReader, streamChunks } from "../stream-loop.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
 import type { GeminiConfig } from "./config.ts";
 import { geminiPromptBound, generateBody } from "./request.ts";
@@ -35,6 +34,11 @@ export class GeminiProvider implements Provider {
   }
 
   promptBound = geminiPromptBound;
+
+  /** Gemini has no custom tools: they go as functions of one string argument (./request.ts). */
+  sendsCustomToolsAsFunctions(): boolean {
+    return true;
+  }
 
   async complete(call: UpstreamCall): Promise<Completion> {
     const body = this.#body(call);
@@ -67,36 +71,22 @@ export class GeminiProvider implements Provider {
         logprobs: null,
         finish_reason: response.promptFeedback?.blockReason ? "content_filter" : "stop",
       });
-    const completion: Completion = {
+    return {
       id: response.responseId,
       object: "chat.completion",
       model: response.modelVersion,
       choices,
       usage: response.usageMetadata ? readUsage(response.usageMetadata) : undefined,
     };
-    return restoreCustomCalls(completion, customToolNames(call.request));
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
-    return restoreCustomCallChunks(this.#chunks(call, this.#body(call)), customToolNames(call.request));
-  }
-
-  async *#chunks(call: UpstreamCall, body: string): AsyncGenerator<Chunk> {
-    const state = new StreamState();
-    for await (const event of this.#http.events(
-      await this.#post(call, "streamGenerateContent?alt=sse", body),
-    )) {
-      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
-      if (isError(raw)) throw geminiError(undefined, raw);
-      yield* state.read(
-        parseShape(responseSchema, raw, "the upstream sent a stream event that is not a Gemini response"),
-      );
-    }
-    // Gemini's stream has no end marker: it is whole when every candidate has finished.
-    if (!state.complete)
-      throw new UpstreamError("network", "the upstream stream ended before it was complete");
-    yield state.usageChunk();
+    const body = this.#body(call);
+    return streamChunks(
+      async () => this.#http.events(await this.#post(call, "streamGenerateContent?alt=sse", body)),
+      new StreamState(),
+    );
   }
 
   #body(call: UpstreamCall): string {
@@ -142,7 +132,7 @@ function readParts(parts: GeminiPart[], nextId: (signature: string | undefined) 
  * Gemini's stream events (each a whole GenerateContentResponse holding what is new) as OpenAI
  * chunks. Usage in each event is the running total: the last one is the figure.
  */
-class StreamState {
+class StreamState implements StreamReader {
   readonly #prefix = answerPrefix();
   #calls = 0;
   #id: string | undefined;
@@ -154,11 +144,20 @@ class StreamState {
   /** candidate -> how many tool calls it made so far, and whether any */
   readonly #toolCalls = new Map<number, number>();
 
-  get complete(): boolean {
-    return this.#blocked || (this.#finished.size > 0 && this.#finished.size === this.#started.size);
+  read(raw: unknown): Iterable<Chunk> {
+    if (isError(raw)) throw geminiError(undefined, raw);
+    return this.#translate(
+      parseShape(responseSchema, raw, "the upstream sent a stream event that is not a Gemini response"),
+    );
   }
 
-  *read(response: GeminiResponse): Generator<Chunk> {
+  /** Gemini's stream has no end marker: it is whole when every candidate has finished. */
+  end(): Chunk[] | undefined {
+    const complete = this.#blocked || (this.#finished.size > 0 && this.#finished.size === this.#started.size);
+    return complete ? [this.#usageChunk()] : undefined;
+  }
+
+  *#translate(response: GeminiResponse): Generator<Chunk> {
     this.#id ??= response.responseId;
     this.#model ??= response.modelVersion;
     if (response.usageMetadata) this.#usage = response.usageMetadata;
@@ -192,7 +191,7 @@ class StreamState {
     }
   }
 
-  usageChunk(): Chunk {
+  #usageChunk(): Chunk {
     return {
       id: this.#id,
       object: "chat.completion.chunk",

@@ -10,9 +10,9 @@ import { FORWARDED_FIELDS, parseChatRequest } from "../../domain/chat-request.ts
 import type { Chunk } from "../../domain/completion.ts";
 import { UpstreamError } from "../../errors/upstream-error.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
-import { wireBody } from "./adapter.ts";
 import { openaiCompatibleConfig } from "./config.ts";
 import { openaiCompatible } from "./index.ts";
+import { wireBody } from "./request.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
 

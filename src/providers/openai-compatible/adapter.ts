@@ -2,65 +2,20 @@
 // llama.cpp, LM Studio, …), and the wire handling Azure OpenAI composes (../azure-openai).
 // A Responses API call goes natively to OpenAI's Responses API where the upstream has it, or
 // where it uses built-in tools the provider allows (./responses.ts).
-import { FORWARDED_FIELDS } from "../../domain/chat-request.ts";
+
 import type { Chunk, Completion } from "../../domain/completion.ts";
 import { UpstreamError } from "../../errors/upstream-error.ts";
 import { builtinAllowed } from "../builtin-tools.ts";
-import {
-  customToolNames,
-  customToolsAsFunctions,
-  restoreCustomCallChunks,
-  restoreCustomCalls,
-} from "../custom-tools.ts";
-import { HttpUpstream, parseJson, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
+import { customToolsAsFunctions } from "../custom-tools.ts";
+import { HttpUpstream, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
+import { type StreamReader, streamChunks } from "../stream-loop.ts";
 import type { NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
-import { openaiPromptBound, ResponsesStreamState, responseCompletion, responsesBody } from "./responses.ts";
+import { openaiPromptBound, responsesBody, wireBody } from "./request.ts";
+import { ResponsesStreamState, responseCompletion } from "./responses.ts";
 import { errorSchema, readChunk, readCompletion, readUsage } from "./wire.ts";
-
-/** The request body for this upstream: the forwarded fields and exactly one output bound. */
-export function wireBody(
-  call: UpstreamCall,
-  stream: boolean,
-  setting: OpenAICompatibleConfig["output_bound_field"] = "auto",
-  openai = false,
-): Record<string, unknown> {
-  const { request } = call;
-  const body: Record<string, unknown> = { model: call.upstreamModel, messages: request.messages };
-  // Fields of the client's that the gateway does not know (newer than it, or a server's own
-  // such as vLLM's): its API is this upstream's, so they go on as they came.
-  const native = call.native?.api === "chat.completions" ? call.native : undefined;
-  for (const u of native?.untranslated ?? []) body[u.name] = native!.body[u.name];
-  for (const field of FORWARDED_FIELDS) {
-    const value = request[field];
-    if (value !== undefined) body[field] = value;
-  }
-  // Exactly one bound goes upstream, the reserved one: a second, larger one left in the body
-  // could let an upstream that honours it produce more than was held.
-  delete body.max_tokens;
-  delete body.max_completion_tokens;
-  body[boundField(call, setting, openai)] = call.outputBound;
-  if (stream) {
-    body.stream = true;
-    // Always ask for usage: billing uses the upstream's count, not a local guess.
-    body.stream_options = { ...request.stream_options, include_usage: true };
-  } else delete body.stream_options;
-  return body;
-}
-
-function boundField(
-  call: UpstreamCall,
-  field: OpenAICompatibleConfig["output_bound_field"],
-  openai: boolean,
-) {
-  if (call.outputBoundField) return call.outputBoundField;
-  if (field !== "auto") return field;
-  if (call.request.max_completion_tokens !== undefined) return "max_completion_tokens";
-  if (call.request.max_tokens !== undefined) return "max_tokens";
-  return openai ? "max_completion_tokens" : "max_tokens";
-}
 
 /** OpenAI's own API, whose reasoning models take the bound only as max_completion_tokens. */
 const OPENAI_HOST = "api.openai.com";
@@ -143,6 +98,11 @@ export class OpenAICompatibleProvider implements Provider {
     );
   }
 
+  /** A Responses body sent natively keeps its custom tools: OpenAI's Responses API has them. */
+  sendsCustomToolsAsFunctions(call: UpstreamCall): boolean {
+    return this.#customAsFunctions && !this.#responsesOf(call);
+  }
+
   /** The Responses body of a call this adapter sends natively; other calls are translated. */
   #responsesOf(call: UpstreamCall): NativeRequest | undefined {
     const native = call.native;
@@ -158,53 +118,27 @@ export class OpenAICompatibleProvider implements Provider {
     if (!parsed) throw new UpstreamError("malformed", "the upstream's reply is not a chat completion");
     const completion = parsed as unknown as Completion;
     completion.usage = readUsage(parsed.usage);
-    return this.#customAsFunctions
-      ? restoreCustomCalls(completion, customToolNames(call.request))
-      : completion;
+    return completion;
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     const native = this.#responsesOf(call);
     if (native) return this.#responseChunks(call, native);
-    const chunks = this.#chunks(call);
-    return this.#customAsFunctions ? restoreCustomCallChunks(chunks, customToolNames(call.request)) : chunks;
+    return streamChunks(async () => this.#http.events(await this.#send(call, true)), CHAT_EVENTS);
   }
 
-  async *#chunks(call: UpstreamCall): AsyncGenerator<Chunk> {
-    let done = false;
-    for await (const event of this.#http.events(await this.#send(call, true))) {
-      if (done) continue;
-      if (event.data === "[DONE]") {
-        done = true;
-        continue;
-      }
-      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
-      // An error reported inside a 200 stream (vLLM, Azure and others do so).
-      if ((raw as { error?: unknown } | null)?.error != null) {
-        const error = errorSchema.safeParse(raw);
-        throw statusError(undefined, error.success ? error.data : undefined, undefined);
-      }
-      const parsed = readChunk(raw);
-      if (!parsed)
-        throw new UpstreamError("malformed", "the upstream sent a stream event that is not a chunk");
-      const chunk = parsed as unknown as Chunk;
-      chunk.usage = readUsage(parsed.usage);
-      yield chunk;
-    }
-    // The stream ended without [DONE]: the upstream broke off.
-    if (!done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
-  }
-
-  async *#responseChunks(call: UpstreamCall, native: NativeRequest): AsyncGenerator<Chunk> {
+  #responseChunks(call: UpstreamCall, native: NativeRequest): AsyncGenerator<Chunk> {
     const state = new ResponsesStreamState();
-    for await (const event of this.#http.events(await this.#sendResponses(call, native, true))) {
-      if (state.done) continue; // read on to the body's end: the connection is kept
-      const raw = parseJson(event.data, "the upstream sent a stream event that is not JSON");
-      if (raw === null || typeof raw !== "object" || Array.isArray(raw))
-        throw new UpstreamError("malformed", "the upstream sent a stream event that is not an object");
-      yield* state.read(event.event, raw as Record<string, unknown>);
-    }
-    if (!state.done) throw new UpstreamError("network", "the upstream stream ended before it was complete");
+    return streamChunks(async () => this.#http.events(await this.#sendResponses(call, native, true)), {
+      get done() {
+        return state.done;
+      },
+      read: (raw, event) => {
+        if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+          throw new UpstreamError("malformed", "the upstream sent a stream event that is not an object");
+        return state.read(event.event, raw as Record<string, unknown>);
+      },
+    });
   }
 
   #sendResponses(call: UpstreamCall, native: NativeRequest, stream: boolean) {
@@ -240,6 +174,23 @@ export class OpenAICompatibleProvider implements Provider {
 }
 
 const NO_TOOLS: ReadonlySet<string> = new Set();
+
+/** Chat completions events are chunks already: only their usage is put in our figures. */
+const CHAT_EVENTS: StreamReader = {
+  endMarker: "[DONE]",
+  read(raw) {
+    // An error reported inside a 200 stream (vLLM, Azure and others do so).
+    if ((raw as { error?: unknown } | null)?.error != null) {
+      const error = errorSchema.safeParse(raw);
+      throw statusError(undefined, error.success ? error.data : undefined, undefined);
+    }
+    const parsed = readChunk(raw);
+    if (!parsed) throw new UpstreamError("malformed", "the upstream sent a stream event that is not a chunk");
+    const chunk = parsed as unknown as Chunk;
+    chunk.usage = readUsage(parsed.usage);
+    return [chunk];
+  },
+};
 
 const readStatus: StatusReader = (status, parsed, retryAfter) => {
   const error = errorSchema.safeParse(parsed);

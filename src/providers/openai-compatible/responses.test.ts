@@ -4,7 +4,8 @@ import type { Chunk } from "../../domain/completion.ts";
 import { UpstreamError } from "../../errors/upstream-error.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../prompt-bound.ts";
 import type { NativeRequest, UpstreamCall } from "../types.ts";
-import { openaiPromptBound, ResponsesStreamState, responseCompletion, responsesBody } from "./responses.ts";
+import { openaiPromptBound, responsesBody } from "./request.ts";
+import { ResponsesStreamState, responseCompletion } from "./responses.ts";
 
 const native = (body: Record<string, unknown>): NativeRequest => ({
   api: "responses",

@@ -1,41 +1,16 @@
 // OpenAI's own Responses API (POST {base_url}/responses) for the calls that need it: a
 // Responses API client's body with built-in tools the provider allows (web search, …), which
-// no chat completion can carry. The body goes as the client sent it (the stored conversation
-// already expanded into `input` at the edge), with the call's model and reserved output bound,
-// and `store: false`: the gateway keeps responses itself. The Response, or its events, come
-// back beside the canonical answer (src/apis/types.ts), whose usage is the Response's.
-import type { ChatRequest } from "../../domain/chat-request.ts";
+// no chat completion can carry. The body goes as the client sent it (./request.ts); the
+// Response, or its events, come back beside the canonical answer (src/apis/types.ts), whose
+// usage is the Response's.
+
 import type { Chunk, Completion, FinishReason, NativeEvent, Usage } from "../../domain/completion.ts";
 import { UpstreamError } from "../../errors/upstream-error.ts";
-import { nativeBodyBound, type PromptOverheads, promptUpperBound } from "../prompt-bound.ts";
 import { sanitizeUpstreamMessage } from "../sanitize.ts";
-import type { NativeRequest, UpstreamCall } from "../types.ts";
 import { isObject } from "./wire.ts";
 
 const count = (v: unknown): number | undefined =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : undefined;
-
-/** The body sent upstream. */
-export function responsesBody(
-  call: UpstreamCall,
-  native: NativeRequest,
-  stream: boolean,
-): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    ...native.body,
-    model: call.upstreamModel,
-    // the reserved bound, which covers reasoning too, as max_output_tokens does
-    max_output_tokens: call.outputBound,
-    // the gateway stores responses itself; OpenAI's copy could be continued around it
-    store: false,
-  };
-  // the edge expanded the stored conversation into input; OpenAI would look it up in its own store
-  delete body.previous_response_id;
-  delete body.stream_options;
-  if (stream) body.stream = true;
-  else delete body.stream;
-  return body;
-}
 
 /**
  * A Response's usage in our figures: input_tokens counts cached ones, output_tokens reasoning
@@ -229,23 +204,4 @@ export class ResponsesStreamState {
     }
     return { object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] };
   }
-}
-
-/**
- * The prompt bound of an OpenAI-shaped deployment: the canonical request's, and for a call this
- * adapter may send natively, what the client's body adds: a Responses body's own bound, or the
- * bytes of the chat fields the gateway does not know, which a server may read as prompt.
- */
-export function openaiPromptBound(
-  request: ChatRequest,
-  overheads: PromptOverheads,
-  native?: NativeRequest,
-): number {
-  const bound = promptUpperBound(request, overheads);
-  if (native?.api === "responses") return Math.max(bound, nativeBodyBound(native.body, overheads));
-  if (native?.api !== "chat.completions" || !native.untranslated?.length) return bound;
-  let extra = 0;
-  for (const u of native.untranslated)
-    extra += Buffer.byteLength(JSON.stringify(native.body[u.name]) ?? "", "utf8");
-  return bound + extra;
 }

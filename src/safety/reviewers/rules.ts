@@ -1,8 +1,10 @@
 // The rules reviewer: the operator's own terms and regular expressions. No network, so it is
 // the cheap first link of a chain. Terms are matched on words after normalisation (see
-// ../normalize.ts); patterns run against the normalised text. Everything is compiled once, here.
+// ../normalize.ts and ../term-matcher.ts); patterns run against the normalised text.
+// Everything is compiled once, here.
 import type { ReviewerConfig } from "../../config/schema.ts";
-import { normalizeForReview, TermMatcher } from "../normalize.ts";
+import { normalizeForReview } from "../normalize.ts";
+import { TermMatcher } from "../term-matcher.ts";
 import { type Reviewer, ReviewerError, type ReviewRequest, type ReviewVerdict } from "../types.ts";
 
 type RulesConfig = Extract<ReviewerConfig, { type: "rules" }>;
