@@ -130,8 +130,8 @@ export class CallDraft {
    * what the upstream counted stays in the record as the operator's cost.
    */
   waiveCharge(): void {
+    this.unchargedCostNanos += this.#cost(); // costed before it is waived: a waived draft costs nothing
     this.#waived = true;
-    this.unchargedCostNanos += this.#cost();
     this.unchargedTokens += this.totalTokens;
     this.promptTokens = 0;
     this.completionTokens = 0;

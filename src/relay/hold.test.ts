@@ -263,6 +263,17 @@ describe("admit", () => {
     assert.equal(ledger.openReservations(), 0);
   });
 
+  test("a ledger that fails after the rate limits admitted: their tokens are given back, its error thrown", async () => {
+    const { ledger, rates, deps, setHeaders } = setup();
+    const failure = new GatewayError("ledger_unavailable");
+    ledger.answer = () => {
+      throw failure;
+    };
+    await assert.rejects(admit(deps, auth(), PLAN, TICKET, BUDGET, setHeaders), failure);
+    assert.deepEqual(rates.settles(), [{ op: "settle", ticket: { subjects: [], tokens: 500 }, tokens: 0 }]);
+    assert.equal(ledger.openReservations(), 0);
+  });
+
   test("each ledger refusal is its catalog's 429, saying what is left and when it resets", async () => {
     const month = {
       budget_nanos: 5_000_000_000,

@@ -94,23 +94,31 @@ export async function admit(
   const admitted = await deps.rates.admitTokens(ticket, budget.wanted);
   setHeaders(rateHeaders(admitted.state));
   if (!admitted.ok) throw rateLimited(admitted);
-  const reserved = await deps.ledger.reserve(
-    {
-      accountId: auth.account.id,
-      accountQuota: auth.account.quota_tokens ?? plan?.quota_tokens ?? 0,
-      accountUsed: auth.account.used_tokens,
-      keyId: auth.key.id,
-      keyLimit: auth.key.limit_tokens,
-      keyUsed: auth.key.used_tokens,
-      accountBudget: moneyBudget(auth.account),
-      accountSpent: spentOf(auth.account),
-      keyBudget: moneyBudget(auth.key),
-      keySpent: spentOf(auth.key),
-    },
-    budget.wanted,
-    budget.minimum,
-    { signal, cost: budget.cost },
-  );
+  let reserved: ReserveResult;
+  try {
+    reserved = await deps.ledger.reserve(
+      {
+        accountId: auth.account.id,
+        accountQuota: auth.account.quota_tokens ?? plan?.quota_tokens ?? 0,
+        accountUsed: auth.account.used_tokens,
+        keyId: auth.key.id,
+        keyLimit: auth.key.limit_tokens,
+        keyUsed: auth.key.used_tokens,
+        accountBudget: moneyBudget(auth.account),
+        accountSpent: spentOf(auth.account),
+        keyBudget: moneyBudget(auth.key),
+        keySpent: spentOf(auth.key),
+      },
+      budget.wanted,
+      budget.minimum,
+      { signal, cost: budget.cost },
+    );
+  } catch (err) {
+    // a ledger that failed (unreachable, the caller gone) reserved nothing: the tokens taken
+    // from the rate limits above come back now, not as the minute's bucket refills
+    deps.rates.settle(admitted.ticket, 0);
+    throw err;
+  }
   if (!reserved.ok) {
     deps.rates.settle(admitted.ticket, 0); // the request counts; its tokens were never used
     throw ledgerRefusal(reserved, auth, deps.now());
