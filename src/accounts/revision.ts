@@ -1,6 +1,6 @@
 // The revision counter. Every change to accounts and keys that a running gateway caches bumps
 // it in the same transaction as the change, so every instance, polling it
-// (src/store/revision-watcher.ts), drops its caches within a poll.
+// (src/accounts/revision-watcher.ts), drops its caches within a poll.
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../store/schema.ts";
 
