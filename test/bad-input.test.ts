@@ -355,6 +355,73 @@ describe("validation names the parameter", () => {
   });
 });
 
+// Model names a client makes up are bounded (findings of the outside audit, issue #17): a huge
+// or malformed one is refused before it is looked up, echoed or stored, and unknown ones,
+// however many, share one daily aggregate row instead of adding one each.
+describe("model names", () => {
+  // a gateway of its own: the huge name needs a body limit far over this file's
+  let own: TestGateway;
+  let ownSecret: string;
+  before(async () => {
+    own = await startTestGateway({
+      upstream,
+      config: { server: { ...testConfig(upstream).server, body_limit_bytes: 4 * 1024 * 1024 } },
+    });
+    ownSecret = (await own.key(await own.account("model-names"))).secret;
+  });
+  after(async () => {
+    await own?.close();
+  });
+
+  const chat = (body: unknown, key = ownSecret) =>
+    fetch(`${own.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+
+  test("a huge model name is refused with 400 naming `model`, and not echoed", async () => {
+    const res = await chat({ model: "m".repeat(900_000), messages: [{ role: "user", content: "hi" }] });
+    const text = await res.text();
+    assert.equal(res.status, 400);
+    const { error } = JSON.parse(text);
+    assert.equal(error.param, "model");
+    assert.equal(error.code, "invalid_request");
+    assert.ok(text.length < 1_000, "the answer does not carry the name");
+    const rec = await own.record(res.headers.get("x-request-id")!);
+    assert.equal(rec.public_model, null, "the record does not store it either");
+  });
+
+  test("names outside the id format are refused the same way", async () => {
+    for (const model of ["gpt 4o", "../etc", "m\u0000x", "模型"]) {
+      const res = await chat({ model, messages: [{ role: "user", content: "hi" }] });
+      assert.equal(res.status, 400, model);
+      assert.equal(((await res.json()) as { error: { param: string } }).error.param, "model");
+    }
+  });
+
+  test("unknown models are recorded, but share one daily aggregate row", async () => {
+    const account = await own.account("unknown-models");
+    const key = await own.key(account);
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await chat(
+        { model: `no-such-model-${i}`, messages: [{ role: "user", content: "hi" }] },
+        key.secret,
+      );
+      assert.equal(res.status, 404);
+      ids.push(res.headers.get("x-request-id")!);
+    }
+    assert.equal((await own.record(ids[7]!)).public_model, "no-such-model-7");
+    const db = own.gateway.deps.store.db;
+    await own.gateway.deps.records.flush();
+    const rows = await db.selectFrom("daily_usage").selectAll().where("account_id", "=", account).execute();
+    assert.equal(rows.length, 1, "one row for every unknown model together");
+    assert.equal(rows[0]!.model, "");
+    assert.equal(Number(rows[0]!.calls), 20);
+  });
+});
+
 describe("deeply nested JSON", () => {
   // ~40 KB, under the body limit: 20,000 levels of arrays. Valid JSON and within the limit,
   // so it must be refused as a bad request (or accepted), never crash the gateway (a 500)

@@ -2,6 +2,8 @@
 // record says client_disconnect with the prompt plus what was delivered.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { parseChatRequest } from "../src/domain/chat-request.ts";
+import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { until } from "./support/stream-assertions.ts";
@@ -80,4 +82,35 @@ describe("client disconnect", () => {
       assert.equal(Number(all.t), key.used_tokens, "records add up to the key's counter");
     });
   }
+
+  // The local count of what was delivered can run far past what the upstream could have
+  // produced (long words): the reservation is what the call may cost (the outside audit, #17).
+  it("a client disconnect is never charged more than was reserved, whatever the local estimate says", async () => {
+    upstream.reset();
+    const account = await gw.account("disconnect-cap");
+    const key = await gw.key(account);
+    // each streamed word is 2,000 characters: the local count of what was delivered is far
+    // more than the 10 tokens the upstream may produce
+    const messages = [{ role: "user" as const, content: `mock:text=${"x".repeat(2_000)} mock:hang-after=5` }];
+    const controller = new AbortController();
+    const res = await fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: TEST_MODEL, stream: true, max_tokens: 10, messages }),
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    let seen = "";
+    while ((seen.match(/"content"/g) ?? []).length < 5)
+      seen += new TextDecoder().decode((await reader.read()).value);
+    controller.abort();
+    await until(() => gw.gateway.deps.ledger.openReservations() === 0, "the reservation is closed");
+    await gw.gateway.deps.records.flush();
+    const row = await gw.record(res.headers.get("x-request-id")!);
+    assert.equal(row.status, "client_disconnect");
+    const reserved =
+      promptUpperBound(parseChatRequest({ model: TEST_MODEL, messages }), DEFAULT_PROMPT_OVERHEADS) + 10;
+    assert.ok(row.total_tokens <= reserved, `charged ${row.total_tokens}, reserved ${reserved}`);
+    assert.ok(row.completion_tokens > 0, "what was delivered is still charged");
+  });
 });

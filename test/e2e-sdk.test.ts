@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import OpenAI, {
   APIError,
   AuthenticationError,
+  BadRequestError,
   type ClientOptions,
   InternalServerError,
   NotFoundError,
@@ -636,6 +637,24 @@ for (const store of STORES) {
       });
     });
 
+    test("refusals that a retry cannot fix say x-should-retry: false, and the SDK does not retry them", async () => {
+      const account = await gw.account("no-retry");
+      const key = await newKey(account, { limit: 5 });
+      const res = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: TEST_MODEL, messages: [{ role: "user", content: "hi" }] }),
+      });
+      assert.equal(res.status, 429);
+      assert.equal(res.headers.get("x-should-retry"), "false");
+      await res.arrayBuffer();
+      const err = await sdk(key.secret, { maxRetries: 3 })
+        .chat.completions.create({ model: TEST_MODEL, messages: [{ role: "user", content: "hi" }] })
+        .catch((e: unknown) => e);
+      assert.ok(err instanceof RateLimitError);
+      assert.equal((await gw.recorded("key_id", key.id)).calls, 2, "one call each, no retries");
+    });
+
     test("account out of quota: RateLimitError 429 insufficient_quota", async () => {
       const acc = await gw.account("poor", { quota: 5 });
       const k = await newKey(acc);
@@ -694,6 +713,20 @@ for (const store of STORES) {
           assert.ok(!text.includes(UPSTREAM_INTERNAL_HOST), `no upstream host in ${text}`);
         }
       }
+    });
+
+    test("an upstream's context_length_exceeded reaches the SDK with its code, param and message", async () => {
+      const err = await client.chat.completions
+        .create({
+          model: TEST_MODEL,
+          messages: [{ role: "user", content: "long mock:context-overflow" }],
+        })
+        .catch((e: unknown) => e);
+      assert.ok(err instanceof BadRequestError, String(err));
+      assert.equal(err.code, "context_length_exceeded");
+      assert.equal(err.param, "messages");
+      assert.match(err.message, /maximum context length/);
+      assert.equal((err.error as { type: string }).type, "invalid_request_error");
     });
 
     test("no log line carries a key", () => {

@@ -57,6 +57,13 @@ describe("rate limits", () => {
       headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
       body: JSON.stringify({ model: TEST_MODEL, max_tokens, messages: [{ role: "user", content }] }),
     });
+  /** a call `chat` cannot make: another model, a malformed body */
+  const post = (body: unknown, secret: string) =>
+    fetch(`${gw.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("a key's requests per minute: the 4th of 3 gets 429 rate_limit_exceeded with retry-after", async () => {
     const account = await gw.account("rpm");
@@ -135,6 +142,26 @@ describe("rate limits", () => {
     }
     // 3 a minute for the key: two model reads and one response read; the rest are refused
     assert.deepEqual(statuses, [200, 200, 404, 429, 429]);
+  });
+
+  // A refused call costs the gateway a request too; free, made-up model names could be sent
+  // without end (the outside audit, issue #17).
+  it("refused calls count against the key's requests per minute", async () => {
+    // the default plan: 3 a minute for the key
+    const account = await gw.account("refused-calls");
+    const key = await gw.key(account);
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await post(
+        { model: "no-such-model", messages: [{ role: "user", content: "hi" }] },
+        key.secret,
+      );
+      await res.arrayBuffer();
+      statuses.push(res.status);
+    }
+    assert.deepEqual(statuses, [404, 404, 404, 429, 429]);
+    const bad = await post({ model: "x".repeat(500), messages: [] }, key.secret);
+    assert.equal(bad.status, 429, "malformed calls are limited before they are looked at");
   });
 
   it("the account's limit holds across its keys", async () => {

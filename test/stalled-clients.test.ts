@@ -13,8 +13,12 @@
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { parseChatRequest } from "../src/domain/chat-request.ts";
+import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";
 import { type FirehoseUpstream, startFirehose } from "./support/firehose-upstream.ts";
+import { startTestGateway, TEST_MODEL } from "./support/gateway.ts";
 import { type GatewayProcess, type HeapFigures, startGatewayProcess } from "./support/gateway-process.ts";
+import { startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { until } from "./support/stream-assertions.ts";
 
 const CLIENTS = Number(process.env.STALLED_CLIENTS ?? 100);
@@ -223,4 +227,66 @@ describe(`${CLIENTS} streaming clients that read nothing`, {
         await until(async () => (await gw.openCalls()) === 0, "the calls end", 30_000);
       }
     });
+});
+
+// One such client on an in-process gateway, and what it is charged: the stall limit
+// (server.stream_stall_ms) ends its call and stops its upstream; what was delivered is charged,
+// capped at the reservation.
+describe("the stall limit", () => {
+  it("a stream client that stops reading is cut off: the upstream is stopped, the call ends charged what was delivered", async () => {
+    // an upstream that streams for minutes, a chunk at a time
+    const slow = await startMockUpstream({ chunkDelayMs: 1 });
+    const own = await startTestGateway({
+      upstream: slow,
+      config: {
+        server: {
+          host: "127.0.0.1",
+          port: 0,
+          body_limit_bytes: 65_536,
+          shutdown_grace_ms: 5_000,
+          stream_stall_ms: 500,
+        },
+      },
+    });
+    try {
+      const account = await own.account("stalled");
+      const key = await own.key(account);
+      const body = JSON.stringify({
+        model: TEST_MODEL,
+        stream: true,
+        max_tokens: 200_000,
+        messages: [{ role: "user", content: `mock:text=${"y".repeat(4_000)} mock:tokens=100000` }],
+      });
+      const url = new URL(own.origin);
+      const socket = connect(Number(url.port), url.hostname);
+      socket.on("error", () => undefined);
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key.secret}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      socket.pause(); // and reads nothing from now on
+      await until(() => slow.requests.length === 1, "the call reaches the upstream");
+      // the gateway gives up on the client while it still reads nothing
+      await until(() => own.gateway.deps.ledger.openReservations() === 0, "the call ends", 30_000);
+      await until(() => slow.aborted() === 1, "the upstream call is stopped");
+      socket.destroy();
+      await own.gateway.deps.records.flush();
+      const rows = await own.gateway.deps.store.db
+        .selectFrom("call_records")
+        .selectAll()
+        .where("account_id", "=", account)
+        .execute();
+      assert.equal(rows.length, 1);
+      assert.equal(rows[0]!.status, "client_disconnect");
+      assert.ok(rows[0]!.completion_tokens > 0, "what was delivered is charged");
+      // the whole answer would be about 10^8 tokens; what was delivered is charged, capped
+      // at the reservation (the words are long, so the local estimate runs high)
+      const reserved =
+        promptUpperBound(parseChatRequest(JSON.parse(body)), DEFAULT_PROMPT_OVERHEADS) + 200_000;
+      assert.ok(rows[0]!.total_tokens <= reserved, `${rows[0]!.total_tokens} charged, ${reserved} reserved`);
+    } finally {
+      await own.close();
+      await slow.close();
+    }
+  });
 });
