@@ -185,19 +185,23 @@ for (const kind of ["sqlite", "postgres"] as const) {
         const z1 = (await createKey(store.db, { account_id: zed.id, name: "z1" })).key;
         const a1 = (await createKey(store.db, { account_id: abe.id, name: "a1" })).key;
         const a2 = (await createKey(store.db, { account_id: abe.id, name: "a2" })).key;
+        // keys made in the same millisecond come in id order
+        const [b1, b2] = [a1, a2].sort(
+          (x, y) => Number(x.created_at) - Number(y.created_at) || (x.id < y.id ? -1 : 1),
+        );
         const every = (await listEveryKey(store.db)).filter((k) => [zed.id, abe.id].includes(k.account_id));
         assert.deepEqual(
           every.map((k) => [k.account_name, k.id]),
           [
-            ["abe-every", a1.id],
-            ["abe-every", a2.id],
+            ["abe-every", b1!.id],
+            ["abe-every", b2!.id],
             ["zed-every", z1.id],
           ],
         );
-        assert.deepEqual(plain(every[0]!), { ...a1, account_name: "abe-every" });
+        assert.deepEqual(plain(every[0]!), { ...b1!, account_name: "abe-every" });
         assert.deepEqual(
           (await listEveryKey(store.db, { accountId: abe.id })).map((k) => k.id),
-          [a1.id, a2.id],
+          [b1!.id, b2!.id],
         );
         assert.deepEqual(
           (await listEveryKey(store.db, { keyId: z1.id })).map((k) => k.id),
