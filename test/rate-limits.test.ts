@@ -218,7 +218,17 @@ describe("rate limits", () => {
   it("keys show reports the tokens reserved by a call in flight and the rate windows", async () => {
     // long enough that the call is still in flight when a loaded machine has started the CLI
     const slow = await startMockUpstream({ latencyMs: 15_000 });
-    const local = await startTestGateway({ upstream: slow, config: { plans } });
+    const providers = testConfig(slow).providers.map((p) =>
+      "timeouts" in p
+        ? { ...p, timeouts: { connect_ms: 2_000, first_byte_ms: 30_000, idle_ms: 30_000, total_ms: 60_000 } }
+        : p,
+    );
+    const local = await startTestGateway({ upstream: slow, config: { plans, providers } }).catch(
+      async (err) => {
+        await slow.close();
+        throw err;
+      },
+    );
     try {
       const account = await local.account("live");
       const key = await local.key(account);
