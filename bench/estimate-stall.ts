@@ -5,14 +5,20 @@
 // for the first count of a process (the tokenizer loads) and for a coding agent's long prompt.
 // The worker runs first: the in-thread rows would otherwise leave the tokenizer loaded in it.
 
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { type CountJob, countPromptTokens } from "../src/tokens/count.ts";
 import { TokenEstimator } from "../src/tokens/estimator.ts";
 import { longestStall } from "../test/support/event-loop.ts";
 
 /** about 240K tokens of code and prose, as a coding agent's conversation grows to */
 const source = (file: string) => readFileSync(new URL(`../${file}`, import.meta.url), "utf8");
-const long = `${source("src/ledger/redis-ledger.ts").repeat(20)}${source("docs/decisions.md").repeat(3)}`;
+// the decision records (docs/decisions/), in order: the prose this prompt has always held
+const decisions = readdirSync(new URL("../docs/decisions/", import.meta.url))
+  .filter((name) => /^\d{4}-.*\.md$/.test(name))
+  .sort()
+  .map((name) => source(`docs/decisions/${name}`))
+  .join("\n");
+const long = `${source("src/ledger/redis-ledger.ts").repeat(20)}${decisions.repeat(3)}`;
 const prompt = (text: string): CountJob => ({
   messages: [
     { role: "system", content: "You are a coding agent." },

@@ -1,4 +1,4 @@
-// The measurement behind the shared ledger's design (docs/decisions.md, issue #9): one hold
+// The measurement behind the shared ledger's design (docs/decisions/0013-accounting-across-instances.md, issue #9): one hold
 // and its close, as PostgreSQL conditional updates (the functions of migration 008, one round
 // trip each) and as Redis Lua scripts (a check-and-hold and a close on one hash per subject,
 // what a Redis ledger would run), from N concurrent callers, on one hot key and account and

@@ -249,7 +249,7 @@ for (const store of STORES) {
       assert.equal(plain.object, "chat.completion");
       assert.equal(plain.choices[0]!.message.content, "Hello world this is");
 
-      // What the README tells SDK users who want streams when safety may be on: take the raw
+      // What docs/content-safety.md tells SDK users who want streams when safety may be on: take the raw
       // response and look at its content type.
       const response = await client.chat.completions
         .create({ model: TEST_MODEL, messages: say("hi mock:tokens=3"), stream: true })
@@ -443,7 +443,7 @@ for (const store of STORES) {
 }
 
 /**
- * The README's recipe for SDK users: ask for a stream, and read whichever answer came.
+ * docs/content-safety.md's recipe for SDK users: ask for a stream, and read whichever answer came.
  * `x-content-safety-stream: json` (or a JSON content type) means one completion body.
  */
 async function answerText(response: Response): Promise<string> {

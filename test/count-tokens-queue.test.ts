@@ -175,7 +175,7 @@ describe("the counting thread's queue", () => {
         headers: { authorization: `Bearer ${secrets.c}`, "content-type": "application/json" },
         body: JSON.stringify({ model: "demo", messages: [{ role: "user", content }] }),
       });
-    // the demo loads the tokenizer here for its answer (a one-time stall, decisions.md)
+    // the demo loads the tokenizer here for its answer (a one-time stall, docs/decisions/0023-counting-thread-under-load.md)
     assert.equal((await chat("warm up")).status, 200);
     for (const content of ["\n".repeat(150_000), "\u00a0".repeat(100_000)]) {
       const { value: answer, stall } = await longestStall(async () => {

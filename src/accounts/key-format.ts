@@ -80,7 +80,8 @@ const REQUEST_RANDOM_CHARS = 11;
  * lowercase, so it sorts in time order under byte-wise and locale collations alike) then
  * random characters. It is the call records' primary key: ids in time order are appended at
  * the end of its index, where random ones land on a random page each, which SQLite then writes
- * again in every commit (measured: 27.5 vs 14.8 µs of CPU per record inserted, docs/decisions.md).
+ * again in every commit (measured: 27.5 vs 14.8 µs of CPU per record inserted,
+ * docs/decisions/0020-speed.md).
  */
 export function newRequestId(now: number = Date.now()): string {
   return `req_${now.toString(36).padStart(TIME_CHARS, "0")}${randomChars(REQUEST_RANDOM_CHARS)}`;

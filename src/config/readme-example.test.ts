@@ -1,5 +1,6 @@
-// The README's configuration example is what operators copy: it must load as it stands, and
-// the values it shows for the sections it spells out whole are the defaults the gateway runs on.
+// The configuration guide's example (docs/configuration-guide.md) is what operators copy: it
+// must load as it stands, and the values it shows for the sections it spells out whole are the
+// defaults the gateway runs on.
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,17 +8,17 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { loadConfig } from "./load.ts";
 
-const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const GUIDE = readFileSync(new URL("../../docs/configuration-guide.md", import.meta.url), "utf8");
 
-/** The first YAML block after the "## Configuration" heading. */
+/** The first YAML block after the "## An example file" heading. */
 function example(): string {
-  const section = README.slice(README.indexOf("\n## Configuration\n"));
+  const section = GUIDE.slice(GUIDE.indexOf("\n## An example file\n"));
   const block = /^```yaml\n([\s\S]*?)^```/m.exec(section);
-  assert.ok(block, "the Configuration section has a YAML example");
+  assert.ok(block, "the guide's example section has a YAML example");
   return block[1]!;
 }
 
-test("the README's configuration example loads, and shows the defaults of the sections it spells out", () => {
+test("the configuration guide's example loads, and shows the defaults of the sections it spells out", () => {
   const dir = mkdtempSync(join(tmpdir(), "gw-readme-config-"));
   try {
     const file = join(dir, "gateway.yaml");
@@ -33,7 +34,7 @@ test("the README's configuration example loads, and shows the defaults of the se
       "routing",
       "retention",
     ] as const)
-      assert.deepEqual(shown[section], defaults[section], `${section}: the README shows the defaults`);
+      assert.deepEqual(shown[section], defaults[section], `${section}: the guide shows the defaults`);
     assert.ok(shown.models.some((m) => m.id === "demo"));
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // The error catalog: every condition the gateway answers with an error, one entry each.
-// The README's error table is generated from this list and a test keeps the two in step
-// (`npm run docs:errors` rewrites the table). Statuses follow what the OpenAI SDKs map to
+// The error table of docs/errors.md is generated from this list and a test keeps the two in
+// step (`npm run docs:errors` rewrites the table). Statuses follow what the OpenAI SDKs map to
 // typed exceptions; `type` and `code` are stable: clients and log searches depend on them.
 
 export interface CatalogEntry {
@@ -9,7 +9,7 @@ export interface CatalogEntry {
   code: string;
   /** default message; callers may give a more specific one */
   message: string;
-  /** when it happens, for the README's table */
+  /** when it happens, for the table of docs/errors.md */
   when: string;
   /**
    * What a client should do about retrying, for the SDKs that retry 429s and 5xx on their

@@ -4,20 +4,20 @@ import { describe, it } from "node:test";
 import { catalog } from "./catalog.ts";
 import { renderErrorTable, withErrorTable } from "./readme-table.ts";
 
-const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const page = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8");
 
-describe("README error table", () => {
+describe("the error table of docs/errors.md", () => {
   it("is the table the catalog renders (run `npm run docs:errors` after changing the catalog)", () => {
-    assert.ok(readme.includes(renderErrorTable()), "README's error table differs from src/errors/catalog.ts");
-    assert.equal(withErrorTable(readme), readme);
+    assert.ok(
+      page.includes(renderErrorTable()),
+      "docs/errors.md's error table differs from src/errors/catalog.ts",
+    );
+    assert.equal(withErrorTable(page), page);
   });
 
   it("lists every catalog entry with its status, type and code", () => {
     for (const e of Object.values(catalog))
-      assert.ok(
-        readme.includes(`| ${e.status} | \`${e.type}\` | \`${e.code}\` |`),
-        `${e.code} is documented`,
-      );
+      assert.ok(page.includes(`| ${e.status} | \`${e.type}\` | \`${e.code}\` |`), `${e.code} is documented`);
   });
 
   it("uses distinct codes for each refusal of a key or account", () => {

@@ -1,5 +1,5 @@
-// Renders the README's error table from the catalog. `npm run docs:errors` rewrites the
-// table in place; errors/readme-table.test.ts fails when the two drift apart.
+// Renders the error table of docs/errors.md from the catalog. `npm run docs:errors` rewrites
+// the table in place; errors/readme-table.test.ts fails when the two drift apart.
 import { readFileSync, writeFileSync } from "node:fs";
 import { type CatalogEntry, catalog } from "./catalog.ts";
 
@@ -19,16 +19,16 @@ function retryCell(e: CatalogEntry): string {
   return e.status === 429 ? "`retry-after`" : "";
 }
 
-/** The README with its error table replaced by the current one. */
-export function withErrorTable(readme: string): string {
-  const from = readme.indexOf(START);
-  const to = readme.indexOf(END);
-  if (from === -1 || to === -1) throw new Error("README has no error table markers");
-  return readme.slice(0, from) + renderErrorTable() + readme.slice(to + END.length);
+/** The page with its error table replaced by the current one. */
+export function withErrorTable(page: string): string {
+  const from = page.indexOf(START);
+  const to = page.indexOf(END);
+  if (from === -1 || to === -1) throw new Error("docs/errors.md has no error table markers");
+  return page.slice(0, from) + renderErrorTable() + page.slice(to + END.length);
 }
 
 if (import.meta.main) {
-  const file = new URL("../../README.md", import.meta.url);
+  const file = new URL("../../docs/errors.md", import.meta.url);
   writeFileSync(file, withErrorTable(readFileSync(file, "utf8")));
-  console.log("README error table updated");
+  console.log("docs/errors.md error table updated");
 }

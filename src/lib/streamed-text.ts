@@ -2,9 +2,9 @@
 // makes a rope: V8 links the two strings with a 32-byte node and keeps the delta's own string
 // (24-40 bytes) under it, so a text streamed a word (6 characters) an event held 5-10 times
 // its size for as long as it lived: 20 streaming clients that read nothing held 25-36 MB of
-// such ropes (docs/decisions.md, "Streams to clients that do not read"). Here the pieces are
-// joined into a flat string every PIECES pieces: a text costs its characters, and at most
-// PIECES pieces more.
+// such ropes (docs/decisions/0024-hardening-after-the-second-audit.md, "Streams to clients
+// that do not read"). Here the pieces are joined into a flat string every PIECES pieces: a
+// text costs its characters, and at most PIECES pieces more.
 
 /** pieces joined at a time: the most a text holds besides its characters */
 const PIECES = 256;

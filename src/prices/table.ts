@@ -1,6 +1,6 @@
 // Known prices: the maintained table of @pydantic/genai-prices (MIT), for models whose
 // configuration has no `pricing` of its own. The table ships inside the package, so prices
-// change only when the package is updated (README: "Prices"), never behind the operator's
+// change only when the package is updated (docs/accounting.md, "Prices"), never behind the operator's
 // back; the package's remote refresh is not used. The table (about 20 MB of heap) is loaded on
 // the first model that needs it: a configuration that prices every model never pays for it.
 import { createRequire } from "node:module";

@@ -115,7 +115,10 @@ export function unsupportedPart(param: string, provider: string, what: string): 
   });
 }
 
-/** Markdown table of a provider's rules, in the order of the README's field list, for docs/providers.md. */
+/**
+ * Markdown table of a provider's rules, in the order of chat completions' field list
+ * (docs/apis.md), for docs/providers.md.
+ */
 export function rulesTable(rules: FieldRules): string {
   const lines = ["| OpenAI field | What it becomes |", "| --- | --- |"];
   for (const field of FORWARDED_FIELDS)

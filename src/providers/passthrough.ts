@@ -1,7 +1,7 @@
 // Forward compatibility: what a client sent that the canonical request cannot carry (a field,
 // a content block, a tool or an input item the gateway does not translate, often one newer
 // than the gateway), and what each attempt does with it. One policy for every API and
-// provider (docs/decisions.md, "Forward-compatible edges"):
+// provider (docs/decisions/0021-forward-compatible-edges.md):
 // - to an adapter that sends the client's body natively (same API: Anthropic for Messages,
 //   OpenAI's Responses API for Responses), everything passes unchanged, but for the names the
 //   operator denies on that provider, which are taken out of the body;

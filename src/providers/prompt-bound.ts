@@ -30,7 +30,7 @@ export interface PromptOverheads {
  * message, the 5 framing tokens of ChatML, Llama 3 and Gemma plus the role; tools, the
  * instructions of Llama 3.1 (about 60), Qwen 2.5 (about 110) and Hermes (about 200); an image,
  * OpenAI's high detail (at most 1,445 for gpt-4o, about 2,500 for gpt-4.1-mini), Claude
- * (about 1,600) and Gemini (258 per tile). See the README for models that need more.
+ * (about 1,600) and Gemini (258 per tile). See docs/accounting.md for models that need more.
  */
 export const DEFAULT_PROMPT_OVERHEADS: Readonly<PromptOverheads> = Object.freeze({
   per_request: 32,

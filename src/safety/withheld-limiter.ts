@@ -6,7 +6,7 @@
 // longer look like failures (src/relay/review.ts, withheldNotice); this is the backstop for a
 // client that loops anyway.
 //
-// Per instance, by design (docs/decisions.md): a loop is one client on one connection, which
+// Per instance, by design (docs/decisions/0022-coding-agents.md): a loop is one client on one connection, which
 // stays on one instance; behind N instances the bound is at most N × max per window, still
 // bounded, while the shared rate limits, quotas and budgets go on applying to every call.
 import { GatewayError } from "../errors/index.ts";

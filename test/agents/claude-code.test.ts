@@ -2,7 +2,7 @@
 // Anthropic upstream natively and to a chat completions upstream translated, printing its
 // result as one JSON document or as its event stream, with content safety off and reviewed
 // (streamed: Claude Code always streams), with a model the user names (ANTHROPIC_MODEL, as
-// the README says) and with Claude Code's own default model. See ./suite.ts for what a cell
+// docs/coding-agents.md says) and with Claude Code's own default model. See ./suite.ts for what a cell
 // checks. Run by `npm run test:agents`, which installs the client first.
 import { defineClientSuite, matrix } from "./suite.ts";
 

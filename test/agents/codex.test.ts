@@ -2,7 +2,7 @@
 // Responses upstream natively, translated to a chat completions upstream and to an Anthropic
 // one, printing its last message or its event stream (--json), with content safety off and
 // reviewed (streamed: Codex always streams), with a model the user names in config.toml (as
-// the README says: a name Codex does not know, so it uses its fallback model settings) and
+// docs/coding-agents.md says: a name Codex does not know, so it uses its fallback model settings) and
 // with Codex's own default model (a name it knows: its tools then come in an additional_tools
 // item and its shell runs through a JavaScript `exec` tool). See ./suite.ts for what a cell
 // checks. Run by `npm run test:agents`, which installs the client first.

@@ -71,7 +71,7 @@ export type SafetyMode = "off" | "reviewed";
  * A gateway serving `models` (public id → kind of upstream), behind a recording proxy. The
  * Responses upstream is an openai-compatible provider whose Responses API calls go natively
  * (the setting is named as the provider's schema names it today); the chat completions one
- * translates them. The body limit is the README's advice for coding agents.
+ * translates them. The body limit is docs/coding-agents.md's advice.
  */
 export async function startAgentGateway(
   mocks: Mocks,
@@ -193,10 +193,10 @@ export interface ClientRun {
 
 /**
  * The command line and environment of a client run. Claude Code: `claude -p` with the gateway
- * as ANTHROPIC_BASE_URL and the key as ANTHROPIC_AUTH_TOKEN (README "Claude Code"), its
+ * as ANTHROPIC_BASE_URL and the key as ANTHROPIC_AUTH_TOKEN (docs/coding-agents.md, "Claude Code"), its
  * nonessential traffic (telemetry, update checks) off, and Bash allowed so the agent's command
  * runs without a prompt nobody answers. Codex: `codex exec` with a provider entry pointing at
- * the gateway (README "Codex CLI") in a config.toml of its own home, and the workspace-write
+ * the gateway (docs/coding-agents.md, "Codex CLI") in a config.toml of its own home, and the workspace-write
  * sandbox so the command may write its marker (the default, read-only, refuses), and its
  * plugins off. Both retry less than by default: a refused request fails the cell in seconds
  * rather than minutes. Neither reaches anything but the gateway.

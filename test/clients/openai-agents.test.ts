@@ -1,4 +1,4 @@
-// OpenAI's Agents SDK (@openai/agents) through the gateway, as the README sets it up: its
+// OpenAI's Agents SDK (@openai/agents) through the gateway, as docs/coding-agents.md sets it up: its
 // OpenAI provider on an OpenAI client pointed at the gateway, tracing off, the Responses API
 // (the SDK's default). Runs plain and streamed, a function tool the runner executes, an
 // agent's `outputType` (a zod schema: text.format json_schema), and a conversation continued

@@ -156,5 +156,5 @@ function safetyText(safety: PlansAnswer["safety"]): string {
   if (!safety.enabled) return "off: answers are not reviewed";
   return safety.streaming === "reviewed"
     ? "on, reviewed streaming: streams arrive as SSE, released in reviewed segments"
-    : "on: a request with stream: true is answered with one reviewed JSON body, not SSE (see the README)";
+    : "on: a request with stream: true is answered with one reviewed JSON body, not SSE (see docs/content-safety.md)";
 }

@@ -20,7 +20,7 @@ export const openaiCompatibleConfig = z
      * this upstream, which must then be OpenAI's own Responses API: such a call is sent there
      * natively. Empty (the default): every built-in tool is refused. OpenAI bills their calls
      * per call, outside the tokens the gateway reserves and charges: allowing one is the
-     * operator's choice to pay for them (docs/decisions.md).
+     * operator's choice to pay for them (docs/decisions/0019-responses-api.md).
      */
     responses_builtin_tools: z.array(z.enum(BUILTIN_TOOLS)).default([]),
     /**
