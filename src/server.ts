@@ -15,6 +15,7 @@ import { KeyCache } from "./auth/key-cache.ts";
 import { ConfigError } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
 import type { GatewayDeps } from "./http/deps.ts";
+import { readiness } from "./http/readiness.ts";
 import { LiveUsagePublisher } from "./ledger/live-usage.ts";
 import { ledgerSetup } from "./ledger/setup.ts";
 import { Registry } from "./models/registry.ts";
@@ -31,6 +32,7 @@ import { buildReviewers } from "./safety/reviewers/index.ts";
 import { WithheldLimiter } from "./safety/withheld-limiter.ts";
 import { migrate, openStore } from "./store/db.ts";
 import { registerModels } from "./store/models-seen.ts";
+import { isConnectionFailure, Reachability, warnUnlessUnreachable } from "./store/reachability.ts";
 
 /** How often a running gateway looks for changes made by the CLI or other instances. */
 const REVISION_POLL_MS = 250;
@@ -128,8 +130,9 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const logger = options.logger ?? createLogger(config.log_level);
   const metricsToken = readMetricsToken(config, env);
   const adminEmail = firstAdminEmail(config, env);
-  const store = openStore(config.store, (err) =>
-    logger.warn({ err }, "the database closed an idle connection; the pool replaces it"),
+  const store = openStore(
+    config.store,
+    warnUnlessUnreachable(logger, "the database closed an idle connection; the pool replaces it"),
   );
   await migrate(store);
   const created = await registerModels(
@@ -212,17 +215,27 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     logger,
     metricsToken,
     isClosing: () => closing,
+    readiness: () => readiness({ store, redis: shared.redis, draining: () => closing }),
   };
+  const storeReach = new Reachability("store", logger, {
+    down: "the store is unreachable: calls fail until it answers again",
+    up: "the store answers again",
+  });
+  // The revision poll reads the store four times a second: the heartbeat of its reachability.
   const watcher = new RevisionWatcher(store.db, {
     intervalMs: REVISION_POLL_MS,
     onChange: () => keys.clear(),
-    onError: (err) => logger.warn({ err }, "could not read the store's revision"),
+    onRead: () => storeReach.reached("revision poll"),
+    onError: (err) => {
+      if (isConnectionFailure(err)) storeReach.failed("revision poll", err);
+      else logger.warn({ err }, "could not read the store's revision");
+    },
   });
   await watcher.start();
   await shared.start();
   const live = new LiveUsagePublisher(store.db, ledger, rates, {
     instanceId,
-    onError: (err) => logger.warn({ err }, "could not publish live usage"),
+    onError: warnUnlessUnreachable(logger, "could not publish live usage"),
   });
   live.start(LIVE_USAGE_MS);
   routing.publisher.start(LIVE_USAGE_MS);

@@ -1,77 +1,15 @@
 // The gateway as an operator runs it: a child process started like `npm start`, first-start
-// key, /healthz, /readyz, /metrics, and a graceful SIGTERM; and the cost counters /metrics
+// key, /livez, /healthz, /readyz, /metrics, and a graceful SIGTERM; and the cost counters /metrics
 // carries, against a gateway in this process.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, it } from "node:test";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
+import { firstKey, type Running, serve, stdoutLine } from "./support/main-process.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
-
-const MAIN = join(import.meta.dirname, "..", "src", "main.ts");
-
-interface Running {
-  child: ChildProcess;
-  stdout: string;
-  url: string;
-  exit: Promise<number | null>;
-}
-
-/** Starts `node src/main.ts serve` and waits for the line that says where it listens. */
-async function serve(env: Record<string, string>, args: string[] = []): Promise<Running> {
-  const child = spawn(process.execPath, [MAIN, "serve", ...args], {
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const running: Running = { child, stdout: "", url: "", exit };
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`no listening line; output:\n${running.stdout}`)),
-      15_000,
-    );
-    child.stdout!.on("data", (chunk: Buffer) => {
-      running.stdout += chunk.toString();
-      const m = running.stdout.match(/"url":"(http:\/\/[^"]+?)(\/v1)?"/);
-      if (m && running.stdout.includes("gateway listening")) {
-        running.url = m[1]!;
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once("exit", () => reject(new Error(`exited early:\n${running.stdout}`)));
-  });
-  return running;
-}
-
-/** The first stdout line matching `pattern`, once it has been written. */
-function stdoutLine(running: Running, pattern: RegExp): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const look = () => {
-      const line = running.stdout.split("\n").find((l) => pattern.test(l));
-      if (line === undefined) return false;
-      running.child.stdout!.off("data", look);
-      clearTimeout(timer);
-      resolve(line);
-      return true;
-    };
-    const timer = setTimeout(
-      () => reject(new Error(`no line matching ${pattern}:\n${running.stdout}`)),
-      15_000,
-    );
-    if (!look()) running.child.stdout!.on("data", look);
-  });
-}
-
-/** The first start's key, from the file the logged line names (stdout is not a terminal here). */
-async function firstKey(running: Running): Promise<string> {
-  const logged = await stdoutLine(running, /^\{.*"msg":"first start/);
-  const file = JSON.parse(logged).file as string;
-  return readFileSync(file, "utf8").match(/sk-[A-Za-z0-9]{43}/)![0];
-}
 
 describe("first start on an empty store", () => {
   let dir: string;
@@ -128,13 +66,18 @@ describe("first start on an empty store", () => {
     }
   });
 
-  it("answers /healthz, /readyz and /metrics", async () => {
-    const health = await fetch(`${gw.url}/healthz`);
-    assert.equal(health.status, 200);
-    assert.deepEqual(await health.json(), { status: "ok" });
+  it("answers /livez, /healthz, /readyz and /metrics", async () => {
+    for (const path of ["/livez", "/healthz"]) {
+      const health = await fetch(`${gw.url}${path}`);
+      assert.equal(health.status, 200, path);
+      assert.deepEqual(await health.json(), { status: "ok" });
+    }
     const ready = await fetch(`${gw.url}/readyz`);
     assert.equal(ready.status, 200);
-    assert.equal(((await ready.json()) as any).store, "sqlite");
+    assert.deepEqual(await ready.json(), {
+      status: "ready",
+      checks: { store: "ok", migrations: "ok", draining: false },
+    });
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     assert.match(metrics, /gateway_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} 1/);
     assert.match(metrics, /gateway_http_request_duration_seconds_bucket/);

@@ -9,6 +9,7 @@ import type { RecordWriter } from "../records/writer.ts";
 import type { CallFinisher } from "../relay/finish.ts";
 import type { Relay } from "../relay/relay.ts";
 import type { Store } from "../store/db.ts";
+import type { ReadinessAnswer } from "./readiness.ts";
 
 /** Everything the HTTP layer uses; built by server.ts, replaced piecewise in tests. */
 export interface GatewayDeps {
@@ -27,4 +28,6 @@ export interface GatewayDeps {
   metricsToken?: string | undefined;
   /** true once shutdown began: new requests get 503 */
   isClosing(): boolean;
+  /** what GET /readyz answers */
+  readiness(): Promise<ReadinessAnswer>;
 }

@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { modelDeployments } from "../config/deployments.ts";
 import type { Config } from "../config/schema.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import { warnUnlessUnreachable } from "../store/reachability.ts";
 import type { Database } from "../store/schema.ts";
 import { type CooldownListener, type CooldownStore, MemoryCooldowns } from "./cooldowns.ts";
 import { HealthPublisher, HealthView } from "./health.ts";
@@ -50,7 +51,7 @@ export async function startRouting(
       prefix: config.store.redis_prefix,
       settings,
       onCoolDown,
-      onError: (err) => logger.warn({ err }, "Redis: cooldowns follow this instance's own view meanwhile"),
+      onError: warnUnlessUnreachable(logger, "Redis: cooldowns follow this instance's own view meanwhile"),
     });
     await shared.start();
     cooldowns = shared;
@@ -61,7 +62,7 @@ export async function startRouting(
   metrics.watchDeployments(() => health.gauges());
   const publisher = new HealthPublisher(deps.db, health, {
     instanceId: deps.instanceId,
-    onError: (err) => logger.warn({ err }, "could not publish deployment health"),
+    onError: warnUnlessUnreachable(logger, "could not publish deployment health"),
   });
   return {
     router,
