@@ -62,25 +62,46 @@ export interface StartOptions {
   now?: () => number;
 }
 
-/** Open connections and which of them have a request in flight. */
+/** Open connections, which of them have a request in flight, and which carried one. */
 function trackConnections(server: Server) {
   const open = new Set<Socket>();
   const busy = new Set<Socket>();
+  const served = new WeakSet<Socket>();
+  let onIdle: (() => void) | undefined;
+  const done = (socket: Socket) => {
+    busy.delete(socket);
+    if (!busy.size) onIdle?.();
+  };
   server.on("connection", (socket: Socket) => {
     open.add(socket);
     socket.once("close", () => {
       open.delete(socket);
-      busy.delete(socket);
+      done(socket);
     });
   });
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     busy.add(req.socket);
-    res.once("close", () => busy.delete(req.socket));
+    served.add(req.socket);
+    res.once("close", () => done(req.socket));
   });
   return {
+    /** closes the connections kept alive between requests; a new one may still send its first */
+    closeKeptAlive: () => {
+      for (const socket of open) if (served.has(socket) && !busy.has(socket)) socket.destroy();
+    },
+    /** closes every connection without a request in flight */
     closeIdle: () => {
       for (const socket of open) if (!busy.has(socket)) socket.destroy();
     },
+    /** resolves once no request is in flight */
+    idle: () =>
+      new Promise<void>((resolve) => {
+        if (!busy.size) return resolve();
+        onIdle = () => {
+          onIdle = undefined;
+          resolve();
+        };
+      }),
   };
 }
 
@@ -254,17 +275,26 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const close = () => {
     closed ??= (async () => {
       closing = true;
-      // Stop accepting, let in-flight requests finish (bounded by the grace period).
+      // Draining (docs/health.md): /readyz answers 503, so a load balancer takes the instance
+      // out, and the listener stays open while requests are in flight, so a request it still
+      // sends here is answered 503 shutting_down (with retry-after) rather than refused. Each
+      // answer closes its connection, and connections kept alive between requests are closed.
+      // In-flight requests finish, bounded by the grace period.
       const grace = setTimeout(() => {
         logger.warn("shutdown grace period over: closing the remaining connections");
         app.server.closeAllConnections();
       }, config.server.shutdown_grace_ms);
       grace.unref();
-      // Node closes idle keep-alive connections once, when close() is called, and does not
-      // count a connection that never carried a request as idle: either would hold the
-      // shutdown until its keep-alive expires. Close every connection without a request in
-      // flight, again as in-flight requests finish.
-      const sweep = setInterval(connections.closeIdle, 50);
+      connections.closeKeptAlive();
+      // a connection that finished its answer before draining began does not close itself
+      let sweep = setInterval(connections.closeKeptAlive, 50);
+      await connections.idle();
+      // Nothing in flight: stop listening. Node closes idle keep-alive connections once, when
+      // close() is called, and does not count a connection that never carried a request as
+      // idle: either would hold the shutdown until its keep-alive expires. Close every
+      // connection without a request in flight, again as the last requests finish.
+      clearInterval(sweep);
+      sweep = setInterval(connections.closeIdle, 50);
       connections.closeIdle();
       await app.close();
       clearTimeout(grace);

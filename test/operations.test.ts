@@ -1,8 +1,9 @@
 // The gateway as an operator runs it: a child process started like `npm start`, first-start
-// key, /livez, /healthz, /readyz, /metrics, and a graceful SIGTERM; and the cost counters /metrics
-// carries, against a gateway in this process.
+// key, /livez, /healthz, /readyz, /metrics, and the drain SIGTERM starts (docs/health.md); and
+// the cost counters /metrics carries, against a gateway in this process.
 import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -95,14 +96,14 @@ describe("SIGTERM", () => {
   let upstream: MockUpstream;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "gw-term-"));
-    upstream = await startMockUpstream({ latencyMs: 800 });
+    upstream = await startMockUpstream({ latencyMs: 1_500 });
   });
   after(async () => {
     await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("finishes in-flight requests, refuses new ones, flushes records and exits 0", async () => {
+  it("drains: /readyz 503, new requests 503 shutting_down, kept-alive connections closed, in-flight requests finish, records flushed, exit 0", async () => {
     const config = join(dir, "gateway.yaml");
     writeFileSync(
       config,
@@ -122,6 +123,20 @@ describe("SIGTERM", () => {
     );
     const gw = await serve({ GATEWAY_DATA_DIR: dir, GATEWAY_CONFIG: config });
     const key = await firstKey(gw);
+    const events: string[] = [];
+    // a connection kept alive after its answer, idle when the drain begins
+    const keptAlive = connect(Number(new URL(gw.url).port), "127.0.0.1");
+    let answered = "";
+    keptAlive.on("data", (d: Buffer) => {
+      answered += d.toString();
+    });
+    keptAlive.once("close", () => events.push("kept-alive connection closed"));
+    keptAlive.write("GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    for (let i = 0; i < 100 && !answered.endsWith('{"status":"ok"}'); i++)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.match(answered, /^HTTP\/1\.1 200 /);
+    assert.doesNotMatch(answered, /connection: close/i);
+
     const call = (stream: boolean) =>
       fetch(`${gw.url}/v1/chat/completions`, {
         method: "POST",
@@ -133,16 +148,33 @@ describe("SIGTERM", () => {
         }),
       }).then(async (r) => ({ status: r.status, text: await r.text() }));
     const inFlight = [call(false), call(true)];
+    const finished = Promise.all(inFlight).then(() => events.push("in-flight requests finished"));
     // wait until both reached the upstream, then ask the gateway to stop
     for (let i = 0; i < 100 && upstream.inFlight() < 2; i++) await new Promise((r) => setTimeout(r, 20));
     assert.equal(upstream.inFlight(), 2);
     gw.child.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 100));
-    const late = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then(
-      (r) => r.status,
-      () => "refused",
-    );
-    assert.ok(late === 503 || late === "refused", `a new request after SIGTERM is not served (got ${late})`);
+
+    // the load balancer's probe: unready while the calls finish, the process still alive
+    let ready = await fetch(`${gw.url}/readyz`);
+    for (let i = 0; i < 100 && ready.status === 200; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      ready = await fetch(`${gw.url}/readyz`);
+    }
+    assert.equal(ready.status, 503);
+    assert.deepEqual(await ready.json(), {
+      status: "unready",
+      checks: { store: "ok", migrations: "ok", draining: true },
+    });
+    assert.equal((await fetch(`${gw.url}/livez`)).status, 200);
+    // a request the load balancer still sends is answered, not refused
+    const late = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(late.status, 503);
+    assert.equal(late.headers.get("retry-after"), "1");
+    assert.equal(late.headers.get("connection"), "close");
+    assert.equal(((await late.json()) as any).error.code, "shutting_down");
+    assert.equal(upstream.inFlight(), 2, "the calls are still in flight");
+    await finished;
+    assert.deepEqual(events, ["kept-alive connection closed", "in-flight requests finished"]);
     const [plain, streamed] = await Promise.all(inFlight);
     assert.equal(plain!.status, 200);
     assert.equal(streamed!.status, 200);
