@@ -1,5 +1,6 @@
 // Starts a gateway: opens and migrates the store, builds the providers, the ledger, the
-// caches and the record writer, then listens. close() is the graceful shutdown SIGTERM runs.
+// caches and the record writer, then listens. close() is the graceful shutdown SIGTERM runs,
+// reload() what SIGHUP runs (docs/health.md).
 import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -18,20 +19,16 @@ import type { GatewayDeps } from "./http/deps.ts";
 import { readiness } from "./http/readiness.ts";
 import { LiveUsagePublisher } from "./ledger/live-usage.ts";
 import { ledgerSetup } from "./ledger/setup.ts";
-import { Registry } from "./models/registry.ts";
 import { createLogger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { RecordJournal } from "./records/journal.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
 import { Relay } from "./relay/relay.ts";
+import { buildCallSettings, configReloader, type ReloadResult, swappableSettings } from "./relay/settings.ts";
 import { RetentionJob } from "./retention/retention.ts";
 import { type Routing, startRouting } from "./routing/setup.ts";
-import { SafetyPolicy } from "./safety/policy.ts";
-import { buildReviewers } from "./safety/reviewers/index.ts";
-import { WithheldLimiter } from "./safety/withheld-limiter.ts";
 import { migrate, openStore } from "./store/db.ts";
-import { registerModels } from "./store/models-seen.ts";
 import { isConnectionFailure, Reachability, warnUnlessUnreachable } from "./store/reachability.ts";
 
 /** How often a running gateway looks for changes made by the CLI or other instances. */
@@ -50,6 +47,9 @@ export interface Gateway {
   firstAdmin: { email: string; password: string } | undefined;
   /** deployments' cooldowns and traffic, as this instance sees them */
   routing: Routing;
+  /** reads the configuration again and applies it to new calls (SIGHUP; src/relay/settings.ts) */
+  reload(): Promise<ReloadResult>;
+  /** drains and stops (SIGTERM, SIGINT; docs/health.md) */
   close(): Promise<void>;
 }
 
@@ -60,6 +60,10 @@ export interface StartOptions {
   bootstrap?: boolean;
   /** the clock budget periods and charges are read with (tests move it across a month) */
   now?: () => number;
+  /** reads the configuration again for a reload, as the start read it; without it a reload finds it unchanged */
+  loadConfig?: () => Config;
+  /** where loadConfig reads from (the file), for the reload's log lines */
+  configSource?: string;
 }
 
 /** Open connections, which of them have a request in flight, and which carried one. */
@@ -156,10 +160,6 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     warnUnlessUnreachable(logger, "the database closed an idle connection; the pool replaces it"),
   );
   await migrate(store);
-  const created = await registerModels(
-    store.db,
-    config.models.map((m) => m.id),
-  );
 
   let firstKey: Gateway["firstKey"];
   let firstAdmin: Gateway["firstAdmin"];
@@ -179,7 +179,6 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   }
 
   const metrics = new Metrics();
-  const registry = new Registry(config, created, env);
   const instanceId = randomUUID();
   const now = options.now ?? Date.now;
   const shared = ledgerSetup(config, store, logger, instanceId, now);
@@ -201,31 +200,31 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     commitIntervalMs: config.store.records_commit_ms,
   });
   if (journal) await replayJournal(journal, records, logger);
-  const safety = new SafetyPolicy(
-    config.safety,
-    buildReviewers(config.safety.reviewers, { registry, env }),
-    metrics,
-  );
-  const finisher = new CallFinisher({ records, metrics, logger, registry });
   const routing = await startRouting(config, { db: store.db, metrics, logger, instanceId });
-  const relay = new Relay({
-    registry,
-    router: routing.router,
-    ledger,
-    rates,
-    finisher,
+  const settingsDeps = { store, metrics, logger, routing, env };
+  const settings = swappableSettings(await buildCallSettings(config, settingsDeps), logger);
+  const finisher = new CallFinisher({
+    records,
     metrics,
-    safety,
-    withheld: new WithheldLimiter(config.safety.withheld_limit),
     logger,
-    keepAliveMs: config.server.sse_keepalive_ms,
-    now,
+    get registry() {
+      return settings.current.registry;
+    },
   });
+  const relay = new Relay(
+    { ledger, rates, finisher, metrics, logger, keepAliveMs: config.server.sse_keepalive_ms, now },
+    settings,
+  );
   let closing = false;
   const deps: GatewayDeps = {
-    config,
+    // what a reload changes is read through these
+    get config() {
+      return settings.current.config;
+    },
+    get registry() {
+      return settings.current.registry;
+    },
     store,
-    registry,
     ledger,
     rates,
     keys,
@@ -308,13 +307,20 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
       await routing.close();
       await watcher.stop();
-      await safety.close();
-      await registry.close();
+      // the providers and reviewers of the running configuration, and of any still retiring
+      await settings.close();
       await store.close();
       logger.info("gateway stopped");
     })();
     return closed;
   };
 
-  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, routing, close };
+  const reload = configReloader({
+    ...settingsDeps,
+    settings,
+    load: options.loadConfig ?? (() => config),
+    source: options.configSource ?? "the configuration given at start",
+  });
+
+  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, routing, reload, close };
 }

@@ -11,7 +11,11 @@ import type { Relay } from "../relay/relay.ts";
 import type { Store } from "../store/db.ts";
 import type { ReadinessAnswer } from "./readiness.ts";
 
-/** Everything the HTTP layer uses; built by server.ts, replaced piecewise in tests. */
+/**
+ * Everything the HTTP layer uses; built by server.ts, replaced piecewise in tests. `config`
+ * and `registry` are the newest a configuration reload made (src/relay/settings.ts): read
+ * them where they are used, not once for later.
+ */
 export interface GatewayDeps {
   config: Config;
   store: Store;

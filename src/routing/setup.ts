@@ -4,7 +4,7 @@
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { modelDeployments } from "../config/deployments.ts";
-import type { Config } from "../config/schema.ts";
+import type { Config, RoutingConfig } from "../config/schema.ts";
 import type { Metrics } from "../observability/metrics.ts";
 import { warnUnlessUnreachable } from "../store/reachability.ts";
 import type { Database } from "../store/schema.ts";
@@ -19,6 +19,11 @@ export interface Routing {
   cooldowns: CooldownStore;
   health: HealthView;
   publisher: HealthPublisher;
+  /**
+   * A router with other settings over the same cooldowns and traffic (a configuration
+   * reload); `routing.cooldown` stays the one the cooldowns were started with.
+   */
+  routerFor(settings: RoutingConfig): Router;
   close(): Promise<void>;
 }
 
@@ -57,7 +62,9 @@ export async function startRouting(
     cooldowns = shared;
   } else cooldowns = new MemoryCooldowns(settings, onCoolDown);
   const traffic = new Traffic();
-  const router = new Router({ settings: config.routing, cooldowns, traffic, metrics });
+  const routerFor = (routing: RoutingConfig) =>
+    new Router({ settings: routing, cooldowns, traffic, metrics });
+  const router = routerFor(config.routing);
   const health = new HealthView(deploymentIds(config), cooldowns, traffic);
   metrics.watchDeployments(() => health.gauges());
   const publisher = new HealthPublisher(deps.db, health, {
@@ -69,6 +76,7 @@ export async function startRouting(
     cooldowns,
     health,
     publisher,
+    routerFor,
     async close() {
       await publisher.stop().catch((err) => logger.warn({ err }, "could not clear deployment health"));
       await cooldowns.close();
