@@ -98,9 +98,17 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
     if (request.raw.httpVersion === "1.1" && !request.headers.host)
       throw new GatewayError("malformed_http", { message: "An HTTP/1.1 request needs a Host header." });
     if (deps.isClosing()) {
+      // Draining (docs/health.md): each connection closes after its answer; the probes and
+      // metrics are answered, anything else is refused.
       reply.header("connection", "close");
-      throw new GatewayError("shutting_down");
+      if (!request.routeOptions.config?.servesWhileDraining) throw new GatewayError("shutting_down");
     }
+  });
+  // an answer of a call that was in flight when draining began closes its connection too
+  // (a callback hook: no promise per answer)
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (deps.isClosing()) reply.header("connection", "close");
+    done(null, payload);
   });
 
   registerJsonBody(app);

@@ -42,7 +42,27 @@ GATEWAY_FIRST_ADMIN_EMAIL (the console admin a first start creates; admin@localh
 async function serve(ctx: CliContext): Promise<void> {
   // Loaded here so CLI commands do not pay for Fastify, the tokenizer and the providers.
   const { startGateway } = await import("./server.ts");
-  const gateway = await startGateway(ctx.config);
+  const { createLogger } = await import("./observability/logger.ts");
+  const logger = createLogger(ctx.config.log_level);
+  const source = process.env.GATEWAY_CONFIG ?? "embedded defaults";
+  // SIGHUP's default is to end the process: from now on it reloads (docs/health.md).
+  let reload: (() => void) | undefined;
+  process.on("SIGHUP", () => {
+    if (reload) reload();
+    else
+      logger.warn(
+        { signal: "SIGHUP" },
+        "the gateway is starting or stopping: the configuration is not reloaded",
+      );
+  });
+  const gateway = await startGateway(ctx.config, {
+    logger,
+    loadConfig: () => loadConfig(),
+    configSource: source,
+  });
+  // one line says how it went (src/relay/settings.ts)
+  reload = () =>
+    void gateway.reload().catch((err) => logger.error({ err }, "the configuration reload failed"));
   const base = `${gateway.url}/v1`;
   const model = ctx.config.plans.find((p) => p.id === ctx.config.default_plan)?.models[0] ?? "demo";
   const secrets = gateway.firstKey && firstStartText(gateway, gateway.firstKey, model);
@@ -70,6 +90,7 @@ async function serve(ctx: CliContext): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    reload = undefined;
     gateway.deps.logger.info({ signal }, "shutting down");
     gateway.close().then(
       () => process.exit(0),

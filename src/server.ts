@@ -1,5 +1,6 @@
 // Starts a gateway: opens and migrates the store, builds the providers, the ledger, the
-// caches and the record writer, then listens. close() is the graceful shutdown SIGTERM runs.
+// caches and the record writer, then listens. close() is the graceful shutdown SIGTERM runs,
+// reload() what SIGHUP runs (docs/health.md).
 import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -15,22 +16,20 @@ import { KeyCache } from "./auth/key-cache.ts";
 import { ConfigError } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
 import type { GatewayDeps } from "./http/deps.ts";
+import { readiness } from "./http/readiness.ts";
 import { LiveUsagePublisher } from "./ledger/live-usage.ts";
 import { ledgerSetup } from "./ledger/setup.ts";
-import { Registry } from "./models/registry.ts";
 import { createLogger } from "./observability/logger.ts";
 import { Metrics } from "./observability/metrics.ts";
 import { RecordJournal } from "./records/journal.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
 import { Relay } from "./relay/relay.ts";
+import { buildCallSettings, configReloader, type ReloadResult, swappableSettings } from "./relay/settings.ts";
 import { RetentionJob } from "./retention/retention.ts";
 import { type Routing, startRouting } from "./routing/setup.ts";
-import { SafetyPolicy } from "./safety/policy.ts";
-import { buildReviewers } from "./safety/reviewers/index.ts";
-import { WithheldLimiter } from "./safety/withheld-limiter.ts";
 import { migrate, openStore } from "./store/db.ts";
-import { registerModels } from "./store/models-seen.ts";
+import { isConnectionFailure, Reachability, warnUnlessUnreachable } from "./store/reachability.ts";
 
 /** How often a running gateway looks for changes made by the CLI or other instances. */
 const REVISION_POLL_MS = 250;
@@ -48,6 +47,9 @@ export interface Gateway {
   firstAdmin: { email: string; password: string } | undefined;
   /** deployments' cooldowns and traffic, as this instance sees them */
   routing: Routing;
+  /** reads the configuration again and applies it to new calls (SIGHUP; src/relay/settings.ts) */
+  reload(): Promise<ReloadResult>;
+  /** drains and stops (SIGTERM, SIGINT; docs/health.md) */
   close(): Promise<void>;
 }
 
@@ -58,27 +60,52 @@ export interface StartOptions {
   bootstrap?: boolean;
   /** the clock budget periods and charges are read with (tests move it across a month) */
   now?: () => number;
+  /** reads the configuration again for a reload, as the start read it; without it a reload finds it unchanged */
+  loadConfig?: () => Config;
+  /** where loadConfig reads from (the file), for the reload's log lines */
+  configSource?: string;
 }
 
-/** Open connections and which of them have a request in flight. */
+/** Open connections, which of them have a request in flight, and which carried one. */
 function trackConnections(server: Server) {
   const open = new Set<Socket>();
   const busy = new Set<Socket>();
+  const served = new WeakSet<Socket>();
+  let onIdle: (() => void) | undefined;
+  const done = (socket: Socket) => {
+    busy.delete(socket);
+    if (!busy.size) onIdle?.();
+  };
   server.on("connection", (socket: Socket) => {
     open.add(socket);
     socket.once("close", () => {
       open.delete(socket);
-      busy.delete(socket);
+      done(socket);
     });
   });
   server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     busy.add(req.socket);
-    res.once("close", () => busy.delete(req.socket));
+    served.add(req.socket);
+    res.once("close", () => done(req.socket));
   });
   return {
+    /** closes the connections kept alive between requests; a new one may still send its first */
+    closeKeptAlive: () => {
+      for (const socket of open) if (served.has(socket) && !busy.has(socket)) socket.destroy();
+    },
+    /** closes every connection without a request in flight */
     closeIdle: () => {
       for (const socket of open) if (!busy.has(socket)) socket.destroy();
     },
+    /** resolves once no request is in flight */
+    idle: () =>
+      new Promise<void>((resolve) => {
+        if (!busy.size) return resolve();
+        onIdle = () => {
+          onIdle = undefined;
+          resolve();
+        };
+      }),
   };
 }
 
@@ -128,14 +155,11 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const logger = options.logger ?? createLogger(config.log_level);
   const metricsToken = readMetricsToken(config, env);
   const adminEmail = firstAdminEmail(config, env);
-  const store = openStore(config.store, (err) =>
-    logger.warn({ err }, "the database closed an idle connection; the pool replaces it"),
+  const store = openStore(
+    config.store,
+    warnUnlessUnreachable(logger, "the database closed an idle connection; the pool replaces it"),
   );
   await migrate(store);
-  const created = await registerModels(
-    store.db,
-    config.models.map((m) => m.id),
-  );
 
   let firstKey: Gateway["firstKey"];
   let firstAdmin: Gateway["firstAdmin"];
@@ -155,7 +179,6 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   }
 
   const metrics = new Metrics();
-  const registry = new Registry(config, created, env);
   const instanceId = randomUUID();
   const now = options.now ?? Date.now;
   const shared = ledgerSetup(config, store, logger, instanceId, now);
@@ -177,31 +200,31 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     commitIntervalMs: config.store.records_commit_ms,
   });
   if (journal) await replayJournal(journal, records, logger);
-  const safety = new SafetyPolicy(
-    config.safety,
-    buildReviewers(config.safety.reviewers, { registry, env }),
-    metrics,
-  );
-  const finisher = new CallFinisher({ records, metrics, logger, registry });
   const routing = await startRouting(config, { db: store.db, metrics, logger, instanceId });
-  const relay = new Relay({
-    registry,
-    router: routing.router,
-    ledger,
-    rates,
-    finisher,
+  const settingsDeps = { store, metrics, logger, routing, env };
+  const settings = swappableSettings(await buildCallSettings(config, settingsDeps), logger);
+  const finisher = new CallFinisher({
+    records,
     metrics,
-    safety,
-    withheld: new WithheldLimiter(config.safety.withheld_limit),
     logger,
-    keepAliveMs: config.server.sse_keepalive_ms,
-    now,
+    get registry() {
+      return settings.current.registry;
+    },
   });
+  const relay = new Relay(
+    { ledger, rates, finisher, metrics, logger, keepAliveMs: config.server.sse_keepalive_ms, now },
+    settings,
+  );
   let closing = false;
   const deps: GatewayDeps = {
-    config,
+    // what a reload changes is read through these
+    get config() {
+      return settings.current.config;
+    },
+    get registry() {
+      return settings.current.registry;
+    },
     store,
-    registry,
     ledger,
     rates,
     keys,
@@ -212,17 +235,27 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     logger,
     metricsToken,
     isClosing: () => closing,
+    readiness: () => readiness({ store, redis: shared.redis, draining: () => closing }),
   };
+  const storeReach = new Reachability("store", logger, {
+    down: "the store is unreachable: calls fail until it answers again",
+    up: "the store answers again",
+  });
+  // The revision poll reads the store four times a second: the heartbeat of its reachability.
   const watcher = new RevisionWatcher(store.db, {
     intervalMs: REVISION_POLL_MS,
     onChange: () => keys.clear(),
-    onError: (err) => logger.warn({ err }, "could not read the store's revision"),
+    onRead: () => storeReach.reached("revision poll"),
+    onError: (err) => {
+      if (isConnectionFailure(err)) storeReach.failed("revision poll", err);
+      else logger.warn({ err }, "could not read the store's revision");
+    },
   });
   await watcher.start();
   await shared.start();
   const live = new LiveUsagePublisher(store.db, ledger, rates, {
     instanceId,
-    onError: (err) => logger.warn({ err }, "could not publish live usage"),
+    onError: warnUnlessUnreachable(logger, "could not publish live usage"),
   });
   live.start(LIVE_USAGE_MS);
   routing.publisher.start(LIVE_USAGE_MS);
@@ -241,17 +274,26 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const close = () => {
     closed ??= (async () => {
       closing = true;
-      // Stop accepting, let in-flight requests finish (bounded by the grace period).
+      // Draining (docs/health.md): /readyz answers 503, so a load balancer takes the instance
+      // out, and the listener stays open while requests are in flight, so a request it still
+      // sends here is answered 503 shutting_down (with retry-after) rather than refused. Each
+      // answer closes its connection, and connections kept alive between requests are closed.
+      // In-flight requests finish, bounded by the grace period.
       const grace = setTimeout(() => {
         logger.warn("shutdown grace period over: closing the remaining connections");
         app.server.closeAllConnections();
       }, config.server.shutdown_grace_ms);
       grace.unref();
-      // Node closes idle keep-alive connections once, when close() is called, and does not
-      // count a connection that never carried a request as idle: either would hold the
-      // shutdown until its keep-alive expires. Close every connection without a request in
-      // flight, again as in-flight requests finish.
-      const sweep = setInterval(connections.closeIdle, 50);
+      connections.closeKeptAlive();
+      // a connection that finished its answer before draining began does not close itself
+      let sweep = setInterval(connections.closeKeptAlive, 50);
+      await connections.idle();
+      // Nothing in flight: stop listening. Node closes idle keep-alive connections once, when
+      // close() is called, and does not count a connection that never carried a request as
+      // idle: either would hold the shutdown until its keep-alive expires. Close every
+      // connection without a request in flight, again as the last requests finish.
+      clearInterval(sweep);
+      sweep = setInterval(connections.closeIdle, 50);
       connections.closeIdle();
       await app.close();
       clearTimeout(grace);
@@ -265,13 +307,20 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
       await routing.close();
       await watcher.stop();
-      await safety.close();
-      await registry.close();
+      // the providers and reviewers of the running configuration, and of any still retiring
+      await settings.close();
       await store.close();
       logger.info("gateway stopped");
     })();
     return closed;
   };
 
-  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, routing, close };
+  const reload = configReloader({
+    ...settingsDeps,
+    settings,
+    load: options.loadConfig ?? (() => config),
+    source: options.configSource ?? "the configuration given at start",
+  });
+
+  return { app, deps, url: `http://${host}:${port}`, firstKey, firstAdmin, routing, reload, close };
 }

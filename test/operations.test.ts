@@ -1,77 +1,16 @@
 // The gateway as an operator runs it: a child process started like `npm start`, first-start
-// key, /healthz, /readyz, /metrics, and a graceful SIGTERM; and the cost counters /metrics
-// carries, against a gateway in this process.
+// key, /livez, /healthz, /readyz, /metrics, and the drain SIGTERM starts (docs/health.md); and
+// the cost counters /metrics carries, against a gateway in this process.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, it } from "node:test";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
+import { firstKey, type Running, serve, stdoutLine } from "./support/main-process.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
-
-const MAIN = join(import.meta.dirname, "..", "src", "main.ts");
-
-interface Running {
-  child: ChildProcess;
-  stdout: string;
-  url: string;
-  exit: Promise<number | null>;
-}
-
-/** Starts `node src/main.ts serve` and waits for the line that says where it listens. */
-async function serve(env: Record<string, string>, args: string[] = []): Promise<Running> {
-  const child = spawn(process.execPath, [MAIN, "serve", ...args], {
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const running: Running = { child, stdout: "", url: "", exit };
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`no listening line; output:\n${running.stdout}`)),
-      15_000,
-    );
-    child.stdout!.on("data", (chunk: Buffer) => {
-      running.stdout += chunk.toString();
-      const m = running.stdout.match(/"url":"(http:\/\/[^"]+?)(\/v1)?"/);
-      if (m && running.stdout.includes("gateway listening")) {
-        running.url = m[1]!;
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once("exit", () => reject(new Error(`exited early:\n${running.stdout}`)));
-  });
-  return running;
-}
-
-/** The first stdout line matching `pattern`, once it has been written. */
-function stdoutLine(running: Running, pattern: RegExp): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const look = () => {
-      const line = running.stdout.split("\n").find((l) => pattern.test(l));
-      if (line === undefined) return false;
-      running.child.stdout!.off("data", look);
-      clearTimeout(timer);
-      resolve(line);
-      return true;
-    };
-    const timer = setTimeout(
-      () => reject(new Error(`no line matching ${pattern}:\n${running.stdout}`)),
-      15_000,
-    );
-    if (!look()) running.child.stdout!.on("data", look);
-  });
-}
-
-/** The first start's key, from the file the logged line names (stdout is not a terminal here). */
-async function firstKey(running: Running): Promise<string> {
-  const logged = await stdoutLine(running, /^\{.*"msg":"first start/);
-  const file = JSON.parse(logged).file as string;
-  return readFileSync(file, "utf8").match(/sk-[A-Za-z0-9]{43}/)![0];
-}
 
 describe("first start on an empty store", () => {
   let dir: string;
@@ -128,13 +67,18 @@ describe("first start on an empty store", () => {
     }
   });
 
-  it("answers /healthz, /readyz and /metrics", async () => {
-    const health = await fetch(`${gw.url}/healthz`);
-    assert.equal(health.status, 200);
-    assert.deepEqual(await health.json(), { status: "ok" });
+  it("answers /livez, /healthz, /readyz and /metrics", async () => {
+    for (const path of ["/livez", "/healthz"]) {
+      const health = await fetch(`${gw.url}${path}`);
+      assert.equal(health.status, 200, path);
+      assert.deepEqual(await health.json(), { status: "ok" });
+    }
     const ready = await fetch(`${gw.url}/readyz`);
     assert.equal(ready.status, 200);
-    assert.equal(((await ready.json()) as any).store, "sqlite");
+    assert.deepEqual(await ready.json(), {
+      status: "ready",
+      checks: { store: "ok", migrations: "ok", draining: false },
+    });
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     assert.match(metrics, /gateway_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} 1/);
     assert.match(metrics, /gateway_http_request_duration_seconds_bucket/);
@@ -152,14 +96,14 @@ describe("SIGTERM", () => {
   let upstream: MockUpstream;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "gw-term-"));
-    upstream = await startMockUpstream({ latencyMs: 800 });
+    upstream = await startMockUpstream({ latencyMs: 1_500 });
   });
   after(async () => {
     await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("finishes in-flight requests, refuses new ones, flushes records and exits 0", async () => {
+  it("drains: /readyz 503, new requests 503 shutting_down, kept-alive connections closed, in-flight requests finish, records flushed, exit 0", async () => {
     const config = join(dir, "gateway.yaml");
     writeFileSync(
       config,
@@ -179,6 +123,20 @@ describe("SIGTERM", () => {
     );
     const gw = await serve({ GATEWAY_DATA_DIR: dir, GATEWAY_CONFIG: config });
     const key = await firstKey(gw);
+    const events: string[] = [];
+    // a connection kept alive after its answer, idle when the drain begins
+    const keptAlive = connect(Number(new URL(gw.url).port), "127.0.0.1");
+    let answered = "";
+    keptAlive.on("data", (d: Buffer) => {
+      answered += d.toString();
+    });
+    keptAlive.once("close", () => events.push("kept-alive connection closed"));
+    keptAlive.write("GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    for (let i = 0; i < 100 && !answered.endsWith('{"status":"ok"}'); i++)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.match(answered, /^HTTP\/1\.1 200 /);
+    assert.doesNotMatch(answered, /connection: close/i);
+
     const call = (stream: boolean) =>
       fetch(`${gw.url}/v1/chat/completions`, {
         method: "POST",
@@ -190,16 +148,33 @@ describe("SIGTERM", () => {
         }),
       }).then(async (r) => ({ status: r.status, text: await r.text() }));
     const inFlight = [call(false), call(true)];
+    const finished = Promise.all(inFlight).then(() => events.push("in-flight requests finished"));
     // wait until both reached the upstream, then ask the gateway to stop
     for (let i = 0; i < 100 && upstream.inFlight() < 2; i++) await new Promise((r) => setTimeout(r, 20));
     assert.equal(upstream.inFlight(), 2);
     gw.child.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 100));
-    const late = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then(
-      (r) => r.status,
-      () => "refused",
-    );
-    assert.ok(late === 503 || late === "refused", `a new request after SIGTERM is not served (got ${late})`);
+
+    // the load balancer's probe: unready while the calls finish, the process still alive
+    let ready = await fetch(`${gw.url}/readyz`);
+    for (let i = 0; i < 100 && ready.status === 200; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      ready = await fetch(`${gw.url}/readyz`);
+    }
+    assert.equal(ready.status, 503);
+    assert.deepEqual(await ready.json(), {
+      status: "unready",
+      checks: { store: "ok", migrations: "ok", draining: true },
+    });
+    assert.equal((await fetch(`${gw.url}/livez`)).status, 200);
+    // a request the load balancer still sends is answered, not refused
+    const late = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(late.status, 503);
+    assert.equal(late.headers.get("retry-after"), "1");
+    assert.equal(late.headers.get("connection"), "close");
+    assert.equal(((await late.json()) as any).error.code, "shutting_down");
+    assert.equal(upstream.inFlight(), 2, "the calls are still in flight");
+    await finished;
+    assert.deepEqual(events, ["kept-alive connection closed", "in-flight requests finished"]);
     const [plain, streamed] = await Promise.all(inFlight);
     assert.equal(plain!.status, 200);
     assert.equal(streamed!.status, 200);

@@ -11,17 +11,25 @@ export class RevisionWatcher {
   readonly #intervalMs: number;
   readonly #onChange: () => void;
   readonly #onError: (err: unknown) => void;
+  readonly #onRead: () => void;
   #last = -1;
   #job: PeriodicJob | undefined;
 
   constructor(
     db: Kysely<Database>,
-    options: { intervalMs: number; onChange: () => void; onError: (err: unknown) => void },
+    options: {
+      intervalMs: number;
+      onChange: () => void;
+      onError: (err: unknown) => void;
+      /** after each read that succeeded: the poll is the gateway's heartbeat of the store */
+      onRead?: () => void;
+    },
   ) {
     this.#db = db;
     this.#intervalMs = options.intervalMs;
     this.#onChange = options.onChange;
     this.#onError = options.onError;
+    this.#onRead = options.onRead ?? (() => {});
   }
 
   async start(): Promise<void> {
@@ -35,6 +43,7 @@ export class RevisionWatcher {
 
   async check(): Promise<void> {
     const now = await readRevision(this.#db);
+    this.#onRead();
     if (now !== this.#last) {
       this.#last = now;
       this.#onChange();

@@ -112,7 +112,7 @@ export function loadConfig(env: Env = process.env, file: string | undefined = en
   return deepFreeze(result.data);
 }
 
-function deepFreeze<T>(value: T): T {
+export function deepFreeze<T>(value: T): T {
   if (value && typeof value === "object") {
     for (const v of Object.values(value)) deepFreeze(v);
     Object.freeze(value);

@@ -9,8 +9,13 @@ import type { RecordWriter } from "../records/writer.ts";
 import type { CallFinisher } from "../relay/finish.ts";
 import type { Relay } from "../relay/relay.ts";
 import type { Store } from "../store/db.ts";
+import type { ReadinessAnswer } from "./readiness.ts";
 
-/** Everything the HTTP layer uses; built by server.ts, replaced piecewise in tests. */
+/**
+ * Everything the HTTP layer uses; built by server.ts, replaced piecewise in tests. `config`
+ * and `registry` are the newest a configuration reload made (src/relay/settings.ts): read
+ * them where they are used, not once for later.
+ */
 export interface GatewayDeps {
   config: Config;
   store: Store;
@@ -27,4 +32,6 @@ export interface GatewayDeps {
   metricsToken?: string | undefined;
   /** true once shutdown began: new requests get 503 */
   isClosing(): boolean;
+  /** what GET /readyz answers */
+  readiness(): Promise<ReadinessAnswer>;
 }

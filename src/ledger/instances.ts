@@ -7,6 +7,7 @@ import { sql } from "kysely";
 import type { Logger } from "pino";
 import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
 import type { Store } from "../store/db.ts";
+import { warnUnlessUnreachable } from "../store/reachability.ts";
 
 export interface LeaseOptions {
   id: string;
@@ -52,7 +53,7 @@ export class InstanceLease {
     this.#job = startPeriodicJob({
       intervalMs: Math.max(50, Math.floor(leaseMs / 3)),
       run: () => this.#renew(),
-      onError: (err) => logger.warn({ err }, "could not renew the ledger lease or sweep"),
+      onError: warnUnlessUnreachable(logger, "could not renew the ledger lease or sweep"),
     });
   }
 

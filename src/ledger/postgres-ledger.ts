@@ -6,6 +6,7 @@
 import { type Kysely, sql } from "kysely";
 import pg from "pg";
 import type { Logger } from "pino";
+import { warnUnlessUnreachable } from "../store/reachability.ts";
 import type { Database } from "../store/schema.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
 import type { RecordedHold, StoreHolds } from "./store-holds.ts";
@@ -66,7 +67,7 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
     });
     client.on("error", (err) => {
       // Waiters keep polling meanwhile; listen again on a new connection.
-      this.#logger.warn({ err }, "the ledger's notification connection failed; reconnecting");
+      warnUnlessUnreachable(this.#logger, "the ledger's notification connection failed; reconnecting")(err);
       this.#listener = undefined;
       void client.end().catch(() => undefined);
       if (!this.#stopped) setTimeout(() => void this.start().catch(() => undefined), 1_000).unref();

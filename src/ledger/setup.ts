@@ -7,6 +7,7 @@ import type { Config } from "../config/schema.ts";
 import { RateLimiter, type RateLimits } from "../rate-limits/rate-limiter.ts";
 import { RedisRateLimiter } from "../rate-limits/redis-rate-limiter.ts";
 import type { Store } from "../store/db.ts";
+import { warnUnlessUnreachable } from "../store/reachability.ts";
 import { RedisState } from "../store/redis-state.ts";
 import { InstanceLease } from "./instances.ts";
 import { MemoryLedger } from "./memory-ledger.ts";
@@ -23,6 +24,8 @@ export interface LedgerSetup {
   rates: RateLimits;
   /** the holds the record writer ends with their records (shared ledgers) */
   holds: StoreHolds | undefined;
+  /** the Redis connection the ledger and rate limits use, when store.redis_url is set */
+  redis: RedisState | undefined;
   /** before the first call: listens, takes the lease */
   start(): Promise<void>;
   /** after the last call: gives the lease up */
@@ -44,6 +47,7 @@ export function ledgerSetup(
       ledger: new MemoryLedger({ waitMs, now }),
       rates: new RateLimiter(),
       holds: undefined,
+      redis: undefined,
       start: async () => {},
       stop: async () => {},
     };
@@ -52,8 +56,10 @@ export function ledgerSetup(
   const redis = redisUrl ? new RedisState(redisUrl, config.store.redis_prefix, logger) : undefined;
   const ledger = redis ? new RedisLedger(redis, store, options) : new PostgresLedger(store.db, options);
   const rates = redis
-    ? new RedisRateLimiter(redis, store.db, (err) =>
-        logger.warn({ err }, "could not give rate-limit tokens back"),
+    ? new RedisRateLimiter(
+        redis,
+        store.db,
+        warnUnlessUnreachable(logger, "could not give rate-limit tokens back"),
       )
     : new RateLimiter();
   const lease = new InstanceLease(store, {
@@ -67,6 +73,7 @@ export function ledgerSetup(
     ledger,
     rates,
     holds: ledger,
+    redis,
     async start() {
       await lease.start();
       await ledger.start();

@@ -41,16 +41,24 @@ export interface CallContext {
   rateTicket: RateTicket;
 }
 
-export interface RelayDeps {
+/**
+ * What a configuration reload replaces (./settings.ts): a call takes them at its start and
+ * keeps them to its end.
+ */
+export interface SwappedSettings {
   registry: Registry;
   router: Router;
+  safety: SafetyPolicy;
+  /** the answers withheld per key, and the refusal of a key that collected too many */
+  withheld: WithheldLimiter;
+}
+
+/** What one call runs with: the settings it took at its start, and the rest of the gateway. */
+export interface RelayDeps extends SwappedSettings {
   ledger: Ledger;
   rates: RateLimits;
   finisher: CallFinisher;
   metrics: Metrics;
-  safety: SafetyPolicy;
-  /** the answers withheld per key, and the refusal of a key that collected too many */
-  withheld: WithheldLimiter;
   logger: Logger;
   /** SSE keep-alive comments while a stream sends nothing else (server.sse_keepalive_ms) */
   keepAliveMs: number;

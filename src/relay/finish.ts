@@ -37,13 +37,14 @@ export class CallFinisher {
   readonly #records: RecordSink;
   readonly #metrics: Metrics;
   readonly #logger: Logger;
-  readonly #registry: Registry;
+  /** read at each use: a configuration reload replaces the registry (./settings.ts) */
+  readonly #models: { readonly registry: Registry };
 
-  constructor(deps: { records: RecordSink; metrics: Metrics; logger: Logger; registry: Registry }) {
+  constructor(deps: { records: RecordSink; metrics: Metrics; logger: Logger; readonly registry: Registry }) {
     this.#records = deps.records;
     this.#metrics = deps.metrics;
     this.#logger = deps.logger;
-    this.#registry = deps.registry;
+    this.#models = deps;
   }
 
   /**
@@ -89,7 +90,7 @@ export class CallFinisher {
     this.#metrics.overrunTokens.inc({ model }, draft.overrunTokens);
     const { promptBound, perRequestOverhead } = hold.budget;
     const shortfall = draft.promptTokens - promptBound;
-    const overheads = this.#registry.model(model)?.overheads;
+    const overheads = this.#models.registry.model(model)?.overheads;
     // From the overhead this reservation used, so concurrent overruns grow it once, not once each.
     if (overheads && shortfall > 0)
       overheads.per_request = Math.max(overheads.per_request, perRequestOverhead + shortfall);

@@ -8,13 +8,14 @@ import type { ClientCall } from "../apis/types.ts";
 import type { ChatRequest } from "../domain/chat-request.ts";
 import { CLIENT_GONE } from "../domain/outcomes.ts";
 import { fromUpstream, GatewayError } from "../errors/index.ts";
+import type { Swappable } from "../lib/swappable.ts";
 import type { ResolvedModel } from "../models/registry.ts";
 import { formatUsd } from "../prices/usd.ts";
 import type { UpstreamCall } from "../providers/types.ts";
 import type { Route } from "../routing/route.ts";
 import { answerFor } from "./answer-mode.ts";
 import { cappedOutput, reservationBudget } from "./budget.ts";
-import type { CallContext, RelayDeps, StreamSink } from "./call.ts";
+import type { CallContext, RelayDeps, StreamSink, SwappedSettings } from "./call.ts";
 import { deliverJson } from "./deliver-json.ts";
 import { deliverStream } from "./deliver-stream.ts";
 import { admit, type Hold } from "./hold.ts";
@@ -24,12 +25,18 @@ import { reviewInput } from "./review.ts";
 import { estimateUsage } from "./usage.ts";
 
 export class Relay {
-  readonly #deps: RelayDeps;
+  readonly #deps: Omit<RelayDeps, keyof SwappedSettings>;
+  readonly #settings: Pick<Swappable<SwappedSettings>, "hold">;
   /** calls in flight, so shutdown can wait for their records after their sockets are gone */
   readonly #running = new Set<Promise<unknown>>();
 
-  constructor(deps: RelayDeps) {
+  /** `settings`: the models, routing and safety a call takes at its start and keeps to its end */
+  constructor(
+    deps: Omit<RelayDeps, keyof SwappedSettings>,
+    settings: Pick<Swappable<SwappedSettings>, "hold">,
+  ) {
     this.#deps = deps;
+    this.#settings = settings;
   }
 
   /**
@@ -39,9 +46,15 @@ export class Relay {
    * to answer.
    */
   run(ctx: CallContext, call: ClientCall, sink: StreamSink): Promise<string | undefined> {
-    const running = this.#run(ctx, call, sink);
+    // A reload meanwhile does not touch this call: the old settings are retired after it.
+    const held = this.#settings.hold();
+    const { registry, router, safety, withheld } = held.value;
+    const running = this.#run({ ...this.#deps, registry, router, safety, withheld }, ctx, call, sink);
     this.#running.add(running);
-    const forget = () => this.#running.delete(running);
+    const forget = () => {
+      this.#running.delete(running);
+      held.release();
+    };
     running.then(forget, forget);
     return running;
   }
@@ -54,14 +67,18 @@ export class Relay {
     while (this.#running.size) await Promise.allSettled([...this.#running]);
   }
 
-  async #run(ctx: CallContext, client: ClientCall, sink: StreamSink): Promise<string | undefined> {
-    const deps = this.#deps;
+  async #run(
+    deps: RelayDeps,
+    ctx: CallContext,
+    client: ClientCall,
+    sink: StreamSink,
+  ): Promise<string | undefined> {
     const { auth, draft } = ctx;
     const req = client.request;
     draft.stream = req.stream === true;
     draft.publicModel = req.model;
     draft.params = recordedParams(req);
-    const model = this.#resolve(ctx, req);
+    const model = this.#resolve(deps, ctx, req);
     const plan = deps.registry.plans.get(auth.account.plan_id);
     draft.priceMultiplier = plan?.price_multiplier ?? 1;
     const safety = deps.safety.settings(auth.account, plan);
@@ -90,7 +107,7 @@ export class Relay {
       native: client.native,
     };
     try {
-      if (safety.enabled && deps.safety.reviewInput && !(await this.#reviewInput(ctx, req, hold)))
+      if (safety.enabled && deps.safety.reviewInput && !(await this.#reviewInput(deps, ctx, req, hold)))
         return undefined;
       if (answer.mode !== "json") {
         const open = () => openAnswer(deps.metrics, ctx, route, call, true);
@@ -114,8 +131,8 @@ export class Relay {
     }
   }
 
-  #resolve(ctx: CallContext, req: ChatRequest): ResolvedModel {
-    const model = this.#deps.registry.resolve(ctx.auth.account.plan_id, req.model);
+  #resolve(deps: RelayDeps, ctx: CallContext, req: ChatRequest): ResolvedModel {
+    const model = deps.registry.resolve(ctx.auth.account.plan_id, req.model);
     if (!model)
       throw new GatewayError("model_not_found", {
         message: `The model '${req.model}' does not exist or your plan does not include it.`,
@@ -129,9 +146,9 @@ export class Relay {
   }
 
   /** False when the client left during the review (recorded: nothing was charged). */
-  async #reviewInput(ctx: CallContext, req: ChatRequest, hold: Hold): Promise<boolean> {
+  async #reviewInput(deps: RelayDeps, ctx: CallContext, req: ChatRequest, hold: Hold): Promise<boolean> {
     try {
-      await reviewInput(this.#deps, ctx, req);
+      await reviewInput(deps, ctx, req);
       return true;
     } catch (err) {
       if (!ctx.clientSignal.aborted) throw err;

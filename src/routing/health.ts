@@ -22,7 +22,7 @@ export interface DeploymentHealth {
 }
 
 export class HealthView {
-  readonly #deployments: readonly string[];
+  #deployments: readonly string[];
   readonly #cooldowns: CooldownStore;
   readonly #traffic: Traffic;
 
@@ -30,6 +30,11 @@ export class HealthView {
     this.#deployments = deployments;
     this.#cooldowns = cooldowns;
     this.#traffic = traffic;
+  }
+
+  /** The deployments to report from now on (a configuration reload added or removed some). */
+  follow(deployments: readonly string[]): void {
+    this.#deployments = deployments;
   }
 
   *all(): Iterable<DeploymentHealth> {

@@ -4,8 +4,9 @@
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { modelDeployments } from "../config/deployments.ts";
-import type { Config } from "../config/schema.ts";
+import type { Config, RoutingConfig } from "../config/schema.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import { warnUnlessUnreachable } from "../store/reachability.ts";
 import type { Database } from "../store/schema.ts";
 import { type CooldownListener, type CooldownStore, MemoryCooldowns } from "./cooldowns.ts";
 import { HealthPublisher, HealthView } from "./health.ts";
@@ -18,6 +19,11 @@ export interface Routing {
   cooldowns: CooldownStore;
   health: HealthView;
   publisher: HealthPublisher;
+  /**
+   * A router with other settings over the same cooldowns and traffic (a configuration
+   * reload); `routing.cooldown` stays the one the cooldowns were started with.
+   */
+  routerFor(settings: RoutingConfig): Router;
   close(): Promise<void>;
 }
 
@@ -50,24 +56,27 @@ export async function startRouting(
       prefix: config.store.redis_prefix,
       settings,
       onCoolDown,
-      onError: (err) => logger.warn({ err }, "Redis: cooldowns follow this instance's own view meanwhile"),
+      onError: warnUnlessUnreachable(logger, "Redis: cooldowns follow this instance's own view meanwhile"),
     });
     await shared.start();
     cooldowns = shared;
   } else cooldowns = new MemoryCooldowns(settings, onCoolDown);
   const traffic = new Traffic();
-  const router = new Router({ settings: config.routing, cooldowns, traffic, metrics });
+  const routerFor = (routing: RoutingConfig) =>
+    new Router({ settings: routing, cooldowns, traffic, metrics });
+  const router = routerFor(config.routing);
   const health = new HealthView(deploymentIds(config), cooldowns, traffic);
   metrics.watchDeployments(() => health.gauges());
   const publisher = new HealthPublisher(deps.db, health, {
     instanceId: deps.instanceId,
-    onError: (err) => logger.warn({ err }, "could not publish deployment health"),
+    onError: warnUnlessUnreachable(logger, "could not publish deployment health"),
   });
   return {
     router,
     cooldowns,
     health,
     publisher,
+    routerFor,
     async close() {
       await publisher.stop().catch((err) => logger.warn({ err }, "could not clear deployment health"));
       await cooldowns.close();

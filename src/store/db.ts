@@ -3,7 +3,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
-import { type Migration, Migrator } from "kysely/migration";
+import { DEFAULT_MIGRATION_TABLE, type Migration, Migrator } from "kysely/migration";
 import pg from "pg";
 import * as initial from "./migrations/001-initial.ts";
 import * as rateLimits from "./migrations/002-rate-limits.ts";
@@ -111,4 +111,16 @@ export async function migrate(store: Store): Promise<string[]> {
 /** A cheap round trip, for /readyz. */
 export async function ping(store: Store): Promise<void> {
   await sql`select 1`.execute(store.db);
+}
+
+/**
+ * The migrations of this version the store has not applied, for /readyz: none after a start
+ * (it applies them), some if the store was replaced under a running gateway (a restore).
+ */
+export async function pendingMigrations(store: Store): Promise<string[]> {
+  const { rows } = await sql<{
+    name: string;
+  }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(store.db);
+  const applied = new Set(rows.map((r) => r.name));
+  return Object.keys(migrations).filter((name) => !applied.has(name));
 }

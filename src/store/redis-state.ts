@@ -12,6 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { Reachability } from "./reachability.ts";
 import { runScript } from "./redis-script.ts";
 
 /** f2: accounts and keys carry their spending and held money (issue #18) */
@@ -38,6 +39,8 @@ export class RedisState {
   readonly subscriber: Redis;
   readonly prefix: string;
   readonly channel: string;
+  /** whether Redis answers these connections, logged once per change */
+  readonly reachability: Reachability;
   readonly #logger: Logger;
   #epoch: string | undefined;
   #runId: string | undefined;
@@ -56,16 +59,20 @@ export class RedisState {
     this.prefix = prefix;
     this.channel = `${prefix}wake`;
     this.#logger = logger;
-    let down = false;
-    for (const c of [this.client, this.subscriber])
-      c.on("error", (err: Error) => {
-        if (down) return;
-        down = true;
-        logger.error({ err }, "Redis is unreachable: calls are refused (503) until it answers again");
-      });
+    this.reachability = new Reachability("redis", logger, {
+      down: "Redis is unreachable: calls are refused (503) until it answers again",
+      up: "Redis answers again",
+    });
+    // ioredis reports each failed reconnection (several a second): the state changes once.
+    const parts: [Redis, string][] = [
+      [this.client, "commands"],
+      [this.subscriber, "wake-ups"],
+    ];
+    for (const [connection, part] of parts) {
+      connection.on("error", (err: Error) => this.reachability.failed(part, err));
+      connection.on("ready", () => this.reachability.reached(part));
+    }
     this.client.on("ready", () => {
-      if (down) logger.warn("Redis answers again");
-      down = false;
       // Another server (restarted, failed over) may hold other data than the instances wrote:
       // learn its run_id, and start a new epoch if the current one is another server's.
       this.#runId = undefined;

@@ -28,6 +28,8 @@ export interface TestGatewayOptions {
   env?: Record<string, string | undefined>;
   /** postgres+redis: another Redis than the test server (one the test stops and restarts) */
   redisUrl?: string;
+  /** postgres: the URL the gateway is given, from its database's (a proxy the test cuts in between) */
+  databaseUrl?: (url: string) => string;
   /** the gateway's clock for budget periods (a test moves it across a month) */
   now?: () => number;
 }
@@ -143,7 +145,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   let redis: { url: string; prefix: string } | undefined;
   if (kind !== "sqlite") {
     database = await createTestDatabase();
-    input.store = { ...input.store, database_url: database.url };
+    input.store = { ...input.store, database_url: options.databaseUrl?.(database.url) ?? database.url };
     if (kind === "postgres+redis") {
       redis = { url: options.redisUrl ?? TEST_REDIS_URL, prefix: redisPrefix() };
       input.store = { ...input.store, redis_url: redis.url, redis_prefix: redis.prefix };
