@@ -154,7 +154,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     firstAdmin = { email: admin.email, password };
   }
 
-  const metrics = new Metrics();
+  const metrics = new Metrics({ accountLabel: config.metrics.account_label, commit: env.GATEWAY_COMMIT });
   const registry = new Registry(config, created, env);
   const instanceId = randomUUID();
   const now = options.now ?? Date.now;

@@ -454,6 +454,11 @@ export const configSections = z
       .object({
         /** the environment variable holding the bearer token GET /metrics then requires */
         token_env: envName.optional(),
+        /**
+         * gateway_account_cost_usd_total{account}: a series per account, as many as the store
+         * holds, so off unless asked for (docs/observability.md)
+         */
+        account_label: z.boolean().default(false),
       })
       .strict()
       .prefault({}),

@@ -64,11 +64,8 @@ export class CallFinisher {
       throw new GatewayErrorClass("store_unavailable", { cause: err });
     }
     await hold?.close(draft.totalTokens, draft.costNanos);
-    if (draft.costNanos && draft.publicModel) {
-      this.#metrics.costByModel.inc({ model: draft.publicModel }, usd(draft.costNanos));
-      if (draft.accountId)
-        this.#metrics.costByAccount.inc({ account: draft.accountId }, usd(draft.costNanos));
-    }
+    if (draft.costNanos && draft.publicModel)
+      this.#metrics.observeCost(draft.publicModel, draft.accountId, usd(draft.costNanos));
     this.#metrics.observeCall(draft.api, outcome.status);
     if (draft.totalTokens && draft.publicModel) {
       const { publicModel: model, api } = draft;

@@ -90,20 +90,21 @@ function capabilitiesFor(deployment: Deployment): Capabilities {
 /** One upstream call to one deployment, up to its first chunk or its whole answer. */
 async function openAttempt(metrics: Metrics, attempt: Attempt, stream: boolean): Promise<Opened> {
   const { deployment, call } = attempt;
+  const provider = deployment.providerId;
+  const model = deployment.model.id;
   const started = performance.now();
   const observe = (outcome: "ok" | "error") =>
-    metrics.upstreamSeconds.observe(
-      { provider: deployment.providerId, outcome },
-      (performance.now() - started) / 1000,
-    );
+    metrics.observeUpstream(provider, model, outcome, (performance.now() - started) / 1000);
   try {
     if (!stream) {
       const completion = await deployment.provider.complete(call);
+      metrics.observeFirstByte(provider, model, (performance.now() - started) / 1000);
       observe("ok");
       return { kind: "completion", completion };
     }
     const iterator = deployment.provider.stream(call)[Symbol.asyncIterator]();
     const first = await iterator.next();
+    metrics.observeFirstByte(provider, model, (performance.now() - started) / 1000);
     return {
       kind: "stream",
       chunks: withFirst(first, iterator, attempt.continues()),
