@@ -18,7 +18,7 @@ import { registerJsonBody } from "./http/json-body.ts";
 import { consoleRoutes } from "./http/routes/console/index.ts";
 import { opsRoutes } from "./http/routes/ops.ts";
 import { v1Routes } from "./http/routes/v1/index.ts";
-import { requestLogger } from "./observability/request-logger.ts";
+import { requestLine, requestLogger } from "./observability/request-logger.ts";
 import type { CallDraft } from "./records/draft.ts";
 
 declare module "fastify" {
@@ -84,15 +84,18 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
       // by the parent logger: a request's own is made only if the request logs something else
       if (deps.logger.isLevelEnabled("info"))
         deps.logger.info(
-          {
-            request_id: request.id,
-            method: request.method,
-            route,
-            status,
-            ms: Math.round(seconds * 1000),
-            account: request.auth?.account.id,
-            key: request.auth?.key.id,
-          },
+          requestLine(
+            {
+              request_id: request.id,
+              method: request.method,
+              route,
+              status,
+              ms: Math.round(seconds * 1000),
+              account: request.auth?.account.id,
+              key: request.auth?.key.id,
+            },
+            request.call,
+          ),
           "request",
         );
     });

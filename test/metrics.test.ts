@@ -1,13 +1,16 @@
-// What an operator's Prometheus gets, end to end: a real gateway in front of
+// What an operator's Prometheus and log collector get, end to end: a real gateway in front of
 // the mock upstream, the official openai SDK as the client. /metrics carries Node's process
 // and runtime series, the build, refusals by the catalog's code, upstream latency by provider
-// and model, and no label a client can fill or that grows with the accounts.
+// and model, and no label a client can fill or that grows with the accounts; each relayed
+// call's log line carries its API, model, provider, usage, cost and outcome, and no secret.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI, { APIError } from "openai";
 import { VERSION } from "../src/observability/metrics.ts";
 import { pricedModels, startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+
+const UPSTREAM_KEY = "sk-upstream-secret-123";
 
 /** Awaits a call that must fail and returns the SDK's error. */
 async function refused(call: Promise<unknown>): Promise<APIError> {
@@ -20,7 +23,7 @@ async function refused(call: Promise<unknown>): Promise<APIError> {
   assert.fail("the call succeeded; it should have been refused");
 }
 
-describe("metrics", () => {
+describe("metrics and the request log line", () => {
   let upstream: MockUpstream;
   let gw: TestGateway;
   let accountId: string;
@@ -49,6 +52,18 @@ describe("metrics", () => {
   function sample(text: string, name: string, labels: string): number | undefined {
     const line = text.split("\n").find((l) => l.startsWith(`${name}{${labels}} `));
     return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+
+  /** The request's log line. */
+  function logLine(requestId: string | null | undefined): Record<string, unknown> {
+    assert.ok(requestId);
+    const lines = gw.logs
+      .flatMap((chunk) => chunk.split("\n"))
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === "request" && l.request_id === requestId);
+    assert.equal(lines.length, 1, `one line for ${requestId}`);
+    return lines[0]!;
   }
 
   test("Node's process and runtime series, and the build", async () => {
@@ -139,5 +154,99 @@ describe("metrics", () => {
     );
     assert.doesNotMatch(text, /gateway_account_cost_usd_total/);
     assert.ok(!text.includes(accountId), "no account id in any label");
+  });
+
+  test("a relayed call's line: API, model, provider, status, tokens, cost, latency and outcome", async () => {
+    const { data, response } = await client.chat.completions
+      .create({ model: TEST_MODEL, messages: [{ role: "user", content: "log me mock:tokens=5" }] })
+      .withResponse();
+    const requestId = response.headers.get("x-request-id");
+    const record = await gw.record(requestId!);
+    const line = logLine(requestId);
+    assert.deepEqual(
+      {
+        route: line.route,
+        status: line.status,
+        account: line.account,
+        api: line.api,
+        model: line.model,
+        provider: line.provider,
+        upstream_model: line.upstream_model,
+        attempts: line.attempts,
+        prompt_tokens: line.prompt_tokens,
+        completion_tokens: line.completion_tokens,
+        cost_usd: line.cost_usd,
+        call_status: line.call_status,
+        error_code: line.error_code,
+        ttft_ms: line.ttft_ms,
+      },
+      {
+        route: "/v1/chat/completions",
+        status: 200,
+        account: accountId,
+        api: "chat.completions",
+        model: TEST_MODEL,
+        provider: "mock",
+        upstream_model: "mock-model",
+        attempts: 1,
+        prompt_tokens: data.usage!.prompt_tokens,
+        completion_tokens: 5,
+        cost_usd: Number(record.cost_nanos) / 1e9,
+        call_status: "ok",
+        error_code: null,
+        ttft_ms: record.ttft_ms,
+      },
+    );
+    assert.ok((line.cost_usd as number) > 0);
+    assert.equal(typeof line.ms, "number");
+
+    const { data: stream, response: streamed } = await client.chat.completions
+      .create({
+        model: TEST_MODEL,
+        stream: true,
+        messages: [{ role: "user", content: "stream mock:tokens=2" }],
+      })
+      .withResponse();
+    for await (const _ of stream);
+    const streamLine = logLine(streamed.headers.get("x-request-id"));
+    assert.equal(streamLine.completion_tokens, 2);
+    assert.equal(typeof streamLine.ttft_ms, "number", "a stream's time to its first token");
+  });
+
+  test("a failed call's line says how it ended; other requests keep their own fields", async () => {
+    const failed = await refused(
+      client.chat.completions.create({
+        model: TEST_MODEL,
+        messages: [{ role: "user", content: "mock:status=500" }],
+      }),
+    );
+    const line = logLine(failed.headers?.get("x-request-id"));
+    assert.equal(line.status, 502);
+    assert.equal(line.call_status, "error");
+    assert.equal(line.error_code, "upstream_error");
+    assert.equal(line.provider, "mock");
+
+    // refused before the relay: the request's fields alone
+    const stranger = new OpenAI({ baseURL: gw.baseURL, apiKey: `sk-${"y".repeat(43)}`, maxRetries: 0 });
+    const unknown = await refused(
+      stranger.chat.completions.create({ model: TEST_MODEL, messages: [{ role: "user", content: "hi" }] }),
+    );
+    const refusedLine = logLine(unknown.headers?.get("x-request-id"));
+    assert.equal(refusedLine.status, 401);
+    assert.equal(refusedLine.model, undefined);
+    assert.equal(refusedLine.api, undefined);
+
+    const models = await client.models.list().withResponse();
+    const listLine = logLine(models.response.headers.get("x-request-id"));
+    assert.deepEqual(
+      Object.keys(listLine)
+        .filter((k) => !["level", "time", "pid", "hostname", "service", "msg"].includes(k))
+        .sort(),
+      ["account", "key", "method", "ms", "request_id", "route", "status"],
+    );
+
+    const logs = gw.logs.join("");
+    assert.ok(!logs.includes(secret), "no client key in the logs");
+    assert.ok(!logs.includes(UPSTREAM_KEY), "no upstream key in the logs");
   });
 });

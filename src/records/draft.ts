@@ -85,6 +85,8 @@ export class CallDraft {
   written = false;
   /** set when the route's handler takes the call over: from then on the relay records it */
   relayed = false;
+  /** how the call ended, once its record is made (the request's log line says it) */
+  outcome: CallOutcome | null = null;
 
   constructor(requestId: string, api: ApiName = "chat.completions") {
     this.requestId = requestId;
@@ -182,6 +184,7 @@ export class CallDraft {
 
   finish(outcome: CallOutcome): CallRecord {
     this.written = true;
+    this.outcome = outcome;
     return {
       request_id: this.requestId,
       created_at: this.startedAt,
