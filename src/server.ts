@@ -19,7 +19,8 @@ import { LiveUsagePublisher } from "./ledger/live-usage.ts";
 import { ledgerSetup } from "./ledger/setup.ts";
 import { Registry } from "./models/registry.ts";
 import { createLogger } from "./observability/logger.ts";
-import { Metrics } from "./observability/metrics.ts";
+import { Metrics, VERSION } from "./observability/metrics.ts";
+import { startTracing, TracingConfigError } from "./observability/tracing.ts";
 import { RecordJournal } from "./records/journal.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
@@ -128,6 +129,16 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const logger = options.logger ?? createLogger(config.log_level);
   const metricsToken = readMetricsToken(config, env);
   const adminEmail = firstAdminEmail(config, env);
+  const instanceId = randomUUID();
+  const tracing = await startTracing(config.tracing, {
+    env,
+    logger,
+    providerTypes: new Map(config.providers.map((p) => [p.id, p.type])),
+    instanceId,
+    version: VERSION,
+  }).catch((err) => {
+    throw err instanceof TracingConfigError ? new ConfigError(`environment: ${err.message}`) : err;
+  });
   const store = openStore(config.store, (err) =>
     logger.warn({ err }, "the database closed an idle connection; the pool replaces it"),
   );
@@ -156,7 +167,6 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
 
   const metrics = new Metrics({ accountLabel: config.metrics.account_label, commit: env.GATEWAY_COMMIT });
   const registry = new Registry(config, created, env);
-  const instanceId = randomUUID();
   const now = options.now ?? Date.now;
   const shared = ledgerSetup(config, store, logger, instanceId, now);
   const { ledger, rates } = shared;
@@ -209,6 +219,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     relay,
     finisher,
     metrics,
+    tracing,
     logger,
     metricsToken,
     isClosing: () => closing,
@@ -260,6 +271,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       // sockets close, which is what app.close() waits for: wait for them, then flush.
       await relay.drain();
       await records.flush();
+      await tracing.shutdown().catch((err) => logger.warn({ err }, "could not export the last spans"));
       await shared.stop().catch((err) => logger.warn({ err }, "could not give up the ledger lease"));
       await retention.stop();
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));

@@ -3,6 +3,7 @@
 
 import type { ApiName } from "../domain/api-names.ts";
 import type { CallOutcome } from "../domain/outcomes.ts";
+import type { CallSpan } from "../observability/tracing.ts";
 import { costOf, type Pricing } from "../prices/pricing.ts";
 import type { CallRecord } from "./call-record.ts";
 
@@ -87,6 +88,8 @@ export class CallDraft {
   relayed = false;
   /** how the call ended, once its record is made (the request's log line says it) */
   outcome: CallOutcome | null = null;
+  /** the call's trace span, when tracing is on (src/observability/tracing.ts) */
+  span: CallSpan | undefined = undefined;
 
   constructor(requestId: string, api: ApiName = "chat.completions") {
     this.requestId = requestId;
