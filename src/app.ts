@@ -18,7 +18,7 @@ import { registerJsonBody } from "./http/json-body.ts";
 import { consoleRoutes } from "./http/routes/console/index.ts";
 import { opsRoutes } from "./http/routes/ops.ts";
 import { v1Routes } from "./http/routes/v1/index.ts";
-import { requestLogger } from "./observability/request-logger.ts";
+import { requestLine, requestLogger } from "./observability/request-logger.ts";
 import type { CallDraft } from "./records/draft.ts";
 
 declare module "fastify" {
@@ -45,7 +45,7 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
     // Receiving a request (headers and body) is bounded; the response is not (streams last
     // minutes). Fastify's default of 0 would also switch off Node's headers timeout.
     requestTimeout: server.request_timeout_ms,
-    clientErrorHandler,
+    clientErrorHandler: (err, socket) => clientErrorHandler(err, socket, deps.metrics),
     http: {
       headersTimeout: server.headers_timeout_ms,
       // how often Node looks for requests past those timeouts (its default is 30 s)
@@ -59,6 +59,7 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
     // URLs the router cannot decode (e.g. a stray "%") get the envelope, not Fastify's body.
     frameworkErrors: (_err, request, reply) => {
       const error = new GatewayError("malformed_http", { message: "The request URL is not valid." });
+      deps.metrics.observeRefusal(error, error.status);
       (reply as unknown as FastifyReply)
         .header("x-request-id", request.id)
         .code(error.status)
@@ -83,15 +84,18 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
       // by the parent logger: a request's own is made only if the request logs something else
       if (deps.logger.isLevelEnabled("info"))
         deps.logger.info(
-          {
-            request_id: request.id,
-            method: request.method,
-            route,
-            status,
-            ms: Math.round(seconds * 1000),
-            account: request.auth?.account.id,
-            key: request.auth?.key.id,
-          },
+          requestLine(
+            {
+              request_id: request.id,
+              method: request.method,
+              route,
+              status,
+              ms: Math.round(seconds * 1000),
+              account: request.auth?.account.id,
+              key: request.auth?.key.id,
+            },
+            request.call,
+          ),
           "request",
         );
     });

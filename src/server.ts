@@ -20,7 +20,8 @@ import { readiness } from "./http/readiness.ts";
 import { LiveUsagePublisher } from "./ledger/live-usage.ts";
 import { ledgerSetup } from "./ledger/setup.ts";
 import { createLogger } from "./observability/logger.ts";
-import { Metrics } from "./observability/metrics.ts";
+import { Metrics, VERSION } from "./observability/metrics.ts";
+import { startTracing, TracingConfigError } from "./observability/tracing.ts";
 import { RecordJournal } from "./records/journal.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
@@ -155,6 +156,16 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const logger = options.logger ?? createLogger(config.log_level);
   const metricsToken = readMetricsToken(config, env);
   const adminEmail = firstAdminEmail(config, env);
+  const instanceId = randomUUID();
+  const tracing = await startTracing(config.tracing, {
+    env,
+    logger,
+    providerTypes: new Map(config.providers.map((p) => [p.id, p.type])),
+    instanceId,
+    version: VERSION,
+  }).catch((err) => {
+    throw err instanceof TracingConfigError ? new ConfigError(`environment: ${err.message}`) : err;
+  });
   const store = openStore(
     config.store,
     warnUnlessUnreachable(logger, "the database closed an idle connection; the pool replaces it"),
@@ -178,8 +189,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     firstAdmin = { email: admin.email, password };
   }
 
-  const metrics = new Metrics();
-  const instanceId = randomUUID();
+  const metrics = new Metrics({ accountLabel: config.metrics.account_label, commit: env.GATEWAY_COMMIT });
   const now = options.now ?? Date.now;
   const shared = ledgerSetup(config, store, logger, instanceId, now);
   const { ledger, rates } = shared;
@@ -232,6 +242,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     relay,
     finisher,
     metrics,
+    tracing,
     logger,
     metricsToken,
     isClosing: () => closing,
@@ -302,6 +313,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       // sockets close, which is what app.close() waits for: wait for them, then flush.
       await relay.drain();
       await records.flush();
+      await tracing.shutdown().catch((err) => logger.warn({ err }, "could not export the last spans"));
       await shared.stop().catch((err) => logger.warn({ err }, "could not give up the ledger lease"));
       await retention.stop();
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));

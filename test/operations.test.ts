@@ -82,7 +82,10 @@ describe("first start on an empty store", () => {
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     assert.match(metrics, /gateway_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} 1/);
     assert.match(metrics, /gateway_http_request_duration_seconds_bucket/);
-    assert.match(metrics, /gateway_upstream_duration_seconds_count\{provider="demo",outcome="ok"\} 1/);
+    assert.match(
+      metrics,
+      /gateway_upstream_duration_seconds_count\{provider="demo",model="demo",outcome="ok"\} 1/,
+    );
     assert.match(
       metrics,
       /gateway_tokens_total\{model="demo",kind="completion",api="chat.completions"\} \d+/,
@@ -297,6 +300,7 @@ describe("cost counters on /metrics", () => {
     gw = await startTestGateway({
       upstream,
       config: {
+        metrics: { account_label: true },
         // $3 a million fresh prompt tokens, $0.30 cache reads, $15 output; the plan pays 80 %
         models: base.models.map((m) =>
           m.id === TEST_MODEL ? { ...m, pricing: { input: 3, cached_input: 0.3, output: 15 } } : m,
@@ -327,7 +331,7 @@ describe("cost counters on /metrics", () => {
     await res.text();
   }
 
-  it("gateway_cost_usd_total{model} and gateway_account_cost_usd_total{account} move by each call's cost", async () => {
+  it("gateway_cost_usd_total{model} and (metrics.account_label) gateway_account_cost_usd_total{account} move by each call's cost", async () => {
     const account = await gw.account("metered");
     const key = await gw.key(account);
     const byModel = `model="${TEST_MODEL}"`;

@@ -148,7 +148,8 @@ describe("loadConfig: embedded defaults", () => {
       cors_origins: [],
       allowed_hosts: [],
     });
-    assert.deepEqual(c.metrics, {});
+    assert.deepEqual(c.metrics, { account_label: false });
+    assert.deepEqual(c.tracing, { enabled: false, sample_ratio: 1, account_id: false });
     assert.deepEqual(c.store, {
       data_dir: "./data",
       redis_prefix: "gateway:",
@@ -189,7 +190,7 @@ describe("loadConfig: the YAML file", () => {
       cors_origins: ["https://app.example.com", "http://localhost:5173"],
       allowed_hosts: ["gateway.example.com"],
     });
-    assert.deepEqual(c.metrics, { token_env: "METRICS_TOKEN" });
+    assert.deepEqual(c.metrics, { token_env: "METRICS_TOKEN", account_label: false });
     assert.deepEqual(c.store, {
       data_dir: "/var/lib/gateway",
       redis_prefix: "gateway:",
@@ -602,6 +603,27 @@ plans:
     assertLine(failure({}, path), path, "server.max_connections_per_address", /./);
     path = file(minimal("metrics:\n  token_env: not a name\n"));
     assertLine(failure({}, path), path, "metrics.token_env", /environment variable/);
+  });
+
+  test("tracing: an http(s) endpoint and a sample ratio from 0 to 1", () => {
+    const c = loadConfig(
+      {},
+      file(
+        minimal(
+          "tracing:\n  enabled: true\n  endpoint: https://collector:4318/v1/traces\n  sample_ratio: 0.25\n",
+        ),
+      ),
+    );
+    assert.deepEqual(c.tracing, {
+      enabled: true,
+      endpoint: "https://collector:4318/v1/traces",
+      sample_ratio: 0.25,
+      account_id: false,
+    });
+    let path = file(minimal("tracing:\n  endpoint: collector:4318\n"));
+    assertLine(failure({}, path), path, "tracing.endpoint", /./);
+    path = file(minimal("tracing:\n  sample_ratio: 2\n"));
+    assertLine(failure({}, path), path, "tracing.sample_ratio", /./);
   });
 
   test("a default_plan that does not exist", () => {

@@ -454,6 +454,28 @@ export const configSections = z
       .object({
         /** the environment variable holding the bearer token GET /metrics then requires */
         token_env: envName.optional(),
+        /**
+         * gateway_account_cost_usd_total{account}: a series per account, as many as the store
+         * holds, so off unless asked for (docs/observability.md)
+         */
+        account_label: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
+    /** OpenTelemetry traces over OTLP/HTTP (docs/observability.md) */
+    tracing: z
+      .object({
+        enabled: z.boolean().default(false),
+        /**
+         * the OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces (env
+         * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT plus /v1/traces);
+         * http://localhost:4318/v1/traces when none is given
+         */
+        endpoint: z.url({ protocol: /^https?$/ }).optional(),
+        /** the share of calls traced when the caller's trace does not decide, 0 to 1 */
+        sample_ratio: z.number().min(0).max(1).default(1),
+        /** put the account's id on call spans */
+        account_id: z.boolean().default(false),
       })
       .strict()
       .prefault({}),

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
 import { loadConfig } from "../config/load.ts";
+import { Metrics } from "../observability/metrics.ts";
 import { CONSOLE_CSP, consoleStatic } from "./console-static.ts";
 import type { GatewayDeps } from "./deps.ts";
 import { registerErrorHandling } from "./error-handler.ts";
@@ -17,9 +18,13 @@ const STYLE = "body{margin:0}";
 /** The gateway's error handling (envelopes, 404) around the console plugin, without a store. */
 async function appServing(dir: string): Promise<FastifyInstance> {
   const app = Fastify();
-  // the handler reads deps for chat calls' records, which these requests never have, and for
-  // the discard bounds of a body it answered before reading
-  registerErrorHandling(app, { config: loadConfig({}), isClosing: () => false } as GatewayDeps);
+  // the handler reads deps for chat calls' records, which these requests never have, for the
+  // discard bounds of a body it answered before reading, and counts what it refuses
+  registerErrorHandling(app, {
+    config: loadConfig({}),
+    metrics: new Metrics(),
+    isClosing: () => false,
+  } as GatewayDeps);
   await app.register(consoleStatic, { dir });
   await app.ready();
   return app;

@@ -4,6 +4,7 @@ import type { Config } from "../config/schema.ts";
 import type { Ledger } from "../ledger/types.ts";
 import type { Registry } from "../models/registry.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import type { Tracing } from "../observability/tracing.ts";
 import type { RateLimits } from "../rate-limits/rate-limiter.ts";
 import type { RecordWriter } from "../records/writer.ts";
 import type { CallFinisher } from "../relay/finish.ts";
@@ -27,6 +28,8 @@ export interface GatewayDeps {
   relay: Relay;
   finisher: CallFinisher;
   metrics: Metrics;
+  /** traces of calls: NO_TRACING unless `tracing.enabled` */
+  tracing: Tracing;
   logger: Logger;
   /** the bearer token GET /metrics requires (from metrics.token_env); none: open */
   metricsToken?: string | undefined;

@@ -5,6 +5,7 @@ import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "../errors/index.ts";
+import type { Metrics } from "../observability/metrics.ts";
 import { bodyTooLarge } from "./body-limits.ts";
 import type { GatewayDeps } from "./deps.ts";
 import { pathApi, routeApi } from "./route-api.ts";
@@ -79,6 +80,7 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
     const draft = request.call;
     if (draft && !draft.written) await deps.finisher.fail(draft, error, undefined, answer.status);
     if (reply.raw.destroyed) return reply; // the client left: nobody to answer
+    deps.metrics.observeRefusal(error, answer.status);
     if (error.headers) reply.headers(error.headers);
     // Refused before its body was read (no key, too large). Closing now would reset the
     // connection under a client still sending, and fetch (the openai SDK's transport) then
@@ -98,6 +100,7 @@ export function registerErrorHandling(app: FastifyInstance, deps: GatewayDeps): 
     const api = pathApi(request.url);
     if (api.requestIdHeader) reply.header(api.requestIdHeader, request.id);
     const answer = api.error(error);
+    deps.metrics.observeRefusal(error, answer.status);
     return reply.code(answer.status).type("application/json").send(answer.body);
   });
 }
@@ -114,7 +117,7 @@ const REASONS: Record<number, string> = {
  * whose headers or body did not arrive in time (server.headers_timeout_ms and
  * request_timeout_ms) with 408.
  */
-export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket, metrics?: Metrics): void {
   // a response already begun on this connection cannot be followed by another one
   const response = (socket as Socket & { _httpMessage?: { headersSent: boolean } })._httpMessage;
   if (!socket.writable || response?.headersSent) {
@@ -128,6 +131,7 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
         ? new GatewayError("request_timeout")
         : new GatewayError("malformed_http");
   const body = JSON.stringify(error.toBody());
+  metrics?.observeRefusal(error, error.status);
   socket.end(
     `HTTP/1.1 ${error.status} ${REASONS[error.status]}\r\n` +
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,

@@ -1,6 +1,11 @@
 // Prometheus metrics, served at /metrics. One registry per gateway instance (tests start
-// several in one process).
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+// several in one process). Every label takes its values from the configuration or from a
+// fixed list (routes, the error catalog, outcomes), never from what a client sends: a
+// series per account only when `metrics.account_label` asks for it. docs/observability.md
+// lists every series.
+import { readFileSync } from "node:fs";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from "prom-client";
+import type { GatewayError } from "../errors/index.ts";
 
 /** The labelled children of `id`, made on first use: prom-client would hash the label set on every call. */
 function cached<T>(cache: Map<string, T>, id: string, make: () => T): T {
@@ -14,8 +19,57 @@ function cached<T>(cache: Map<string, T>, id: string, make: () => T): T {
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
+/** The gateway's version, as package.json says. */
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
+
+/**
+ * Node's process_* and nodejs_* series, made once per process: they describe the process, not
+ * a gateway, and each collection watches garbage collection and the event loop for as long as
+ * the process lives. Every gateway's registry serves the same ones.
+ */
+let processSeries: Metric[] | undefined;
+
+function processMetrics(): Metric[] {
+  if (!processSeries) {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    processSeries = registry.getMetricsAsArray() as unknown as Metric[];
+  }
+  return processSeries;
+}
+
+export interface MetricsOptions {
+  /** `gateway_account_cost_usd_total{account}`: a series per account, off unless asked for */
+  accountLabel?: boolean;
+  /** the commit built from, when the build says (GATEWAY_COMMIT) */
+  commit?: string | undefined;
+}
+
 export class Metrics {
   readonly registry = new Registry();
+  readonly buildInfo = new Gauge({
+    name: "gateway_build_info",
+    help: "Always 1: the gateway's version, the Node.js version it runs on and the commit it was built from",
+    labelNames: ["version", "node_version", "commit"] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: MetricsOptions = {}) {
+    for (const metric of processMetrics()) this.registry.registerMetric(metric);
+    const commit = options.commit?.trim() || "unknown";
+    this.buildInfo.set({ version: VERSION, node_version: process.version, commit }, 1);
+    this.costByAccount = options.accountLabel
+      ? new Counter({
+          name: "gateway_account_cost_usd_total",
+          help: "Cost charged in US dollars, by account (metrics.account_label)",
+          labelNames: ["account"] as const,
+          registers: [this.registry],
+        })
+      : undefined;
+  }
+
   readonly requests = new Counter({
     name: "gateway_http_requests_total",
     help: "HTTP requests answered, by route and status",
@@ -31,11 +85,34 @@ export class Metrics {
   });
   readonly upstreamSeconds = new Histogram({
     name: "gateway_upstream_duration_seconds",
-    help: "Time of upstream calls, by provider and outcome",
-    labelNames: ["provider", "outcome"] as const,
+    help: "Time of each upstream attempt to its whole answer (streams: to their end), by provider, public model and outcome",
+    labelNames: ["provider", "model", "outcome"] as const,
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
+  readonly upstreamFirstByteSeconds = new Histogram({
+    name: "gateway_upstream_first_byte_seconds",
+    help: "Time of each upstream attempt that answered to its first chunk (JSON: to its whole answer), by provider and public model",
+    labelNames: ["provider", "model"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  /** labelled children by provider, model (and outcome), as for requests below */
+  readonly #byUpstream = new Map<string, { observe(v: number): void }>();
+  readonly #byFirstByte = new Map<string, { observe(v: number): void }>();
+
+  observeUpstream(provider: string, model: string, outcome: "ok" | "error", seconds: number): void {
+    cached(this.#byUpstream, `${provider} ${model} ${outcome}`, () =>
+      this.upstreamSeconds.labels({ provider, model, outcome }),
+    ).observe(seconds);
+  }
+
+  observeFirstByte(provider: string, model: string, seconds: number): void {
+    cached(this.#byFirstByte, `${provider} ${model}`, () =>
+      this.upstreamFirstByteSeconds.labels({ provider, model }),
+    ).observe(seconds);
+  }
+
   readonly tokens = new Counter({
     name: "gateway_tokens_total",
     help: "Tokens charged, by public model, kind (prompt or completion) and client API",
@@ -48,12 +125,14 @@ export class Metrics {
     labelNames: ["model"] as const,
     registers: [this.registry],
   });
-  readonly costByAccount = new Counter({
-    name: "gateway_account_cost_usd_total",
-    help: "Cost charged in US dollars, by account",
-    labelNames: ["account"] as const,
-    registers: [this.registry],
-  });
+  /** made only with `metrics.account_label`: accounts are as many as the store holds */
+  readonly costByAccount: Counter<"account"> | undefined;
+
+  /** A call's charge, in dollars: by model, and by account when asked for. */
+  observeCost(model: string, account: string | null, dollars: number): void {
+    this.costByModel.inc({ model }, dollars);
+    if (account !== null) this.costByAccount?.inc({ account }, dollars);
+  }
   readonly calls = new Counter({
     name: "gateway_calls_total",
     help: "Calls recorded, by client API (chat.completions, messages, responses) and record status",
@@ -160,6 +239,26 @@ export class Metrics {
   observeAttempt(deployment: string, outcome: string): void {
     cached(this.#byAttempt, `${deployment} ${outcome}`, () =>
       this.deploymentAttempts.labels({ deployment, outcome }),
+    ).inc();
+  }
+
+  readonly refusals = new Counter({
+    name: "gateway_refusals_total",
+    help: "Requests answered with an error, by the error catalog's code and type and the HTTP status sent",
+    labelNames: ["code", "type", "status"] as const,
+    registers: [this.registry],
+  });
+  /** labelled children by code, type and status, as for requests above */
+  readonly #byRefusal = new Map<string, { inc(): void }>();
+
+  /**
+   * An error answered with `status` (a client API may answer another than the catalog's).
+   * Labelled with the catalog's own code: the envelope may carry an upstream's instead.
+   */
+  observeRefusal(error: GatewayError, status: number): void {
+    const { code, type } = error.entry;
+    cached(this.#byRefusal, `${code} ${type} ${status}`, () =>
+      this.refusals.labels({ code, type, status }),
     ).inc();
   }
 

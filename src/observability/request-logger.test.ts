@@ -3,7 +3,7 @@ import { Writable } from "node:stream";
 import { describe, it } from "node:test";
 import type { Logger } from "pino";
 import { createLogger } from "./logger.ts";
-import { requestLogger } from "./request-logger.ts";
+import { type LoggedCall, requestLine, requestLogger } from "./request-logger.ts";
 
 /** A pino logger writing to an array, and how many children were made of it. */
 function capture(level: string) {
@@ -72,5 +72,52 @@ describe("requestLogger", () => {
         ["from a child", "req_3", "x"],
       ],
     );
+  });
+});
+
+describe("requestLine", () => {
+  const facts = {
+    request_id: "req_4",
+    method: "POST",
+    route: "/v1/chat/completions",
+    status: 200,
+    ms: 12,
+    account: "acc_1",
+    key: "key_1",
+  };
+  const call: LoggedCall = {
+    api: "messages",
+    relayed: true,
+    publicModel: "claude",
+    provider: "anthropic",
+    upstreamModel: "claude-x",
+    promptTokens: 7,
+    completionTokens: 3,
+    costNanos: 1_250_000,
+    ttftMs: 5,
+    attempts: [{}, {}],
+    outcome: { status: "ok", errorCode: null },
+  };
+
+  it("a relayed call's fields after the request's", () => {
+    assert.deepEqual(requestLine(facts, call), {
+      ...facts,
+      api: "messages",
+      model: "claude",
+      provider: "anthropic",
+      upstream_model: "claude-x",
+      attempts: 2,
+      prompt_tokens: 7,
+      completion_tokens: 3,
+      cost_usd: 0.00125,
+      ttft_ms: 5,
+      call_status: "ok",
+      error_code: null,
+    });
+  });
+
+  it("a request that is no relayed call keeps its own fields", () => {
+    assert.equal(requestLine(facts, null), facts);
+    assert.equal(requestLine(facts, { ...call, relayed: false }), facts);
   });
 });

@@ -1,10 +1,64 @@
-// Each request's logger (Fastify's `request.log`), made when the request first logs. Fastify
-// gives every request a pino child bound to its id at once, and making one (its bindings
-// serialised and run through the redaction) was 0.8 % of the gateway's busy time under load,
-// and 2 KB of garbage a request, for requests that mostly log nothing: the access line is
-// written by the parent logger with the id in it (src/app.ts).
+// Each request's logger (Fastify's `request.log`), made when the request first logs, and the
+// one line every request gets when it ends. Fastify gives every request a pino child bound to
+// its id at once, and making one (its bindings serialised and run through the redaction) was
+// 0.8 % of the gateway's busy time under load, and 2 KB of garbage a request, for requests
+// that mostly log nothing: the request's line is written by the parent logger with the id in
+// it (src/app.ts). docs/observability.md lists its fields.
 import type { FastifyBaseLogger } from "fastify";
 import type { Bindings, ChildLoggerOptions, Level, Logger } from "pino";
+
+/** What every request's line says. */
+export interface RequestFacts {
+  request_id: string;
+  method: string;
+  /** the route's pattern, or "unmatched" */
+  route: string;
+  /** the HTTP status sent; 499 when the client left first */
+  status: number;
+  ms: number;
+  account: string | undefined;
+  key: string | undefined;
+}
+
+/** What a relayed call adds: its record as far as it is filled (src/records/draft.ts). */
+export interface LoggedCall {
+  api: string;
+  /** the relay ran it (false: refused before, e.g. an unknown key) */
+  relayed: boolean;
+  publicModel: string | null;
+  provider: string | null;
+  upstreamModel: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  costNanos: number;
+  ttftMs: number | null;
+  attempts: readonly unknown[];
+  outcome: { status: string; errorCode?: string | null | undefined } | null;
+}
+
+/**
+ * The fields of a request's line: the request's own, and for a relayed call its API, model,
+ * provider, usage, cost and outcome (a stream answered 200 may still have failed). No content,
+ * no secret: these are the record's figures.
+ */
+export function requestLine(facts: RequestFacts, call: LoggedCall | null): object {
+  if (!call?.relayed) return facts;
+  return {
+    ...facts,
+    api: call.api,
+    model: call.publicModel,
+    provider: call.provider,
+    upstream_model: call.upstreamModel,
+    attempts: call.attempts.length,
+    prompt_tokens: call.promptTokens,
+    completion_tokens: call.completionTokens,
+    // nanodollars as dollars, as src/prices/usd.ts does (a layer this one may not import)
+    cost_usd: call.costNanos / 1e9,
+    ttft_ms: call.ttftMs,
+    call_status: call.outcome?.status ?? null,
+    error_code: call.outcome?.errorCode ?? null,
+  };
+}
 
 type Args = [obj: unknown, msg?: string, ...args: unknown[]];
 

@@ -3,6 +3,7 @@
 
 import type { ApiName } from "../domain/api-names.ts";
 import type { CallOutcome } from "../domain/outcomes.ts";
+import type { CallSpan } from "../observability/tracing.ts";
 import { costOf, type Pricing } from "../prices/pricing.ts";
 import type { CallRecord } from "./call-record.ts";
 
@@ -85,6 +86,10 @@ export class CallDraft {
   written = false;
   /** set when the route's handler takes the call over: from then on the relay records it */
   relayed = false;
+  /** how the call ended, once its record is made (the request's log line says it) */
+  outcome: CallOutcome | null = null;
+  /** the call's trace span, when tracing is on (src/observability/tracing.ts) */
+  span: CallSpan | undefined = undefined;
 
   constructor(requestId: string, api: ApiName = "chat.completions") {
     this.requestId = requestId;
@@ -182,6 +187,7 @@ export class CallDraft {
 
   finish(outcome: CallOutcome): CallRecord {
     this.written = true;
+    this.outcome = outcome;
     return {
       request_id: this.requestId,
       created_at: this.startedAt,

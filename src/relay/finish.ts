@@ -30,6 +30,21 @@ export function failureOutcome(error: GatewayError, httpStatus = error.status): 
   };
 }
 
+/** The call's span, when it is traced, ends with its record. */
+function endSpan(draft: CallDraft, outcome: CallOutcome): void {
+  draft.span?.end({
+    status: outcome.status,
+    httpStatus: outcome.httpStatus,
+    errorCode: outcome.errorCode ?? null,
+    model: draft.publicModel,
+    accountId: draft.accountId,
+    promptTokens: draft.promptTokens,
+    completionTokens: draft.completionTokens,
+    costUsd: usd(draft.costNanos),
+    attempts: draft.attempts.length,
+  });
+}
+
 /** What a call's end needs of the record writer: its commit, and nothing a test must build a store for. */
 export type RecordSink = Pick<RecordWriter, "write">;
 
@@ -62,14 +77,14 @@ export class CallFinisher {
       await this.#records.write(draft.finish(outcome), hold?.reservation);
     } catch (err) {
       await hold?.close(0);
-      throw new GatewayErrorClass("store_unavailable", { cause: err });
+      const error = new GatewayErrorClass("store_unavailable", { cause: err });
+      endSpan(draft, failureOutcome(error));
+      throw error;
     }
+    endSpan(draft, outcome);
     await hold?.close(draft.totalTokens, draft.costNanos);
-    if (draft.costNanos && draft.publicModel) {
-      this.#metrics.costByModel.inc({ model: draft.publicModel }, usd(draft.costNanos));
-      if (draft.accountId)
-        this.#metrics.costByAccount.inc({ account: draft.accountId }, usd(draft.costNanos));
-    }
+    if (draft.costNanos && draft.publicModel)
+      this.#metrics.observeCost(draft.publicModel, draft.accountId, usd(draft.costNanos));
     this.#metrics.observeCall(draft.api, outcome.status);
     if (draft.totalTokens && draft.publicModel) {
       const { publicModel: model, api } = draft;

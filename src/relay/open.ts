@@ -3,12 +3,15 @@
 // returns or throws, so this is where routing tries deployments (src/routing/route.ts):
 // each attempt is opened here, and the route decides what follows a failure.
 
+import type { RetryOn } from "../config/schema.ts";
 import type { Chunk, Completion } from "../domain/completion.ts";
 import type { Deployment } from "../models/registry.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import type { AttemptFailure, AttemptSpan, CallSpan } from "../observability/tracing.ts";
 import { type Capabilities, capabilitiesOf } from "../providers/capabilities.ts";
 import { droppedHeader, prepareAttempt } from "../providers/passthrough.ts";
 import type { UpstreamCall } from "../providers/types.ts";
+import { judge } from "../routing/failure.ts";
 import type { Attempt, Route } from "../routing/route.ts";
 import type { CallContext } from "./call.ts";
 
@@ -56,7 +59,7 @@ export async function openAnswer(
     return await route.open(call, async (attempt) => {
       const { deployment } = attempt;
       const prepared = prepareAttempt(attempt.call, deployment.provider, capabilitiesFor(deployment));
-      const opened = await openAttempt(metrics, { ...attempt, call: prepared }, stream);
+      const opened = await openAttempt(metrics, { ...attempt, call: prepared }, stream, ctx.draft.span);
       dropped = prepared.dropped ?? [];
       return opened;
     });
@@ -88,47 +91,86 @@ function capabilitiesFor(deployment: Deployment): Capabilities {
 }
 
 /** One upstream call to one deployment, up to its first chunk or its whole answer. */
-async function openAttempt(metrics: Metrics, attempt: Attempt, stream: boolean): Promise<Opened> {
+async function openAttempt(
+  metrics: Metrics,
+  attempt: Attempt,
+  stream: boolean,
+  parent: CallSpan | undefined,
+): Promise<Opened> {
   const { deployment, call } = attempt;
+  const provider = deployment.providerId;
+  const model = deployment.model.id;
   const started = performance.now();
-  const observe = (outcome: "ok" | "error") =>
-    metrics.upstreamSeconds.observe(
-      { provider: deployment.providerId, outcome },
-      (performance.now() - started) / 1000,
+  const span = parent?.attempt({
+    providerId: provider,
+    deployment: deployment.id,
+    model,
+    upstreamModel: deployment.upstreamModel,
+    stream,
+  });
+  const observe = (outcome: "ok" | "error") => {
+    metrics.observeUpstream(provider, model, outcome, (performance.now() - started) / 1000);
+    // An upstream that failed ended the span with its cause already (below): an error here
+    // that did not is the client gone or a fault of the gateway's.
+    span?.end(
+      outcome === "ok" ? undefined : { type: call.signal.aborted ? "aborted" : "internal", status: null },
     );
+  };
   try {
     if (!stream) {
       const completion = await deployment.provider.complete(call);
+      metrics.observeFirstByte(provider, model, (performance.now() - started) / 1000);
+      span?.answered(completion);
       observe("ok");
       return { kind: "completion", completion };
     }
     const iterator = deployment.provider.stream(call)[Symbol.asyncIterator]();
     const first = await iterator.next();
+    metrics.observeFirstByte(provider, model, (performance.now() - started) / 1000);
+    span?.firstChunk();
+    const continues = attempt.continues();
+    const ended = span
+      ? (err?: unknown) => {
+          continues(err);
+          span.end(err === undefined ? undefined : failureOf(err, call.signal));
+        }
+      : continues;
     return {
       kind: "stream",
-      chunks: withFirst(first, iterator, attempt.continues()),
+      chunks: withFirst(first, iterator, ended, span),
       stop: async () => {
+        span?.end();
         await iterator.return?.(undefined)?.catch(() => undefined);
       },
       observe,
     };
   } catch (err) {
+    span?.end(failureOf(err, call.signal));
     observe("error");
     throw err;
   }
 }
 
+const NO_RETRIES: ReadonlySet<RetryOn> = new Set();
+
+/** What a failed attempt's span says of it: the routing's outcome (src/routing/failure.ts). */
+function failureOf(err: unknown, signal: AbortSignal): AttemptFailure {
+  const { outcome, status } = judge(err, NO_RETRIES);
+  return { type: outcome === "internal" && signal.aborted ? "aborted" : outcome, status };
+}
+
 /**
  * The stream again from its start, given its first result was already taken; `ended` is
- * told when it ends, with the error if it failed. (A stream never read to its end is ended
- * by the route's own end().) An iterator of its own rather than an async generator: it sits
- * under every event of every stream, and a generator would add a suspension and a promise
- * per chunk to what `rest.next()` already costs.
+ * told when it ends, with the error if it failed, and a traced attempt's `span` reads each
+ * chunk. (A stream never read to its end is ended by the route's own end().) An iterator of
+ * its own rather than an async generator: it sits under every event of every stream, and a
+ * generator would add a suspension and a promise per chunk to what `rest.next()` already costs.
  */
 function withFirst(
   first: IteratorResult<Chunk>,
   rest: AsyncIterator<Chunk>,
   ended: (err?: unknown) => void,
+  span: AttemptSpan | undefined,
 ): AsyncIterableIterator<Chunk> {
   let taken: IteratorResult<Chunk> | undefined = first;
   let over = false;
@@ -138,6 +180,7 @@ function withFirst(
   };
   const passOn = (result: IteratorResult<Chunk>): IteratorResult<Chunk> => {
     if (result.done) end();
+    else span?.answered(result.value);
     return result;
   };
   const fail = (err: unknown): never => {

@@ -42,6 +42,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     // runs (during the key lookup, or while its body is read) would otherwise leave none:
     // Fastify waits for the rest of a body that never comes, and no handler runs.
     request.call = draft;
+    draft.span = deps.tracing.startCall(request, api.name);
     // Every call's answer says how many upstream attempts it took; routing sets the real count.
     reply.header("x-gateway-attempts", "0");
     let authenticating = true;
