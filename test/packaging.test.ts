@@ -1,0 +1,246 @@
+// The packaging an operator adopts (docs/deployment.md), checked with what this machine has.
+// There is no Docker engine here, so the Dockerfile's stages are replayed in clean folders
+// (its COPY lines from the context .dockerignore leaves, its npm steps run as written) and
+// its CMD serves.
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, posix, relative } from "node:path";
+import { after, before, describe, it } from "node:test";
+import OpenAI from "openai";
+import { loadConfig } from "../src/config/load.ts";
+import { CONSOLE_DIST } from "../src/http/console-static.ts";
+import {
+  buildContext,
+  copyArgs,
+  envPairs,
+  execForm,
+  isIgnored,
+  parseDockerignore,
+  parseStages,
+  type Stage,
+} from "./support/dockerfile.ts";
+
+const ROOT = join(import.meta.dirname, "..");
+const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
+const stages = parseStages(read("Dockerfile"));
+const runtime = stages.at(-1)!;
+/** the embedded defaults: what a file that leaves a field out gets */
+const DEFAULTS = loadConfig({}, undefined);
+
+const args = (stage: Stage, keyword: string) =>
+  stage.instructions.filter((i) => i.keyword === keyword).map((i) => i.args);
+const workdir = (stage: Stage) => args(stage, "WORKDIR").at(-1) ?? "/";
+const stageEnv = (stage: Stage) =>
+  Object.assign({}, ...args(stage, "ENV").map(envPairs)) as Record<string, string>;
+/** where the runtime image keeps the data folder: store.data_dir's default under WORKDIR */
+const DATA_DIR = posix.resolve(workdir(runtime), DEFAULTS.store.data_dir);
+const HEALTHCHECK = execForm(args(runtime, "HEALTHCHECK")[0]!.replace(/^(--\S+\s+)*CMD\s+/, ""))!;
+describe("Dockerfile", () => {
+  it("builds the console in a stage with dev dependencies and runs on Node 24 slim with production dependencies only", () => {
+    assert.ok(stages.length >= 2, "a build stage and a runtime stage");
+    const copied = args(runtime, "COPY").map(copyArgs);
+    const fromBuild = copied.find((c) => c.from);
+    assert.ok(fromBuild, "the runtime copies the built console from another stage");
+    const build = stages.find((s) => s.name === fromBuild.from)!;
+    assert.ok(build, `a stage named ${fromBuild.from}`);
+    const buildRuns = args(build, "RUN");
+    assert.ok(buildRuns.some((r) => /\bnpm ci\b/.test(r) && !r.includes("--omit=dev")));
+    assert.ok(buildRuns.some((r) => r.includes("npm run build:console")));
+    // where the gateway looks for the console, relative to its code
+    const consoleDir = relative(ROOT, CONSOLE_DIST).split("\\").join("/");
+    assert.equal(
+      posix.resolve(workdir(build), fromBuild.sources[0]!),
+      posix.join(workdir(build), consoleDir),
+    );
+    assert.equal(posix.resolve(workdir(runtime), fromBuild.dest), posix.join(workdir(runtime), consoleDir));
+
+    assert.match(runtime.from, /^node:24(\.\d+)*-(\w+-)?slim(@sha256:\w+)?$/);
+    const runs = args(runtime, "RUN");
+    assert.ok(runs.some((r) => /\bnpm ci\b.*--omit=dev/.test(r)));
+    assert.ok(!runs.some((r) => /build:console|vite/.test(r)), "no console build at run time");
+  });
+
+  it("runs `node src/main.ts serve` as a user other than root, on the port it exposes, its data folder a volume", () => {
+    assert.deepEqual(execForm(args(runtime, "CMD").at(-1)!), ["node", "src/main.ts", "serve"]);
+    assert.equal(args(runtime, "ENTRYPOINT").length, 0, "nothing between the stop signal and Node");
+    const user = args(runtime, "USER").at(-1);
+    assert.ok(user && !/^(root|0)(:|$)/.test(user), `USER ${user}`);
+    const env = stageEnv(runtime);
+    assert.equal(env.HOST, "0.0.0.0", "reachable from outside the container");
+    assert.ok(
+      args(runtime, "EXPOSE")
+        .join(" ")
+        .split(/\s+/)
+        .includes(env.PORT ?? "8080"),
+    );
+    assert.deepEqual(execForm(args(runtime, "VOLUME")[0]!), [DATA_DIR]);
+    assert.equal(args(runtime, "STOPSIGNAL").at(-1) ?? "SIGTERM", "SIGTERM");
+    assert.equal(HEALTHCHECK[0], "node");
+    assert.match(HEALTHCHECK.join(" "), /\/(readyz|livez)\b/);
+  });
+
+  it(".dockerignore sends the sources and keeps data, secrets, tests and node_modules out", () => {
+    const patterns = parseDockerignore(read(".dockerignore"));
+    for (const path of ["package.json", "package-lock.json", "src/main.ts", "console/index.html"])
+      assert.equal(isIgnored(patterns, path), false, path);
+    for (const path of [
+      ".env",
+      "data/gateway.sqlite",
+      "first-start-secrets.txt",
+      "node_modules/pg/package.json",
+      ".git/config",
+      "test/cli.test.ts",
+      "src/store/db.test.ts",
+      "deploy/compose/env.example",
+    ])
+      assert.equal(isIgnored(patterns, path), true, path);
+    const context = buildContext(ROOT);
+    for (const stage of stages)
+      for (const { from, sources } of args(stage, "COPY").map(copyArgs))
+        for (const source of from ? [] : sources)
+          assert.ok(
+            context.some((f) => f === posix.normalize(source) || f.startsWith(`${posix.normalize(source)}/`)),
+            `${source} is in the context`,
+          );
+    assert.ok(!context.some((f) => f.endsWith(".test.ts")));
+  });
+
+  describe("its steps, replayed from a clean folder", () => {
+    let dir: string;
+    let app: string;
+    let gateway: ChildProcess;
+    let stdout = "";
+    let origin = "";
+    let exited: Promise<number | null>;
+
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), "gw-image-"));
+      const context = buildContext(ROOT);
+      const folders = new Map<string, string>();
+      for (const [index, stage] of stages.entries()) {
+        // the stage's WORKDIR is this folder; npm finds its cache as it would in the image
+        const folder = join(dir, stage.name ?? String(index));
+        mkdirSync(folder, { recursive: true });
+        folders.set(stage.name ?? String(index), folder);
+        const env: Record<string, string | undefined> = { ...process.env };
+        for (const instruction of stage.instructions) {
+          if (instruction.keyword === "ENV") Object.assign(env, envPairs(instruction.args));
+          else if (instruction.keyword === "COPY") {
+            const { from, sources, dest } = copyArgs(instruction.args);
+            const target = join(folder, posix.relative(workdir(stage), posix.resolve(workdir(stage), dest)));
+            for (const source of sources) {
+              if (from) {
+                const fromFolder = folders.get(from)!;
+                const path = posix.relative(workdir(stages.find((s) => s.name === from)!), source);
+                cpSync(join(fromFolder, path), target, { recursive: true });
+                continue;
+              }
+              const path = posix.normalize(source);
+              const files = context.filter((f) => f === path || f.startsWith(`${path}/`));
+              for (const file of files) {
+                const into = dest.endsWith("/") && files.length === 1 && file === path ? basename(file) : "";
+                const to = into ? join(target, into) : join(target, posix.relative(path, file) || "");
+                mkdirSync(dirname(to), { recursive: true });
+                cpSync(join(ROOT, file), to);
+              }
+            }
+          } else if (instruction.keyword === "RUN") {
+            if (instruction.args.startsWith("npm ")) {
+              // as written; the cache first, the registry for what it lacks
+              const run = spawnSync("sh", ["-c", instruction.args], {
+                cwd: folder,
+                env: { ...env, npm_config_prefer_offline: "true" },
+                encoding: "utf8",
+              });
+              assert.equal(run.status, 0, `${instruction.args}\n${run.stdout}\n${run.stderr}`);
+            } else {
+              // the one other step makes the data folder; its owner is the image's user
+              assert.match(instruction.args, new RegExp(`^mkdir -p ${DATA_DIR} && chown `));
+              mkdirSync(join(folder, posix.relative(workdir(stage), DATA_DIR)), { recursive: true });
+            }
+          }
+        }
+      }
+      app = folders.get(runtime.name ?? String(stages.length - 1))!;
+      const env: Record<string, string | undefined> = { ...process.env, ...stageEnv(runtime) };
+      for (const name of ["GATEWAY_CONFIG", "GATEWAY_DATA_DIR", "DATABASE_URL", "REDIS_URL"])
+        delete env[name];
+      // loopback and a free port here; the image's HOST=0.0.0.0 and PORT are checked above
+      Object.assign(env, { HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "info" });
+      const [command, ...rest] = execForm(args(runtime, "CMD").at(-1)!)!;
+      assert.equal(command, "node");
+      gateway = spawn(process.execPath, rest, { cwd: app, env, stdio: ["ignore", "pipe", "pipe"] });
+      exited = new Promise((resolve) => gateway.once("exit", resolve));
+      gateway.stderr!.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString();
+      });
+      await new Promise<void>((resolve, reject) => {
+        gateway.stdout!.on("data", (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const m = /"url":"(http:\/\/[^"]+)\/v1","store":"[^"]*","msg":"gateway listening"/.exec(stdout);
+          if (m) {
+            origin = m[1]!;
+            resolve();
+          }
+        });
+        gateway.once("exit", (code) => reject(new Error(`the gateway exited (${code}):\n${stdout}`)));
+      });
+    });
+
+    after(async () => {
+      if (gateway.exitCode === null) {
+        gateway.kill("SIGKILL");
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    const healthcheck = () =>
+      spawnSync(process.execPath, HEALTHCHECK.slice(1), {
+        env: { ...process.env, PORT: new URL(origin).port },
+        encoding: "utf8",
+      }).status;
+
+    it("installs no dev dependency in the runtime", () => {
+      // the lock marks what only dev dependencies need (ajv is Fastify's too, so not dev)
+      const { packages } = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8"));
+      const dev = Object.keys(packages).filter((path) => packages[path].dev);
+      assert.ok(dev.includes("node_modules/vite") && dev.includes("node_modules/typescript"));
+      for (const path of dev) assert.ok(!existsSync(join(app, path)), path);
+      for (const name of Object.keys(packages[""].dependencies))
+        assert.ok(existsSync(join(app, "node_modules", name)), name);
+    });
+
+    it("serves: alive, ready on its SQLite data folder, the console built, the health check passing", async () => {
+      const health = await fetch(`${origin}/healthz`);
+      assert.equal(health.status, 200);
+      assert.deepEqual(await (await fetch(`${origin}/readyz`)).json(), { status: "ready", store: "sqlite" });
+      assert.ok(existsSync(join(app, posix.relative(workdir(runtime), DATA_DIR), "gateway.sqlite")));
+      const page = await fetch(`${origin}/console/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
+      assert.match(await page.text(), /<script[^>]+src="\/console\/assets\//);
+      assert.equal(healthcheck(), 0);
+    });
+
+    it("answers an OpenAI SDK with the key its first start wrote to the data folder", async () => {
+      const file = join(app, posix.relative(workdir(runtime), DATA_DIR), "first-start-secrets.txt");
+      const apiKey = readFileSync(file, "utf8").match(/sk-[A-Za-z0-9]{43}/)![0];
+      const client = new OpenAI({ apiKey, baseURL: `${origin}/v1`, maxRetries: 0 });
+      const completion = await client.chat.completions.create({
+        model: "demo",
+        messages: [{ role: "user", content: "Hello from the image" }],
+      });
+      assert.match(completion.choices[0]!.message.content ?? "", /Hello from the image/);
+    });
+
+    it("stops on SIGTERM with exit code 0, and the health check then fails", async () => {
+      gateway.kill("SIGTERM");
+      assert.equal(await exited, 0);
+      assert.match(stdout, /"signal":"SIGTERM","msg":"shutting down"/);
+      assert.equal(healthcheck(), 1);
+    });
+  });
+});
