@@ -1,7 +1,7 @@
 // The packaging an operator adopts (docs/deployment.md), checked with what this machine has.
 // There is no Docker engine here, so the Dockerfile's stages are replayed in clean folders
 // (its COPY lines from the context .dockerignore leaves, its npm steps run as written) and
-// its CMD serves.
+// its CMD serves; compose.yaml is read as Compose reads it.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, posix, relative } from "node:path";
 import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
+import { parse } from "yaml";
 import { loadConfig } from "../src/config/load.ts";
 import { CONSOLE_DIST } from "../src/http/console-static.ts";
 import {
@@ -242,5 +243,79 @@ describe("Dockerfile", () => {
       assert.match(stdout, /"signal":"SIGTERM","msg":"shutting down"/);
       assert.equal(healthcheck(), 1);
     });
+  });
+});
+describe("compose.yaml", () => {
+  const compose = parse(read("compose.yaml"), { merge: true });
+  const services = compose.services as Record<string, any>;
+  const gateways = Object.entries(services).filter(([, s]) => s.build !== undefined);
+  const mountedConfig = (service: any) => {
+    const target = service.environment.GATEWAY_CONFIG;
+    const volume = (service.volumes as string[]).find((v) => v.split(":")[1] === target);
+    assert.ok(volume, `the file GATEWAY_CONFIG names (${target}) is mounted`);
+    return volume.split(":")[0]!;
+  };
+
+  it("runs two gateway instances on one PostgreSQL and one Redis, the same configuration on both", () => {
+    assert.ok(gateways.length >= 2, "two gateway instances");
+    const urls = (name: string) => new Set(gateways.map(([, s]) => s.environment[name]));
+    for (const name of ["DATABASE_URL", "REDIS_URL", "GATEWAY_CONFIG"])
+      assert.equal(urls(name).size, 1, name);
+    assert.equal(new Set(gateways.map(([, s]) => mountedConfig(s))).size, 1);
+    const database = new URL(gateways[0]![1].environment.DATABASE_URL.replace(/\$\{[^}]+\}/g, "x"));
+    const redis = new URL(gateways[0]![1].environment.REDIS_URL.replace(/\$\{[^}]+\}/g, "x"));
+    assert.equal(database.protocol, "postgres:");
+    assert.equal(redis.protocol, "redis:");
+    assert.match(services[database.hostname].image, /^postgres:/);
+    assert.match(services[redis.hostname].image, /^redis:/);
+    const ports = gateways.map(([, s]) => s.ports[0]);
+    assert.equal(new Set(ports).size, gateways.length, "each instance on its own host port");
+    assert.equal(new Set(gateways.map(([, s]) => JSON.stringify(s.volumes))).size, gateways.length);
+
+    // each starts once both services are healthy; the second after the first (first start)
+    for (const [name, service] of gateways) {
+      assert.equal(service.depends_on[database.hostname]?.condition, "service_healthy", name);
+      assert.equal(service.depends_on[redis.hostname]?.condition, "service_healthy", name);
+      assert.notEqual(service.healthcheck?.disable, true, `${name} keeps the image's health check`);
+    }
+    assert.equal(gateways[1]![1].depends_on[gateways[0]![0]]?.condition, "service_healthy");
+    for (const name of [database.hostname, redis.hostname])
+      assert.ok(services[name].healthcheck?.test?.length, `${name} has a health check`);
+    const dataVolume = (services[database.hostname].volumes as string[])
+      .map((v) => v.split(":"))
+      .find(([, target]) => target === "/var/lib/postgresql/data");
+    assert.ok(dataVolume && dataVolume[0]! in compose.volumes, "PostgreSQL's data on a named volume");
+  });
+
+  it("mounts a configuration the gateway accepts, and stops it slower than it drains", () => {
+    for (const [name, service] of gateways) {
+      const config = loadConfig({}, join(ROOT, mountedConfig(service)));
+      const grace = /^(\d+)s$/.exec(service.stop_grace_period)?.[1];
+      assert.ok(grace && Number(grace) * 1000 > config.server.shutdown_grace_ms, name);
+    }
+  });
+
+  it("holds no secret: each password, key and token comes from the environment, required where needed", () => {
+    const text = read("compose.yaml");
+    const values: string[] = [];
+    const walk = (v: unknown, key: string) => {
+      if (typeof v === "string") {
+        values.push(v);
+        if (/PASSWORD|SECRET|TOKEN|_KEY$|AUTH$/.test(key)) assert.match(v, /^\$\{\w+(:[?-][^}]*)?\}$/, key);
+      } else if (v && typeof v === "object")
+        for (const [k, inner] of Object.entries(v)) walk(inner, Array.isArray(v) ? key : k);
+    };
+    walk(compose, "");
+    for (const v of values) {
+      const credentials = /\/\/([^@/]*)@/.exec(v)?.[1];
+      if (credentials) assert.match(credentials, /:\$\{\w+:\?[^}]+\}$/, `the password in ${v}`);
+    }
+    const requirepass = services.redis.command[services.redis.command.indexOf("--requirepass") + 1];
+    assert.match(requirepass, /^\$\{REDIS_PASSWORD:\?/);
+    assert.doesNotMatch(text, /sk-[A-Za-z0-9]{20,}/);
+    for (const line of read("deploy/compose/env.example").split("\n")) {
+      const m = /^(\w*(PASSWORD|KEY|TOKEN|SECRET)\w*)=(.*)$/.exec(line);
+      if (m) assert.match(m[3]!, /^(replace-[\w-]*)?$/, `${m[1]} is a placeholder`);
+    }
   });
 });
