@@ -1,10 +1,11 @@
 // The packaging an operator adopts (docs/deployment.md), checked with what this machine has.
-// There is no Docker engine here, so the Dockerfile's stages are replayed in clean folders
-// (its COPY lines from the context .dockerignore leaves, its npm steps run as written) and
-// its CMD serves; compose.yaml is read as Compose reads it.
+// There is no Docker engine and no helm here, so: the Dockerfile's stages are replayed in
+// clean folders (its COPY lines from the context .dockerignore leaves, its npm steps run as
+// written) and its CMD serves; compose.yaml is read as Compose reads it; the chart is
+// rendered by test/support/helm-template.ts.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, posix, relative } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -22,6 +23,7 @@ import {
   parseStages,
   type Stage,
 } from "./support/dockerfile.ts";
+import { ChartFailure, renderChart } from "./support/helm-template.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
@@ -317,5 +319,150 @@ describe("compose.yaml", () => {
       const m = /^(\w*(PASSWORD|KEY|TOKEN|SECRET)\w*)=(.*)$/.exec(line);
       if (m) assert.match(m[3]!, /^(replace-[\w-]*)?$/, `${m[1]} is a placeholder`);
     }
+  });
+});
+describe("Helm chart", () => {
+  const chart = join(ROOT, "deploy/helm/chat-gateway");
+  const shared = {
+    secretEnv: { DATABASE_URL: "postgres://gw@db:5432/gw", REDIS_URL: "redis://cache:6379/0" },
+  };
+  const kinds = (objects: Record<string, any>[]) => objects.map((o) => o.kind).sort();
+  const find = (objects: Record<string, any>[], kind: string) => objects.find((o) => o.kind === kind)!;
+
+  it("refuses values that cannot work, naming what is missing", () => {
+    const refusal = (values: Record<string, unknown>) => {
+      try {
+        renderChart(chart, values);
+      } catch (err) {
+        if (err instanceof ChartFailure) return err.message;
+        throw err;
+      }
+      assert.fail(`rendered with ${JSON.stringify(values)}`);
+    };
+    assert.match(refusal({}), /DATABASE_URL/);
+    assert.match(refusal({ secretEnv: { DATABASE_URL: "postgres://x" } }), /REDIS_URL/);
+    assert.match(refusal({ storeMode: "sqlite", autoscaling: { enabled: true } }), /autoscaling/);
+    assert.match(refusal({ storeMode: "mysql" }), /storeMode/);
+  });
+
+  it("shared store: a Deployment of non-root, read-only pods with probes, a Service, a PodDisruptionBudget", () => {
+    const { objects } = renderChart(chart, shared);
+    assert.deepEqual(kinds(objects), ["ConfigMap", "Deployment", "PodDisruptionBudget", "Secret", "Service"]);
+    const deployment = find(objects, "Deployment");
+    const pod = deployment.spec.template.spec;
+    const [container] = pod.containers;
+    assert.equal(deployment.spec.replicas, 2);
+    assert.equal(deployment.spec.strategy.rollingUpdate.maxUnavailable, 0);
+
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.notEqual(pod.securityContext.runAsUser, 0);
+    assert.equal(container.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(container.securityContext.allowPrivilegeEscalation, false);
+    assert.deepEqual(container.securityContext.capabilities.drop, ["ALL"]);
+    // the one writable place is the image's data folder
+    const writable = container.volumeMounts.filter((m: any) => !m.readOnly).map((m: any) => m.mountPath);
+    assert.deepEqual(writable, [DATA_DIR]);
+
+    assert.equal(container.readinessProbe.httpGet.path, "/readyz");
+    assert.match(container.livenessProbe.httpGet.path, /^\/(healthz|livez)$/);
+    assert.ok(container.startupProbe.httpGet.path);
+    const port = container.ports.find((p: any) => p.name === "http");
+    for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe])
+      assert.equal(probe.httpGet.port, "http");
+    const env = Object.fromEntries(container.env.map((e: any) => [e.name, e.value]));
+    assert.equal(env.PORT, String(port.containerPort));
+    assert.equal(env.HOST, "0.0.0.0");
+
+    const secret = find(objects, "Secret");
+    assert.deepEqual(container.envFrom, [{ secretRef: { name: secret.metadata.name } }]);
+    assert.equal(secret.stringData.DATABASE_URL, shared.secretEnv.DATABASE_URL);
+
+    // the configuration is mounted where GATEWAY_CONFIG points, and the gateway accepts it
+    const configMap = find(objects, "ConfigMap");
+    const mount = container.volumeMounts.find((m: any) => m.name === "config");
+    assert.equal(mount.mountPath, posix.dirname(env.GATEWAY_CONFIG));
+    assert.equal(pod.volumes.find((v: any) => v.name === "config").configMap.name, configMap.metadata.name);
+    const file = join(mkdtempSync(join(tmpdir(), "gw-chart-")), posix.basename(env.GATEWAY_CONFIG));
+    writeFileSync(file, configMap.data[posix.basename(env.GATEWAY_CONFIG)]);
+    const config = loadConfig({}, file);
+    rmSync(dirname(file), { recursive: true });
+    assert.equal(config.plans[0]!.quota_tokens, 1_000_000, "Helm's 1e+06 read as a whole number");
+
+    // a stop: the preStop pause, then the drain, within the grace period
+    const pause = Number(container.lifecycle.preStop.exec.command[1]);
+    assert.ok(pod.terminationGracePeriodSeconds > pause + config.server.shutdown_grace_ms / 1000);
+
+    const labels = deployment.spec.template.metadata.labels;
+    const selects = (selector: Record<string, string>) =>
+      Object.entries(selector).every(([k, v]) => labels[k] === v);
+    const service = find(objects, "Service");
+    assert.ok(selects(service.spec.selector));
+    assert.equal(service.spec.ports[0].targetPort, "http");
+    assert.ok(selects(find(objects, "PodDisruptionBudget").spec.selector.matchLabels));
+    assert.deepEqual(deployment.spec.selector.matchLabels, service.spec.selector);
+  });
+
+  it("autoscaling on: a HorizontalPodAutoscaler on the Deployment, which then leaves the count to it", () => {
+    const { objects } = renderChart(chart, { ...shared, autoscaling: { enabled: true } });
+    const hpa = find(objects, "HorizontalPodAutoscaler");
+    const deployment = find(objects, "Deployment");
+    assert.equal(hpa.spec.scaleTargetRef.name, deployment.metadata.name);
+    assert.equal(hpa.spec.scaleTargetRef.kind, "Deployment");
+    assert.equal(deployment.spec.replicas, undefined);
+  });
+
+  it("a version upgrade's Recreate, as docs/deployment.md sets it, replaces the rolling update", () => {
+    const values = { ...shared, strategy: { type: "Recreate", rollingUpdate: null } };
+    const { objects } = renderChart(chart, values);
+    assert.deepEqual(find(objects, "Deployment").spec.strategy, { type: "Recreate" });
+  });
+
+  it("an existing Secret instead, and a changed configuration rolls the pods", () => {
+    const { objects } = renderChart(chart, { existingSecret: "gateway-secrets" });
+    assert.ok(!kinds(objects).includes("Secret"));
+    const pod = find(objects, "Deployment").spec.template;
+    assert.deepEqual(pod.spec.containers[0].envFrom, [{ secretRef: { name: "gateway-secrets" } }]);
+    const changed = renderChart(chart, { existingSecret: "gateway-secrets", config: { log_level: "debug" } });
+    const annotations = find(changed.objects, "Deployment").spec.template.metadata.annotations;
+    assert.notEqual(annotations["checksum/config"], pod.metadata.annotations["checksum/config"]);
+  });
+
+  it("SQLite store: one replica on a claimed volume, replaced by Recreate", () => {
+    const { objects } = renderChart(chart, { storeMode: "sqlite", replicaCount: 3 });
+    assert.ok(!kinds(objects).includes("Secret"));
+    const deployment = find(objects, "Deployment");
+    assert.equal(deployment.spec.replicas, 1);
+    assert.equal(deployment.spec.strategy.type, "Recreate");
+    const claim = find(objects, "PersistentVolumeClaim");
+    const data = deployment.spec.template.spec.volumes.find((v: any) => v.name === "data");
+    assert.equal(data.persistentVolumeClaim.claimName, claim.metadata.name);
+  });
+
+  it("every value a template reads is in values.yaml, which holds no secret", () => {
+    const values = parse(readFileSync(join(chart, "values.yaml"), "utf8"));
+    const templates = [
+      "_helpers.tpl",
+      "configmap.yaml",
+      "deployment.yaml",
+      "hpa.yaml",
+      "pdb.yaml",
+      "pvc.yaml",
+    ]
+      .concat(["secret.yaml", "service.yaml", "NOTES.txt"])
+      .map((f) => readFileSync(join(chart, "templates", f), "utf8"))
+      .join("\n");
+    const paths = new Set([...templates.matchAll(/\.Values((?:\.\w+)+)/g)].map((m) => m[1]!.slice(1)));
+    assert.ok(paths.size > 20);
+    for (const path of paths) {
+      // secretEnv's keys are the operator's: the chart checks for the two it needs
+      if (path.startsWith("secretEnv.")) continue;
+      let at: any = values;
+      for (const key of path.split(".")) {
+        assert.ok(at && typeof at === "object" && key in at, `.Values.${path} is in values.yaml`);
+        at = at[key];
+      }
+    }
+    assert.deepEqual(values.secretEnv, {});
+    assert.equal(values.existingSecret, "");
   });
 });
