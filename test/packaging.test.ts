@@ -1,8 +1,9 @@
-// The packaging an operator adopts (docs/deployment.md), checked with what this machine has.
-// There is no Docker engine and no helm here, so: the Dockerfile's stages are replayed in
-// clean folders (its COPY lines from the context .dockerignore leaves, its npm steps run as
-// written) and its CMD serves; compose.yaml is read as Compose reads it; the chart is
-// rendered by test/support/helm-template.ts.
+// The packaging an operator adopts (docs/deployment.md): the Dockerfile, compose.yaml, the Helm
+// chart and the systemd unit, checked with what this machine has. There is no Docker engine
+// and no helm here, so: the Dockerfile's stages are replayed in clean folders (its COPY lines
+// from the context .dockerignore leaves, its npm steps run as written) and its CMD serves;
+// the chart is rendered by test/support/helm-template.ts; the unit goes through
+// `systemd-analyze verify` where systemd is installed.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -40,6 +41,7 @@ const stageEnv = (stage: Stage) =>
 /** where the runtime image keeps the data folder: store.data_dir's default under WORKDIR */
 const DATA_DIR = posix.resolve(workdir(runtime), DEFAULTS.store.data_dir);
 const HEALTHCHECK = execForm(args(runtime, "HEALTHCHECK")[0]!.replace(/^(--\S+\s+)*CMD\s+/, ""))!;
+
 describe("Dockerfile", () => {
   it("builds the console in a stage with dev dependencies and runs on Node 24 slim with production dependencies only", () => {
     assert.ok(stages.length >= 2, "a build stage and a runtime stage");
@@ -247,6 +249,7 @@ describe("Dockerfile", () => {
     });
   });
 });
+
 describe("compose.yaml", () => {
   const compose = parse(read("compose.yaml"), { merge: true });
   const services = compose.services as Record<string, any>;
@@ -321,6 +324,7 @@ describe("compose.yaml", () => {
     }
   });
 });
+
 describe("Helm chart", () => {
   const chart = join(ROOT, "deploy/helm/chat-gateway");
   const shared = {
@@ -464,5 +468,58 @@ describe("Helm chart", () => {
     }
     assert.deepEqual(values.secretEnv, {});
     assert.equal(values.existingSecret, "");
+  });
+});
+
+describe("systemd unit", () => {
+  const unitPath = join(ROOT, "deploy/systemd/chat-gateway.service");
+  const service = new Map<string, string[]>();
+  let section = "";
+  for (const line of readFileSync(unitPath, "utf8").split("\n")) {
+    const header = /^\[(\w+)\]$/.exec(line);
+    if (header) section = header[1]!;
+    const m = /^(\w+)=(.*)$/.exec(line);
+    if (m && section === "Service") service.set(m[1]!, [...(service.get(m[1]!) ?? []), m[2]!]);
+  }
+  const one = (key: string) => service.get(key)?.at(-1);
+
+  it("runs the gateway as its own user, stops it slower than it drains, and writes nowhere but its data folder", () => {
+    assert.ok(one("User") && one("User") !== "root");
+    assert.match(one("ExecStart")!, /^\/\S+\/node src\/main\.ts serve$/);
+    assert.ok(one("WorkingDirectory")?.startsWith("/"));
+    assert.ok(one("EnvironmentFile"));
+    assert.equal(one("ExecReload"), "/bin/kill -HUP $MAINPID");
+    assert.equal(one("Restart"), "on-failure");
+    assert.equal(one("KillSignal"), "SIGTERM");
+    assert.ok(Number(one("TimeoutStopSec")) * 1000 > DEFAULTS.server.shutdown_grace_ms);
+    assert.equal(one("NoNewPrivileges"), "yes");
+    assert.equal(one("ProtectSystem"), "strict");
+    assert.equal(one("PrivateTmp"), "yes");
+    const env = Object.fromEntries(
+      (service.get("Environment") ?? []).map((e) => e.split("=") as [string, string]),
+    );
+    assert.ok(env.GATEWAY_DATA_DIR);
+    assert.ok(one("ReadWritePaths")!.split(/\s+/).includes(env.GATEWAY_DATA_DIR));
+    assert.equal(`/var/lib/${one("StateDirectory")}`, env.GATEWAY_DATA_DIR);
+  });
+
+  const analyze = spawnSync("systemd-analyze", ["--version"]);
+  it("passes systemd-analyze verify without a warning", {
+    skip: analyze.status === 0 ? false : "systemd-analyze is not installed: not run",
+  }, () => {
+    let unit = unitPath;
+    // verify checks that ExecStart's binary exists: where Node is elsewhere, this test's own
+    const node = /^(\S+)/.exec(one("ExecStart")!)![1]!;
+    if (!existsSync(node)) {
+      const copy = join(mkdtempSync(join(tmpdir(), "gw-unit-")), "chat-gateway.service");
+      writeFileSync(
+        copy,
+        readFileSync(unitPath, "utf8").replace(`ExecStart=${node}`, `ExecStart=${process.execPath}`),
+      );
+      unit = copy;
+    }
+    const run = spawnSync("systemd-analyze", ["verify", unit], { encoding: "utf8" });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(`${run.stdout}${run.stderr}`.trim(), "");
   });
 });
