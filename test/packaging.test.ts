@@ -195,11 +195,13 @@ describe("Dockerfile", () => {
     });
 
     after(async () => {
-      if (gateway.exitCode === null) {
+      // before() may have failed before the gateway started
+      if (gateway && gateway.exitCode === null) {
         gateway.kill("SIGKILL");
         await exited;
       }
-      rmSync(dir, { recursive: true, force: true });
+      // thousands of files under node_modules: retried if the folder is still busy
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     });
 
     const healthcheck = () =>
