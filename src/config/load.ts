@@ -64,6 +64,19 @@ function readYaml(file: string): unknown {
   return value ?? {};
 }
 
+/**
+ * The environment variables that set a configuration field, over the file's value; `whole`:
+ * read as a whole number. docs/configuration.md lists them beside their fields.
+ */
+export const ENV_FIELDS = [
+  { variable: "PORT", path: ["server", "port"], whole: true },
+  { variable: "HOST", path: ["server", "host"] },
+  { variable: "GATEWAY_DATA_DIR", path: ["store", "data_dir"] },
+  { variable: "DATABASE_URL", path: ["store", "database_url"] },
+  { variable: "REDIS_URL", path: ["store", "redis_url"] },
+  { variable: "LOG_LEVEL", path: ["log_level"] },
+] as const;
+
 function envInt(env: Env, name: string): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
@@ -73,27 +86,18 @@ function envInt(env: Env, name: string): number | undefined {
 
 /** Applies the documented environment variables over the file's values. */
 function applyEnv(input: Record<string, any>, env: Env, fromEnv: EnvFields): Record<string, any> {
-  const server = { ...(input.server ?? {}) };
-  const store = { ...(input.store ?? {}) };
-  const out: Record<string, any> = { ...input, server, store };
-  const set = (
-    target: Record<string, any>,
-    field: string,
-    path: string,
-    variable: string,
-    value: unknown,
-  ) => {
-    target[field] = value;
-    fromEnv.set(path, variable);
-  };
-  const port = envInt(env, "PORT");
-  if (port !== undefined) set(server, "port", "server.port", "PORT", port);
-  if (env.HOST) set(server, "host", "server.host", "HOST", env.HOST);
-  if (env.GATEWAY_DATA_DIR)
-    set(store, "data_dir", "store.data_dir", "GATEWAY_DATA_DIR", env.GATEWAY_DATA_DIR);
-  if (env.DATABASE_URL) set(store, "database_url", "store.database_url", "DATABASE_URL", env.DATABASE_URL);
-  if (env.REDIS_URL) set(store, "redis_url", "store.redis_url", "REDIS_URL", env.REDIS_URL);
-  if (env.LOG_LEVEL) set(out, "log_level", "log_level", "LOG_LEVEL", env.LOG_LEVEL);
+  const out: Record<string, any> = { ...input };
+  for (const { variable, path, ...how } of ENV_FIELDS) {
+    const value = "whole" in how ? envInt(env, variable) : env[variable] || undefined;
+    if (value === undefined) continue;
+    let target = out;
+    for (const section of path.slice(0, -1)) {
+      target[section] = { ...(target[section] ?? {}) };
+      target = target[section];
+    }
+    target[path.at(-1)!] = value;
+    fromEnv.set(path.join("."), variable);
+  }
   return out;
 }
 

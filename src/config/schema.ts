@@ -1,5 +1,6 @@
-// The configuration file's schema: one place for every field, its type and its default.
-// The README's configuration reference documents these fields; keep them in step.
+// The configuration file's schema: one place for every field, its type, its default and its
+// description (`.describe()`), from which docs/configuration.md is generated
+// (`npm run docs:config`, src/config/reference.ts).
 import { z } from "zod";
 import { configId as id } from "../domain/config-id.ts";
 import { capabilitiesSchema } from "../providers/capabilities.ts";
@@ -16,12 +17,20 @@ const nonNegativeInt = z.number().int().nonnegative();
  */
 const promptOverheadSchema = z
   .object({
-    per_request: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.per_request),
-    per_message: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.per_message),
-    tools: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.tools),
-    image: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.image),
-    audio: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.audio),
-    file: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.file),
+    per_request: nonNegativeInt
+      .default(DEFAULT_PROMPT_OVERHEADS.per_request)
+      .describe("once per request: BOS, the reply's opening, a default system prompt the template adds"),
+    per_message: nonNegativeInt
+      .default(DEFAULT_PROMPT_OVERHEADS.per_message)
+      .describe("per message: its role header and end-of-turn markers"),
+    tools: nonNegativeInt
+      .default(DEFAULT_PROMPT_OVERHEADS.tools)
+      .describe("once when tools or functions are given: the template's tool-use instructions"),
+    image: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.image).describe("per image part"),
+    audio: nonNegativeInt.default(DEFAULT_PROMPT_OVERHEADS.audio).describe("per audio part"),
+    file: nonNegativeInt
+      .default(DEFAULT_PROMPT_OVERHEADS.file)
+      .describe("per file part, beyond the bytes of inline file data"),
   })
   .strict()
   .prefault({});
@@ -29,11 +38,13 @@ const promptOverheadSchema = z
 /** One place a public model can be answered from: a provider and its name for the model. */
 export const deploymentSchema = z
   .object({
-    provider: id,
-    /** the name sent upstream; defaults to the public name */
-    upstream_model: z.string().min(1).optional(),
-    /** share of the calls under `routing: weighted` */
-    weight: z.number().positive().default(1),
+    provider: id.describe("the id of a provider in `providers`"),
+    upstream_model: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("the name sent upstream; defaults to the public name"),
+    weight: z.number().positive().default(1).describe("share of the calls under `routing: weighted`"),
   })
   .strict();
 
@@ -72,42 +83,83 @@ const moneyNumber = (unit: string, max: number, maxText: string) =>
 const usdPerMillion = moneyNumber("USD per million tokens", MAX_USD_PER_MILLION, "1000000");
 const pricingSchema = z
   .object({
-    input: usdPerMillion.optional(),
-    output: usdPerMillion.optional(),
-    /** cache reads (OpenAI cached_tokens, Anthropic cache_read_input_tokens, Gemini cachedContentTokenCount) */
-    cached_input: usdPerMillion.optional(),
-    /** cache writes (Anthropic cache_creation_input_tokens); reasoning tokens are output tokens */
-    cache_write: usdPerMillion.optional(),
+    input: usdPerMillion.optional().describe("prompt tokens"),
+    output: usdPerMillion.optional().describe("completion tokens"),
+    cached_input: usdPerMillion
+      .optional()
+      .describe(
+        "cache reads (OpenAI cached_tokens, Anthropic cache_read_input_tokens, Gemini cachedContentTokenCount)",
+      ),
+    cache_write: usdPerMillion
+      .optional()
+      .describe("cache writes (Anthropic cache_creation_input_tokens); reasoning tokens are output tokens"),
   })
   .strict();
 export type PricingConfig = z.output<typeof pricingSchema>;
 
 export const modelSchema = z
   .object({
-    /** the public name clients send and see */
-    id,
-    /** the one-deployment shape: `provider` and `upstream_model`, or `deployments` */
-    provider: id.optional(),
-    /** the name sent upstream; defaults to the public name */
-    upstream_model: z.string().min(1).optional(),
-    /** several places one of which answers each call (instead of provider/upstream_model) */
-    deployments: z.array(deploymentSchema).min(1).max(64).optional(),
-    routing: z.enum(ROUTING_STRATEGIES).default("weighted"),
-    /** further attempts after the first; default: each other deployment once */
-    retries: z.number().int().nonnegative().max(16).optional(),
-    /** public models tried in order when every deployment failed (their own fallbacks are not followed) */
-    fallbacks: z.array(id).max(8).default([]),
-    owned_by: z.string().min(1).optional(),
-    /** output bound reserved when a request gives no max_tokens */
-    max_output_tokens: positiveInt.default(4096),
-    /** the field the output bound is sent upstream in, where the provider's setting is not right for this model */
-    output_bound_field: outputBoundField.optional(),
-    /** template overheads of the reservation's prompt bound */
-    prompt_overhead: promptOverheadSchema,
-    /** USD per million tokens; absent: the price table's, if it knows the upstream model (src/prices/) */
-    pricing: pricingSchema.optional(),
-    /** what the model takes (reasoning, images, tools); absent fields are inferred (src/providers/capabilities.ts) */
-    capabilities: capabilitiesSchema.optional(),
+    id: id.describe("the public name clients send and see"),
+    provider: id
+      .optional()
+      .describe(
+        "the provider that answers: the one-deployment shape is `provider` and `upstream_model`, the other `deployments`",
+      ),
+    upstream_model: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("the name sent upstream; defaults to the public name"),
+    deployments: z
+      .array(deploymentSchema)
+      .min(1)
+      .max(64)
+      .optional()
+      .describe("several places one of which answers each call (instead of provider/upstream_model)"),
+    routing: z
+      .enum(ROUTING_STRATEGIES)
+      .default("weighted")
+      .describe("how the deployments share the calls (README, Routing and failover)"),
+    retries: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(16)
+      .optional()
+      .describe("further attempts after the first; default: each other deployment once"),
+    fallbacks: z
+      .array(id)
+      .max(8)
+      .default([])
+      .describe(
+        "public models tried in order when every deployment failed (their own fallbacks are not followed)",
+      ),
+    owned_by: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "what `GET /v1/models` shows as `owned_by`; defaults to the (first deployment's) provider id",
+      ),
+    max_output_tokens: positiveInt
+      .default(4096)
+      .describe("output bound reserved when a request gives no max_tokens"),
+    output_bound_field: outputBoundField
+      .optional()
+      .describe(
+        "the field the output bound is sent upstream in, where the provider's setting is not right for this model",
+      ),
+    prompt_overhead: promptOverheadSchema.describe("template overheads of the reservation's prompt bound"),
+    pricing: pricingSchema
+      .optional()
+      .describe(
+        "USD per million tokens; absent: the price table's, if it knows the upstream model (src/prices/)",
+      ),
+    capabilities: capabilitiesSchema
+      .optional()
+      .describe(
+        "what the model takes (reasoning, images, tools); absent fields are inferred (src/providers/capabilities.ts)",
+      ),
   })
   .strict();
 
@@ -146,29 +198,61 @@ export type RetryOn = z.output<typeof retryOn>;
 /** Defaults of every model's routing (src/routing/). */
 export const routingSchema = z
   .object({
-    retry_on: z.array(retryOn).default([429, 500, 502, 503, 504, 529, "timeout", "network"]),
-    /** `failures` within `window_s`: the deployment is skipped for `seconds`, then probed by one call */
+    retry_on: z
+      .array(retryOn)
+      .default([429, 500, 502, 503, 504, 529, "timeout", "network"])
+      .describe(
+        "what an attempt may be retried on: statuses 408, 409, 429 and 5xx (other 4xx are never retried), `timeout`, `network`, `malformed`",
+      ),
     cooldown: z
       .object({
-        failures: positiveInt.default(3),
-        window_s: z.number().positive().max(86_400).default(60),
-        seconds: z.number().positive().max(86_400).default(30),
+        failures: positiveInt.default(3).describe("failures (that `retry_on` lists) that start a cooldown"),
+        window_s: z
+          .number()
+          .positive()
+          .max(86_400)
+          .default(60)
+          .describe("seconds within which the failures are counted"),
+        seconds: z
+          .number()
+          .positive()
+          .max(86_400)
+          .default(30)
+          .describe("how long the deployment is skipped (after a 429 without `retry-after` too)"),
       })
       .strict()
-      .prefault({}),
-    /** wait before attempt n (n ≥ 2): random in [0, min(max_ms, initial_ms · 2^(n-2))] */
+      .prefault({})
+      .describe(
+        "`failures` within `window_s`: the deployment is skipped for `seconds`, then probed by one call",
+      ),
     backoff: z
       .object({
-        initial_ms: z.number().int().nonnegative().max(60_000).default(50),
-        max_ms: z.number().int().nonnegative().max(60_000).default(2_000),
+        initial_ms: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(60_000)
+          .default(50)
+          .describe("the longest wait before the second attempt, doubled for each further one"),
+        max_ms: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(60_000)
+          .default(2_000)
+          .describe("the longest wait of any attempt"),
       })
       .strict()
-      .prefault({}),
-    /** send the deployment that answered in `x-gateway-deployment` */
-    expose_deployment: z.boolean().default(false),
+      .prefault({})
+      .describe("wait before attempt n (n ≥ 2): random in [0, min(max_ms, initial_ms · 2^(n-2))]"),
+    expose_deployment: z
+      .boolean()
+      .default(false)
+      .describe("send the deployment that answered in `x-gateway-deployment`"),
   })
   .strict()
-  .prefault({});
+  .prefault({})
+  .describe("Defaults of every model's routing (README, Routing and failover).");
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
@@ -190,33 +274,49 @@ const pattern = z
 
 const rulesReviewer = z
   .object({
-    type: z.literal("rules"),
-    /** words or phrases; matched whole, after normalisation, also when spelled out with separators */
-    terms: z.array(z.string().min(1)).default([]),
-    /** regular expressions, matched case-insensitively against the normalised text */
-    patterns: z.array(pattern).default([]),
-    /** the category a match is reported under */
-    category: z.string().min(1).default("rules"),
+    type: z.literal("rules").describe("terms and patterns matched in the gateway (docs/safety-reviewers.md)"),
+    terms: z
+      .array(z.string().min(1))
+      .default([])
+      .describe(
+        "words or phrases; matched whole, after normalisation, also when spelled out with separators",
+      ),
+    patterns: z
+      .array(pattern)
+      .default([])
+      .describe("regular expressions, matched case-insensitively against the normalised text"),
+    category: z.string().min(1).default("rules").describe("the category a match is reported under"),
   })
   .strict();
 
 const moderationReviewer = z
   .object({
-    type: z.literal("moderation-api"),
-    /** base URL of a server speaking OpenAI's POST /moderations; ".../v1" */
-    base_url: z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, "")),
-    api_key_env: envName.optional(),
-    model: z.string().min(1).default("omni-moderation-latest"),
-    /** category -> score at or above which it flags; categories without one flag when the server says so */
-    thresholds: z.record(z.string(), z.number().min(0).max(1)).default({}),
+    type: z.literal("moderation-api").describe("a server speaking OpenAI's moderations API"),
+    base_url: z
+      .url({ protocol: /^https?$/ })
+      .transform((u) => u.replace(/\/+$/, ""))
+      .describe('base URL of a server speaking OpenAI\'s POST /moderations; ".../v1"'),
+    api_key_env: envName
+      .optional()
+      .describe(
+        "name of the environment variable that holds the server's key (the key itself never goes in the file)",
+      ),
+    model: z.string().min(1).default("omni-moderation-latest").describe("the moderation model asked"),
+    thresholds: z
+      .record(z.string(), z.number().min(0).max(1))
+      .default({})
+      .describe(
+        "category -> score at or above which it flags; categories without one flag when the server says so",
+      ),
   })
   .strict();
 
 const judgeReviewer = z
   .object({
-    type: z.literal("model-judge"),
-    /** a model id from `models`, answering in the Llama Guard style: "safe", or "unsafe" and category codes */
-    model: id,
+    type: z.literal("model-judge").describe("a model of this gateway judges the text"),
+    model: id.describe(
+      'a model id from `models`, answering in the Llama Guard style: "safe", or "unsafe" and category codes',
+    ),
   })
   .strict();
 
@@ -231,91 +331,137 @@ const safetyStreaming = z.enum(["json", "reviewed"]);
 
 const safetySchema = z
   .object({
-    /** the global default; plans and accounts may override it */
-    enabled: z.boolean().default(false),
-    /** also review the caller's messages before anything is sent upstream */
-    review_input: z.boolean().default(false),
-    /** one review (the whole reviewer chain over one text); past it the review has failed */
-    timeout_ms: positiveInt.default(5_000),
-    /**
-     * How `stream: true` is answered. Unset: chat completions `json` (spec 4.2), Messages and
-     * Responses `reviewed` (coding agents cannot read a JSON answer to a stream and send the
-     * turn again); set, it applies to every API. Plans and accounts may override it.
-     */
-    streaming: safetyStreaming.optional(),
-    /**
-     * A key whose answers were withheld `max` times within `window_ms` is refused (429
-     * `withheld_repeats`, `x-should-retry: false`) until the oldest of them leaves the window,
-     * so an agent retrying a withheld turn in a loop stops; `max: 0` turns it off.
-     */
+    enabled: z.boolean().default(false).describe("the global default; plans and accounts may override it"),
+    review_input: z
+      .boolean()
+      .default(false)
+      .describe("also review the caller's messages before anything is sent upstream"),
+    timeout_ms: positiveInt
+      .default(5_000)
+      .describe("one review (the whole reviewer chain over one text); past it the review has failed"),
+    streaming: safetyStreaming
+      .optional()
+      .describe(
+        "How `stream: true` is answered. Unset: chat completions `json` (spec 4.2), Messages and Responses `reviewed` (coding agents cannot read a JSON answer to a stream and send the turn again); set, it applies to every API. Plans and accounts may override it.",
+      ),
     withheld_limit: z
       .object({
-        max: z.number().int().nonnegative().max(1_000_000).default(10),
-        window_ms: positiveInt.max(86_400_000).default(60_000),
+        max: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(1_000_000)
+          .default(10)
+          .describe("withheld answers within the window that refuse the key; 0: no limit"),
+        window_ms: positiveInt.max(86_400_000).default(60_000).describe("the window, in milliseconds"),
       })
       .strict()
-      .prefault({}),
-    /** reviewed streaming: release text at a sentence end, or at the latest after this many tokens */
-    segment_tokens: positiveInt.max(4096).default(64),
-    /** run in order; the first flag blocks */
-    reviewers: z.array(reviewerSchema).default([]),
+      .prefault({})
+      .describe(
+        "A key whose answers were withheld `max` times within `window_ms` is refused (429 `withheld_repeats`, `x-should-retry: false`) until the oldest of them leaves the window, so an agent retrying a withheld turn in a loop stops; `max: 0` turns it off.",
+      ),
+    segment_tokens: positiveInt
+      .max(4096)
+      .default(64)
+      .describe(
+        "reviewed streaming: release text at a sentence end, or at the latest after this many tokens",
+      ),
+    reviewers: z.array(reviewerSchema).default([]).describe("run in order; the first flag blocks"),
   })
   .strict()
-  .prefault({});
+  .prefault({})
+  .describe(
+    "Content safety: reviewing answers (and optionally the caller's messages) before they are released (README, Content safety).",
+  );
 
 /** Call record retention (spec 8): a periodic job prunes the store; see docs/console.md. */
 const retentionSchema = z
   .object({
-    /** run the job on this instance */
-    enabled: z.boolean().default(true),
-    /** minutes between runs (the first runs a minute after start) */
-    interval_minutes: positiveInt.max(10_080).default(60),
-    /** per account, the newest consumption records kept (today's count towards them and are always kept) */
-    records_kept: positiveInt.max(1_000_000).default(1_000),
-    /** records older than this many UTC days (today included) are deleted */
-    days: positiveInt.max(36_500).default(365),
-    /** stored Responses API responses are kept this many days (OpenAI keeps its own 30) */
-    responses_days: positiveInt.max(36_500).default(30),
+    enabled: z.boolean().default(true).describe("run the job on this instance"),
+    interval_minutes: positiveInt
+      .max(10_080)
+      .default(60)
+      .describe("minutes between runs (the first runs a minute after start)"),
+    records_kept: positiveInt
+      .max(1_000_000)
+      .default(1_000)
+      .describe(
+        "per account, the newest consumption records kept (today's count towards them and are always kept)",
+      ),
+    days: positiveInt
+      .max(36_500)
+      .default(365)
+      .describe("records older than this many UTC days (today included) are deleted"),
+    responses_days: positiveInt
+      .max(36_500)
+      .default(30)
+      .describe("stored Responses API responses are kept this many days (OpenAI keeps its own 30)"),
+  })
+  .strict()
+  .prefault({})
+  .describe("Call record retention (spec 8): a periodic job prunes the store; see docs/console.md.");
+
+/** image and file URLs a request hands an upstream to fetch: the rule is src/apis/media-urls.ts */
+const mediaUrlsSchema = z
+  .object({
+    allow_http: z
+      .boolean()
+      .default(false)
+      .describe("plain-http image and file URLs (an upstream fetching them is open to tampering on the way)"),
+    allow_private_hosts: z
+      .boolean()
+      .default(false)
+      .describe("URLs whose host is a literal loopback, link-local or private address, or localhost"),
   })
   .strict()
   .prefault({});
 
 /** Requests and tokens per minute; an absent field is no limit. */
-/** image and file URLs a request hands an upstream to fetch: the rule is src/apis/media-urls.ts */
-const mediaUrlsSchema = z
-  .object({
-    /** plain-http image and file URLs (an upstream fetching them is open to tampering on the way) */
-    allow_http: z.boolean().default(false),
-    /** URLs whose host is a literal loopback, link-local or private address, or localhost */
-    allow_private_hosts: z.boolean().default(false),
-  })
-  .strict()
-  .prefault({});
-
 const rateLimits = z
   .object({
-    rpm: positiveInt.optional(),
-    tpm: positiveInt.optional(),
+    rpm: positiveInt.optional().describe("requests per minute; absent: no limit"),
+    tpm: positiveInt.optional().describe("tokens per minute; absent: no limit"),
   })
   .strict();
 
 export const planSchema = z
   .object({
-    id,
-    quota_tokens: z.number().int().nonnegative(),
-    /** what the plan's accounts pay relative to list prices */
-    price_multiplier: moneyNumber("a factor of the prices", MAX_PRICE_MULTIPLIER, "1000").default(1),
-    models: z.array(id).default([]),
-    /** defaults for each key of the plan's accounts (a key may override them) and for the account as a whole */
+    id: id.describe("the plan's name, which accounts and `default_plan` refer to"),
+    quota_tokens: z
+      .number()
+      .int()
+      .nonnegative()
+      .describe("the tokens each account of the plan may use (an account may have its own quota)"),
+    price_multiplier: moneyNumber("a factor of the prices", MAX_PRICE_MULTIPLIER, "1000")
+      .default(1)
+      .describe("what the plan's accounts pay relative to list prices"),
+    models: z
+      .array(id)
+      .default([])
+      .describe("the public models the plan's accounts may call (what `GET /v1/models` lists for them)"),
     rate_limits: z
-      .object({ key: rateLimits.prefault({}), account: rateLimits.prefault({}) })
+      .object({
+        key: rateLimits.prefault({}).describe("each key of the plan's accounts (a key may override them)"),
+        account: rateLimits.prefault({}).describe("all keys of an account together"),
+      })
       .strict()
-      .prefault({}),
-    /** overrides of the global safety switch for the plan's accounts */
+      .prefault({})
+      .describe(
+        "defaults for each key of the plan's accounts (a key may override them) and for the account as a whole",
+      ),
     safety: z
-      .object({ enabled: z.boolean().optional(), streaming: safetyStreaming.optional() })
+      .object({
+        enabled: z
+          .boolean()
+          .optional()
+          .describe("content safety for the plan's accounts; absent: the global switch"),
+        streaming: safetyStreaming
+          .optional()
+          .describe("how `stream: true` is answered for them; absent: `safety.streaming`"),
+      })
       .strict()
-      .prefault({}),
+      .prefault({})
+      .describe("overrides of the global safety switch for the plan's accounts"),
   })
   .strict();
 
@@ -324,103 +470,165 @@ export const configSections = z
   .object({
     server: z
       .object({
-        host: z.string().min(1).default("127.0.0.1"),
-        port: z.number().int().min(0).max(65535).default(8080),
-        /** largest request body accepted; larger ones get 413 before they are read */
-        body_limit_bytes: positiveInt.default(1_048_576),
-        /**
-         * the same for the coding agents' APIs (`/v1/messages`, its count_tokens, `/v1/responses`),
-         * whose clients send the whole conversation every turn: Anthropic's own limit, 32 MiB
-         */
-        agent_body_limit_bytes: positiveInt.default(32 * 1_048_576),
-        /** a streamed answer that sends nothing for this long sends an SSE comment line (0: never) */
-        sse_keepalive_ms: z.number().int().nonnegative().default(15_000),
-        /** a streaming client that reads nothing for this long is cut off, as if it had left */
-        stream_stall_ms: positiveInt.default(60_000),
-        /**
-         * after answering a request before its body was read (413, 401), how much more of the
-         * body is read and dropped so the client, still sending, gets the answer, not a reset
-         */
-        body_discard_bytes: positiveInt.default(64 * 1_048_576),
-        /** and for how long; past either bound the connection is closed */
-        body_discard_ms: positiveInt.default(10_000),
-        /** how long SIGTERM waits for in-flight requests before closing them */
-        shutdown_grace_ms: positiveInt.default(30_000),
-        /** receiving a request's line and headers; past it the connection is closed (408) */
-        headers_timeout_ms: positiveInt.default(20_000),
-        /** receiving a whole request, headers and body, from its first byte; never the response */
-        request_timeout_ms: positiveInt.default(60_000),
-        /** how long a keep-alive connection may sit idle between requests */
-        keep_alive_timeout_ms: positiveInt.default(65_000),
-        /** open connections in all; more are closed as they arrive */
-        max_connections: positiveInt.default(10_000),
-        /** open connections from one client address; more from it are closed as they arrive */
-        max_connections_per_address: positiveInt.default(1_000),
-        /** origins of browser applications allowed to call /v1 (CORS); none by default */
-        cors_origins: z.array(webOrigin).default([]),
-        /** host names the console answers to besides loopback names and IP addresses (DNS rebinding) */
-        allowed_hosts: z.array(hostName).default([]),
+        host: z.string().min(1).default("127.0.0.1").describe("the address the gateway listens on"),
+        port: z
+          .number()
+          .int()
+          .min(0)
+          .max(65535)
+          .default(8080)
+          .describe("the port it listens on (0: any free one)"),
+        body_limit_bytes: positiveInt
+          .default(1_048_576)
+          .describe("largest request body accepted; larger ones get 413 before they are read"),
+        agent_body_limit_bytes: positiveInt
+          .default(32 * 1_048_576)
+          .describe(
+            "the same for the coding agents' APIs (`/v1/messages`, its count_tokens, `/v1/responses`), whose clients send the whole conversation every turn: Anthropic's own limit, 32 MiB",
+          ),
+        sse_keepalive_ms: z
+          .number()
+          .int()
+          .nonnegative()
+          .default(15_000)
+          .describe(
+            "a streamed answer that sends nothing for this long sends an SSE comment line (0: never)",
+          ),
+        stream_stall_ms: positiveInt
+          .default(60_000)
+          .describe("a streaming client that reads nothing for this long is cut off, as if it had left"),
+        body_discard_bytes: positiveInt
+          .default(64 * 1_048_576)
+          .describe(
+            "after answering a request before its body was read (413, 401), how much more of the body is read and dropped so the client, still sending, gets the answer, not a reset",
+          ),
+        body_discard_ms: positiveInt
+          .default(10_000)
+          .describe("and for how long; past either bound the connection is closed"),
+        shutdown_grace_ms: positiveInt
+          .default(30_000)
+          .describe("how long SIGTERM waits for in-flight requests before closing them"),
+        headers_timeout_ms: positiveInt
+          .default(20_000)
+          .describe("receiving a request's line and headers; past it the connection is closed (408)"),
+        request_timeout_ms: positiveInt
+          .default(60_000)
+          .describe("receiving a whole request, headers and body, from its first byte; never the response"),
+        keep_alive_timeout_ms: positiveInt
+          .default(65_000)
+          .describe("how long a keep-alive connection may sit idle between requests"),
+        max_connections: positiveInt
+          .default(10_000)
+          .describe("open connections in all; more are closed as they arrive"),
+        max_connections_per_address: positiveInt
+          .default(1_000)
+          .describe("open connections from one client address; more from it are closed as they arrive"),
+        cors_origins: z
+          .array(webOrigin)
+          .default([])
+          .describe("origins of browser applications allowed to call /v1 (CORS); none by default"),
+        allowed_hosts: z
+          .array(hostName)
+          .default([])
+          .describe(
+            "host names the console answers to besides loopback names and IP addresses (DNS rebinding)",
+          ),
       })
       .strict()
-      .prefault({}),
+      .prefault({})
+      .describe("The HTTP server: where it listens, request limits and timeouts, connections."),
     store: z
       .object({
-        /** folder of the SQLite file when no database_url is given */
-        data_dir: z.string().min(1).default("./data"),
-        /** postgres://… to use PostgreSQL instead of SQLite */
+        data_dir: z
+          .string()
+          .min(1)
+          .default("./data")
+          .describe("folder of the SQLite file when no database_url is given"),
         database_url: z
           .string()
           .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
-          .optional(),
-        /** redis://… (or rediss://) shared by every instance: the ledger, rate limits and routing cooldowns (env REDIS_URL) */
+          .optional()
+          .describe("postgres://… to use PostgreSQL instead of SQLite"),
         redis_url: z
           .string()
           .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
-          .optional(),
-        /** the prefix of every key the gateway keeps in Redis, so several gateways can share one */
-        redis_prefix: z.string().min(1).max(100).default("gateway:"),
-        /**
-         * SQLite: each call's record is appended to a journal beside the file before the answer
-         * completes, and committed with the others of `records_commit_ms` in one transaction
-         * (a start replays what a crash left). false: each answer waits for its record's commit.
-         */
-        records_journal: z.boolean().default(true),
-        /** with the journal: how long records gather before one commit (the console sees them this much later) */
-        records_commit_ms: z.number().int().min(1).max(1_000).default(20),
+          .optional()
+          .describe(
+            "redis://… (or rediss://) shared by every instance: the ledger, rate limits and routing cooldowns (needs database_url)",
+          ),
+        redis_prefix: z
+          .string()
+          .min(1)
+          .max(100)
+          .default("gateway:")
+          .describe("the prefix of every key the gateway keeps in Redis, so several gateways can share one"),
+        records_journal: z
+          .boolean()
+          .default(true)
+          .describe(
+            "SQLite: each call's record is appended to a journal beside the file before the answer completes, and committed with the others of `records_commit_ms` in one transaction (a start replays what a crash left). false: each answer waits for its record's commit.",
+          ),
+        records_commit_ms: z
+          .number()
+          .int()
+          .min(1)
+          .max(1_000)
+          .default(20)
+          .describe(
+            "with the journal: how long records gather before one commit (the console sees them this much later)",
+          ),
       })
       .strict()
-      .prefault({}),
+      .prefault({})
+      .describe(
+        "Where accounts, keys, the ledger and call records are kept: SQLite, or PostgreSQL and Redis.",
+      ),
     ledger: z
       .object({
-        /**
-         * how long a request that fits only once calls in flight settle waits for them (first
-         * come, first served) before it is refused; 0: refused at once
-         */
-        wait_ms: z.number().int().nonnegative().max(600_000).default(5_000),
-        /**
-         * shared ledger (PostgreSQL): how long an instance's holds outlive its last renewal;
-         * a crashed instance's holds are released by the others within this and a third of it
-         */
-        lease_ms: z.number().int().min(300).max(300_000).default(15_000),
+        wait_ms: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(600_000)
+          .default(5_000)
+          .describe(
+            "how long a request that fits only once calls in flight settle waits for them (first come, first served) before it is refused; 0: refused at once",
+          ),
+        lease_ms: z
+          .number()
+          .int()
+          .min(300)
+          .max(300_000)
+          .default(15_000)
+          .describe(
+            "shared ledger (PostgreSQL): how long an instance's holds outlive its last renewal; a crashed instance's holds are released by the others within this and a third of it",
+          ),
       })
       .strict()
-      .prefault({}),
-    log_level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-    /** plan given to accounts created without one */
-    default_plan: id.default("default"),
-    providers: z.array(providerSchema).min(1),
-    models: z.array(modelSchema).min(1),
-    plans: z.array(planSchema).min(1),
+      .prefault({})
+      .describe("The token and money ledger: what calls in flight hold."),
+    log_level: z
+      .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+      .default("info")
+      .describe("the least severe log lines written (JSON lines on stdout)"),
+    default_plan: id.default("default").describe("plan given to accounts created without one"),
+    providers: z
+      .array(providerSchema)
+      .min(1)
+      .describe("The upstreams the gateway forwards to, one entry each, its `type` choosing its fields."),
+    models: z
+      .array(modelSchema)
+      .min(1)
+      .describe("The public models clients call, each answered by its deployments."),
+    plans: z
+      .array(planSchema)
+      .min(1)
+      .describe("What accounts may use: token quota, prices, models, rate limits, content safety."),
     routing: routingSchema,
     safety: safetySchema,
     retention: retentionSchema,
-    /** the web console (docs/console.md) */
     console: z
       .object({
-        /**
-         * the e-mail of the admin user the first start on an empty store creates (env
-         * GATEWAY_FIRST_ADMIN_EMAIL overrides it); later starts ignore it
-         */
         first_admin_email: z
           .string()
           .max(254)
@@ -428,74 +636,86 @@ export const configSections = z
             /^[^\s@\p{Cc}\p{Cf}\p{Co}\p{Cs}]+@[^\s@\p{Cc}\p{Cf}\p{Co}\p{Cs}]+$/u,
             "must be an e-mail address",
           )
-          .default("admin@localhost"),
+          .default("admin@localhost")
+          .describe(
+            "the e-mail of the admin user the first start on an empty store creates (env GATEWAY_FIRST_ADMIN_EMAIL overrides it); later starts ignore it",
+          ),
       })
       .strict()
-      .prefault({}),
-    /** the Responses API's stored responses (src/apis/responses/stored.ts) */
+      .prefault({})
+      .describe("The web console (docs/console.md)."),
     responses: z
       .object({
-        /**
-         * who may read, continue and delete a stored response: `key`, the key that made it
-         * (the default: a key is handed to one application or person); `account`, every key of
-         * its account
-         */
-        visibility: z.enum(["key", "account"]).default("key"),
-        /** the most one stored response's input and output may hold */
-        max_stored_bytes: positiveInt.default(16 * 1024 * 1024),
-        /** the most an account's stored responses may hold together */
-        max_account_bytes: positiveInt.default(1024 * 1024 * 1024),
-        /** the most a conversation continued by previous_response_id may expand to */
-        max_continued_bytes: positiveInt.default(32 * 1024 * 1024),
+        visibility: z
+          .enum(["key", "account"])
+          .default("key")
+          .describe(
+            "who may read, continue and delete a stored response: `key`, the key that made it (the default: a key is handed to one application or person); `account`, every key of its account",
+          ),
+        max_stored_bytes: positiveInt
+          .default(16 * 1024 * 1024)
+          .describe("the most one stored response's input and output may hold"),
+        max_account_bytes: positiveInt
+          .default(1024 * 1024 * 1024)
+          .describe("the most an account's stored responses may hold together"),
+        max_continued_bytes: positiveInt
+          .default(32 * 1024 * 1024)
+          .describe("the most a conversation continued by previous_response_id may expand to"),
       })
       .strict()
-      .prefault({}),
+      .prefault({})
+      .describe("The Responses API's stored responses (src/apis/responses/stored.ts)."),
     metrics: z
       .object({
-        /** the environment variable holding the bearer token GET /metrics then requires */
-        token_env: envName.optional(),
-        /**
-         * gateway_account_cost_usd_total{account}: a series per account, as many as the store
-         * holds, so off unless asked for (docs/observability.md)
-         */
-        account_label: z.boolean().default(false),
+        token_env: envName
+          .optional()
+          .describe("the environment variable holding the bearer token GET /metrics then requires"),
+        account_label: z
+          .boolean()
+          .default(false)
+          .describe(
+            "gateway_account_cost_usd_total{account}: a series per account, as many as the store holds, so off unless asked for (docs/observability.md)",
+          ),
       })
       .strict()
-      .prefault({}),
-    /** OpenTelemetry traces over OTLP/HTTP (docs/observability.md) */
+      .prefault({})
+      .describe("The Prometheus metrics at GET /metrics."),
     tracing: z
       .object({
-        enabled: z.boolean().default(false),
-        /**
-         * the OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces (env
-         * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT plus /v1/traces);
-         * http://localhost:4318/v1/traces when none is given
-         */
-        endpoint: z.url({ protocol: /^https?$/ }).optional(),
-        /** the share of calls traced when the caller's trace does not decide, 0 to 1 */
-        sample_ratio: z.number().min(0).max(1).default(1),
-        /** put the account's id on call spans */
-        account_id: z.boolean().default(false),
+        enabled: z.boolean().default(false).describe("export OpenTelemetry traces"),
+        endpoint: z
+          .url({ protocol: /^https?$/ })
+          .optional()
+          .describe(
+            "the OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces (env OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT plus /v1/traces); http://localhost:4318/v1/traces when none is given",
+          ),
+        sample_ratio: z
+          .number()
+          .min(0)
+          .max(1)
+          .default(1)
+          .describe("the share of calls traced when the caller's trace does not decide, 0 to 1"),
+        account_id: z.boolean().default(false).describe("put the account's id on call spans"),
       })
       .strict()
-      .prefault({}),
-    /**
-     * The local token counts (count_tokens, usage estimates) share one thread, whose queue
-     * takes each account's counts in turn (src/tokens/estimator.ts). Past either bound
-     * count_tokens is refused (429 `count_queue_full`, 503 `count_queue_busy`) and an estimate
-     * is the byte bound of what it counts.
-     */
+      .prefault({})
+      .describe("OpenTelemetry traces over OTLP/HTTP (docs/observability.md)."),
     counting: z
       .object({
-        /** counts one account may have queued or running */
-        queue_per_account: positiveInt.max(100_000).default(8),
-        /** counts queued or running in all */
-        queue_total: positiveInt.max(1_000_000).default(64),
+        queue_per_account: positiveInt
+          .max(100_000)
+          .default(8)
+          .describe("counts one account may have queued or running"),
+        queue_total: positiveInt.max(1_000_000).default(64).describe("counts queued or running in all"),
       })
       .strict()
-      .prefault({}),
-    /** image and file URLs a request hands an upstream to fetch (src/apis/media-urls.ts) */
-    media_urls: mediaUrlsSchema,
+      .prefault({})
+      .describe(
+        "The local token counts (count_tokens, usage estimates) share one thread, whose queue takes each account's counts in turn (src/tokens/estimator.ts). Past either bound count_tokens is refused (429 `count_queue_full`, 503 `count_queue_busy`) and an estimate is the byte bound of what it counts.",
+      ),
+    media_urls: mediaUrlsSchema.describe(
+      "Image and file URLs a request hands an upstream to fetch (src/apis/media-urls.ts).",
+    ),
   })
   .strict();
 

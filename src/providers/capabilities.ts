@@ -19,9 +19,9 @@ export interface Capabilities {
 
 export const capabilitiesSchema = z
   .object({
-    reasoning: z.boolean().optional(),
-    images: z.boolean().optional(),
-    tools: z.boolean().optional(),
+    reasoning: z.boolean().optional().describe("takes a reasoning setting (`reasoning_effort`, thinking)"),
+    images: z.boolean().optional().describe("reads image parts"),
+    tools: z.boolean().optional().describe("calls tools"),
   })
   .strict();
 

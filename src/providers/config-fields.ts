@@ -6,32 +6,38 @@ import { passthroughFields } from "./passthrough.ts";
 
 const positiveInt = z.number().int().positive();
 
-/** Upstream timeouts; every one bounds a different way an upstream can stall. */
 export const timeouts = z
   .object({
-    connect_ms: positiveInt.default(5_000),
-    /** from sending the request to the response headers */
-    first_byte_ms: positiveInt.default(60_000),
-    /** longest silence between two body chunks */
-    idle_ms: positiveInt.default(30_000),
-    /** the whole upstream call */
-    total_ms: positiveInt.default(600_000),
+    connect_ms: positiveInt.default(5_000).describe("opening the connection"),
+    first_byte_ms: positiveInt.default(60_000).describe("from sending the request to the response headers"),
+    idle_ms: positiveInt.default(30_000).describe("longest silence between two body chunks"),
+    total_ms: positiveInt.default(600_000).describe("the whole upstream call"),
   })
   .strict()
-  .prefault({});
+  .prefault({})
+  .describe(
+    "Upstream timeouts in milliseconds; every one bounds a different way an upstream can stall. connect, first byte and idle run on coarse timers (about half-second ticks): use values of a second or more.",
+  );
 
 export const httpProviderFields = {
-  id: configId,
-  base_url: z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, "")),
-  /** name of the environment variable that holds the upstream key (the key itself never goes in the file) */
+  id: configId.describe("the provider's name, which models' `provider` refers to"),
+  base_url: z
+    .url({ protocol: /^https?$/ })
+    .transform((u) => u.replace(/\/+$/, ""))
+    .describe("the upstream's base URL"),
   api_key_env: z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
-    .optional(),
-  /** extra headers sent upstream, e.g. an organisation id */
-  headers: z.record(z.string(), z.string()).default({}),
+    .optional()
+    .describe(
+      "name of the environment variable that holds the upstream key (the key itself never goes in the file)",
+    ),
+  headers: z
+    .record(z.string(), z.string())
+    .default({})
+    .describe("extra headers sent upstream, e.g. an organisation id"),
   timeouts,
-  max_connections: positiveInt.max(4096).default(256),
+  max_connections: positiveInt.max(4096).default(256).describe("keep-alive connections to this upstream"),
   /** what the upstream cannot carry: dropped with a notice, or refused (strict); names never passed natively */
   ...passthroughFields,
 };

@@ -49,13 +49,15 @@ export const denyNames = z.array(z.string().min(1).max(128)).max(256);
 
 /** The provider configuration fields of this policy, shared by every provider type. */
 export const passthroughFields = {
-  /**
-   * false (the default): what the upstream cannot take is dropped, and the client is told in
-   * the `x-gateway-dropped` header; true: the call is refused with 400 naming it.
-   */
-  strict: z.boolean().default(false),
-  /** names never passed natively to this upstream: top-level fields, block, tool and item types */
-  deny: denyNames.default([]),
+  strict: z
+    .boolean()
+    .default(false)
+    .describe(
+      "false (the default): what the upstream cannot take is dropped, and the client is told in the `x-gateway-dropped` header; true: the call is refused with 400 naming it.",
+    ),
+  deny: denyNames
+    .default([])
+    .describe("names never passed natively to this upstream: top-level fields, block, tool and item types"),
 };
 
 /** The settings of a provider's configuration. */

@@ -13,12 +13,16 @@ export const DEFAULT_DENIED = ["oauth-*", "context-1m-*"] as const;
 
 export const anthropicConfig = z
   .object({
-    type: z.literal("anthropic"),
+    type: z.literal("anthropic").describe("Anthropic's Messages API, or a server speaking it"),
     ...httpProviderFields,
-    /** the adapter appends /v1/messages */
-    base_url: httpProviderFields.base_url.default("https://api.anthropic.com"),
-    /** names never passed natively: fields, block and tool types, and `anthropic-beta` flags (a trailing * matches a prefix) */
-    deny: denyNames.default([...DEFAULT_DENIED]),
+    base_url: httpProviderFields.base_url
+      .default("https://api.anthropic.com")
+      .describe("the adapter appends /v1/messages"),
+    deny: denyNames
+      .default([...DEFAULT_DENIED])
+      .describe(
+        "names never passed natively: fields, block and tool types, and `anthropic-beta` flags (a trailing * matches a prefix)",
+      ),
   })
   .strict();
 

@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { configId } from "../../domain/config-id.ts";
 
-export const demoConfig = z.object({ id: configId, type: z.literal("demo") }).strict();
+export const demoConfig = z
+  .object({
+    id: configId.describe("the provider's name, which models' `provider` refers to"),
+    type: z.literal("demo").describe("the built-in offline model, answering without an upstream"),
+  })
+  .strict();
 
 export type DemoConfig = z.output<typeof demoConfig>;

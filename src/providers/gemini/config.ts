@@ -3,10 +3,13 @@ import { httpProviderFields } from "../config-fields.ts";
 
 export const geminiConfig = z
   .object({
-    type: z.literal("gemini"),
+    type: z.literal("gemini").describe("Google's Gemini API"),
     ...httpProviderFields,
-    /** the adapter appends /v1beta/models/{model}:generateContent (or :streamGenerateContent?alt=sse) */
-    base_url: httpProviderFields.base_url.default("https://generativelanguage.googleapis.com"),
+    base_url: httpProviderFields.base_url
+      .default("https://generativelanguage.googleapis.com")
+      .describe(
+        "the adapter appends /v1beta/models/{model}:generateContent (or :streamGenerateContent?alt=sse)",
+      ),
   })
   .strict();
 
