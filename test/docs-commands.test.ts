@@ -33,9 +33,12 @@ const HANG_MS = 120_000;
 
 /**
  * Commands never run here, whatever their block: they change the checkout's packages, run the
- * suite (this test among it), or serve until stopped. Their blocks need a not-run annotation.
+ * suite (this test among it), or serve until stopped; or they act on the machine or on an
+ * installation's files and services (containers, clusters, system services, databases, files
+ * removed or replaced), which a test must not touch. Their blocks need a not-run annotation.
  */
-const NEVER_RUN = /\bnpm (install|i|ci|test|start)\b|\bnpm run (test|bench|soak)/;
+const NEVER_RUN =
+  /\bnpm (install|i|ci|test|start)\b|\bnpm run (test|bench|soak)|(^|[\s;&|(])(sudo|docker|podman|buildah|kubectl|helm|systemctl|journalctl|pg_dump|pg_restore|psql|redis-cli|sqlite3|rm|mv|cp|claude|codex)(\s|$)/;
 
 function neverRun(script: string): string | undefined {
   return script
@@ -50,7 +53,8 @@ const DOCUMENTED = { origin: "http://127.0.0.1:8080", key: "sk-…", keyId: "KEY
 
 /**
  * What a reader of the docs has: a gateway on its first start, the key it printed, and an
- * account `acme` (the docs' example) with a key whose id stands for KEY_ID.
+ * account with a key whose id stands for KEY_ID: `acme`, the docs' example, unless the page
+ * creates it itself.
  */
 interface World {
   origin: string;
@@ -60,7 +64,8 @@ interface World {
   close(): Promise<void>;
 }
 
-async function startWorld(): Promise<World> {
+/** `account`: the account KEY_ID's key is made in (the docs' `acme`, unless the page makes it itself) */
+async function startWorld(account = "docs-reader"): Promise<World> {
   const dir = mkdtempSync(join(tmpdir(), "gw-docs-"));
   const env: Record<string, string> = {
     ...(Object.fromEntries(
@@ -89,12 +94,12 @@ async function startWorld(): Promise<World> {
       assert.equal(r.code, 0, `${args.join(" ")}: ${r.stdout}${r.stderr}`);
       return r.json;
     };
-    await cli(["accounts", "create", "--name", "acme"]);
-    const acmeKey = await cli(["keys", "create", "--account", "acme", "--name", "docs"]);
+    await cli(["accounts", "create", "--name", account]);
+    const readerKey = await cli(["keys", "create", "--account", account, "--name", "docs"]);
     return {
       origin: secrets.origin,
       key,
-      keyId: acmeKey.id,
+      keyId: readerKey.id,
       env: { ...env, PASSWORD: randomBytes(12).toString("base64url"), GATEWAY_KEY: key },
       async close() {
         await stop(gateway);
@@ -204,7 +209,8 @@ for (const document of DOCUMENTS) {
     let world: World | undefined;
     if (runnable.length) {
       before(async () => {
-        world = await startWorld();
+        const makesAcme = runnable.some((b) => /accounts create --name acme\b/.test(b.script));
+        world = await startWorld(makesAcme ? "docs-reader" : "acme");
       });
       after(async () => world?.close());
     }
@@ -264,5 +270,22 @@ describe("running a block", () => {
     assert.equal(neverRun("PORT=8081 npm start &"), "PORT=8081 npm start &");
     assert.equal(neverRun("npm run test:clients"), "npm run test:clients");
     assert.equal(neverRun("npm run gateway -- keys list --account acme  # not npm test"), undefined);
+  });
+
+  it("never runs what acts on the machine, its services or an installation's files", () => {
+    for (const line of [
+      "sudo install -m 0644 unit /etc/systemd/system/",
+      "docker compose up -d",
+      "kubectl apply -f x.yaml",
+      "systemctl stop chat-gateway",
+      "rm -f data/gateway.sqlite-wal",
+      "cp /backups/a.sqlite data/gateway.sqlite",
+      'pg_dump -Fc -f out.dump "$DATABASE_URL"',
+      "x && redis-cli DEL gateway:epoch",
+      "claude",
+    ])
+      assert.equal(neverRun(line), line);
+    assert.equal(neverRun("curl -s http://127.0.0.1:8080/v1/models  # no docker here"), undefined);
+    assert.equal(neverRun("node src/main.ts keys list --json | jq ."), undefined);
   });
 });
