@@ -221,9 +221,12 @@ describe("Dockerfile", () => {
     });
 
     it("serves: alive, ready on its SQLite data folder, the console built, the health check passing", async () => {
-      const health = await fetch(`${origin}/healthz`);
+      const health = await fetch(`${origin}/livez`);
       assert.equal(health.status, 200);
-      assert.deepEqual(await (await fetch(`${origin}/readyz`)).json(), { status: "ready", store: "sqlite" });
+      assert.deepEqual(await (await fetch(`${origin}/readyz`)).json(), {
+        status: "ready",
+        checks: { store: "ok", migrations: "ok", draining: false },
+      });
       assert.ok(existsSync(join(app, posix.relative(workdir(runtime), DATA_DIR), "gateway.sqlite")));
       const page = await fetch(`${origin}/console/`);
       assert.equal(page.status, 200);
@@ -370,7 +373,7 @@ describe("Helm chart", () => {
     assert.deepEqual(writable, [DATA_DIR]);
 
     assert.equal(container.readinessProbe.httpGet.path, "/readyz");
-    assert.match(container.livenessProbe.httpGet.path, /^\/(healthz|livez)$/);
+    assert.equal(container.livenessProbe.httpGet.path, "/livez");
     assert.ok(container.startupProbe.httpGet.path);
     const port = container.ports.find((p: any) => p.name === "http");
     for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe])
