@@ -160,7 +160,6 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const tracing = await startTracing(config.tracing, {
     env,
     logger,
-    providerTypes: new Map(config.providers.map((p) => [p.id, p.type])),
     instanceId,
     version: VERSION,
   }).catch((err) => {

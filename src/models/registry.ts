@@ -14,6 +14,8 @@ export interface Deployment {
   /** "provider/upstream_model": what records, metrics, cooldowns and the CLI call it */
   id: string;
   providerId: string;
+  /** the provider's type (`openai-compatible`, `anthropic`, …) */
+  providerType: string;
   provider: Provider;
   upstreamModel: string;
   weight: number;
@@ -52,12 +54,18 @@ export class Registry {
   constructor(config: Config, created: ReadonlyMap<string, number>, env: Record<string, string | undefined>) {
     const providers = new Map<
       string,
-      { provider: Provider; totalMs: number | undefined; priceTable: string | undefined }
+      {
+        provider: Provider;
+        providerType: string;
+        totalMs: number | undefined;
+        priceTable: string | undefined;
+      }
     >();
     for (const p of config.providers) {
       const provider = createProvider(p, env);
       providers.set(p.id, {
         provider,
+        providerType: p.type,
         totalMs: "timeouts" in p ? p.timeouts.total_ms : undefined,
         priceTable: priceTableOf(p.type),
       });
@@ -67,11 +75,11 @@ export class Registry {
     // one health; each keeps its own settings.
     for (const m of config.models) {
       const deployments = modelDeployments(m).map((d): Deployment => {
-        const { provider, totalMs, priceTable } = providers.get(d.providerId)!;
+        const { provider, providerType, totalMs, priceTable } = providers.get(d.providerId)!;
         const pricing = m.pricing
           ? configuredPricing(m.pricing)
           : ((priceTable ? tablePricing(priceTable, d.upstreamModel) : undefined) ?? UNPRICED);
-        return { ...d, provider, model: m, totalMs, pricing };
+        return { ...d, provider, providerType, model: m, totalMs, pricing };
       });
       const first = deployments[0]!;
       this.#models.set(m.id, {

@@ -115,7 +115,6 @@ export class OtelTracing implements Tracing {
   readonly #provider: TracerProvider;
   readonly #tracer: Tracer;
   readonly #accountId: boolean;
-  readonly #providerNames: ReadonlyMap<string, string>;
 
   constructor(settings: TracingSettings, context: TracingContext & { url: string }) {
     diag.setLogger(diagLogger(context.logger), {
@@ -135,9 +134,6 @@ export class OtelTracing implements Tracing {
     });
     this.#tracer = this.#provider.getTracer("chat-gateway", context.version);
     this.#accountId = settings.account_id;
-    this.#providerNames = new Map(
-      [...context.providerTypes].map(([id, type]) => [id, PROVIDER_NAMES[type] ?? type]),
-    );
   }
 
   startCall(request: TracedRequest, api: string): CallSpan | undefined {
@@ -161,7 +157,7 @@ export class OtelTracing implements Tracing {
 
   /** An attempt's span, under its call's. */
   startAttempt(parent: Span, start: AttemptStart): AttemptSpan {
-    const provider = this.#providerNames.get(start.providerId) ?? start.providerId;
+    const provider = PROVIDER_NAMES[start.providerType] ?? start.providerType;
     const span = this.#tracer.startSpan(
       `chat ${start.upstreamModel}`,
       {

@@ -46,7 +46,6 @@ describe("startTracing", () => {
       {
         env: { OTEL_EXPORTER_OTLP_ENDPOINT: "not a url" },
         logger: createLogger("silent"),
-        providerTypes: new Map(),
         instanceId: "i",
         version: "0",
       },

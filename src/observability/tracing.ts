@@ -41,6 +41,8 @@ export interface CallEnd {
 
 export interface AttemptStart {
   providerId: string;
+  /** the provider's type, which names the API it speaks (gen_ai.provider.name) */
+  providerType: string;
   /** provider/upstream_model */
   deployment: string;
   /** the public model this attempt answers for (a fallback's own) */
@@ -137,8 +139,6 @@ export function shownEndpoint(url: string): string {
 export interface TracingContext {
   env: Record<string, string | undefined>;
   logger: Logger;
-  /** provider id -> its type (openai-compatible, anthropic, …): gen_ai.provider.name */
-  providerTypes: ReadonlyMap<string, string>;
   /** service.instance.id */
   instanceId: string;
   /** service.version */

@@ -103,6 +103,7 @@ async function openAttempt(
   const started = performance.now();
   const span = parent?.attempt({
     providerId: provider,
+    providerType: deployment.providerType,
     deployment: deployment.id,
     model,
     upstreamModel: deployment.upstreamModel,

@@ -59,6 +59,7 @@ export function testModel(
     return {
       id: `${d.providerId}/${upstreamModel}`,
       providerId: d.providerId,
+      providerType: "openai-compatible",
       provider: d.provider ?? fakeProvider({ id: d.providerId }),
       upstreamModel,
       weight: d.weight ?? 1,
