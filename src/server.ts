@@ -29,7 +29,7 @@ import { Relay } from "./relay/relay.ts";
 import { buildCallSettings, configReloader, type ReloadResult, swappableSettings } from "./relay/settings.ts";
 import { RetentionJob } from "./retention/retention.ts";
 import { type Routing, startRouting } from "./routing/setup.ts";
-import { migrate, openStore } from "./store/db.ts";
+import { migrate, openStore, type Store } from "./store/db.ts";
 import { isConnectionFailure, Reachability, warnUnlessUnreachable } from "./store/reachability.ts";
 
 /** How often a running gateway looks for changes made by the CLI or other instances. */
@@ -142,6 +142,38 @@ function firstAdminEmail(config: Config, env: Record<string, string | undefined>
   }
 }
 
+/**
+ * The first start on an empty store: the default account, its key and the console's first
+ * admin. Instances started together on one empty PostgreSQL store race here: the default
+ * account's name is unique, so one makes it, and the others find it made and start without a
+ * first key.
+ */
+async function firstStart(
+  store: Store,
+  planId: string,
+  adminEmail: string,
+  logger: Logger,
+): Promise<Pick<Gateway, "firstKey" | "firstAdmin">> {
+  let account: Awaited<ReturnType<typeof createAccount>>;
+  try {
+    account = await createAccount(store.db, { name: "default", plan_id: planId });
+  } catch (err) {
+    if ((await countAccounts(store.db)) === 0) throw err;
+    logger.info("another instance made the first start on this store");
+    return { firstKey: undefined, firstAdmin: undefined };
+  }
+  const { secret } = await createKey(store.db, { account_id: account.id, name: "default" });
+  // the console's first admin, so someone can log in; more users come from the console or the CLI
+  const password = randomBytes(18).toString("base64url");
+  const admin = await createUser(store.db, {
+    account_id: account.id,
+    email: adminEmail,
+    role: "admin",
+    password,
+  });
+  return { firstKey: { account: account.name, secret }, firstAdmin: { email: admin.email, password } };
+}
+
 /** A metrics.token_env that names no value would leave /metrics open: refuse to start. */
 function readMetricsToken(config: Config, env: Record<string, string | undefined>): string | undefined {
   const name = config.metrics.token_env;
@@ -169,23 +201,15 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     config.store,
     warnUnlessUnreachable(logger, "the database closed an idle connection; the pool replaces it"),
   );
-  await migrate(store);
-
   let firstKey: Gateway["firstKey"];
   let firstAdmin: Gateway["firstAdmin"];
-  if (options.bootstrap !== false && (await countAccounts(store.db)) === 0) {
-    const account = await createAccount(store.db, { name: "default", plan_id: config.default_plan });
-    const { secret } = await createKey(store.db, { account_id: account.id, name: "default" });
-    firstKey = { account: account.name, secret };
-    // the console's first admin, so someone can log in; more users come from the console or the CLI
-    const password = randomBytes(18).toString("base64url");
-    const admin = await createUser(store.db, {
-      account_id: account.id,
-      email: adminEmail,
-      role: "admin",
-      password,
-    });
-    firstAdmin = { email: admin.email, password };
+  try {
+    await migrate(store);
+    if (options.bootstrap !== false && (await countAccounts(store.db)) === 0)
+      ({ firstKey, firstAdmin } = await firstStart(store, config.default_plan, adminEmail, logger));
+  } catch (err) {
+    await store.close(); // or its pool keeps the process from exiting on the error
+    throw err;
   }
 
   const metrics = new Metrics({ accountLabel: config.metrics.account_label, commit: env.GATEWAY_COMMIT });
