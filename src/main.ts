@@ -22,6 +22,7 @@ const USAGE = `usage: node src/main.ts <command> [--json]
   accounts show ID|NAME
   accounts set ID|NAME [--plan P] [--quota TOKENS|none] [--disabled true|false]
                       [--budget-usd USD|none] [--budget-period month|none]
+                      [--safety on|off|inherit] [--safety-streaming json|reviewed|inherit]
   keys create --account ID|NAME [--name LABEL] [--limit TOKENS]
   keys list --account ID|NAME
   keys show ID|NAME
