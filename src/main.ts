@@ -10,7 +10,7 @@ import { firstStartText, writeSecretsFile } from "./cli/first-start.ts";
 import { keysCommand } from "./cli/keys.ts";
 import { usersCommand } from "./cli/users.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
-import { migrate, openStore, type Store } from "./store/db.ts";
+import { migrate, openStore, type Store, StoreNewerError } from "./store/db.ts";
 
 const USAGE = `usage: node src/main.ts <command> [--json]
 
@@ -185,7 +185,7 @@ export async function runCli(argv: string[], out: (text: string) => void = conso
   } catch (err) {
     if (err instanceof ConfigError) return fail(`invalid configuration\n${err.message}`, 2);
     if (err instanceof UsageError) return fail(err.message, 2);
-    if (err instanceof LookupError) return fail(err.message, 1);
+    if (err instanceof LookupError || err instanceof StoreNewerError) return fail(err.message, 1);
     if (err instanceof TypeError && (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS"))
       return fail(err.message, 2);
     throw err;

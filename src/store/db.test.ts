@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { sql } from "kysely";
 import pg from "pg";
 import { createTestDatabase, needsPostgres, type TestDatabase } from "../../test/support/postgres.ts";
-import { migrate, openStore, ping, type Store } from "./db.ts";
+import { migrate, openStore, ping, type Store, StoreNewerError } from "./db.ts";
 
 describe("PostgreSQL store", await needsPostgres(), () => {
   let database: TestDatabase;
@@ -35,5 +39,27 @@ describe("PostgreSQL store", await needsPostgres(), () => {
     for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     assert.ok(errors.length >= 1, "the dropped connection was reported, not thrown");
     await ping(store); // a new connection serves the next query
+  });
+});
+
+describe("a store migrated by a newer version", () => {
+  it("refuses to start an older version with what to do, not the migrator's own error", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gw-db-"));
+    const store = openStore({ data_dir: dir });
+    try {
+      await migrate(store);
+      await sql`insert into kysely_migration (name, timestamp) values ('999_from_a_newer_version', '2099-01-01')`.execute(
+        store.db,
+      );
+      await assert.rejects(migrate(store), (err: Error) => {
+        assert.ok(err instanceof StoreNewerError);
+        assert.match(err.message, /newer version of the gateway \(its migration 999_from_a_newer_version/);
+        assert.match(err.message, /restore the backup/);
+        return true;
+      });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -91,6 +91,19 @@ export function openStore(options: StoreOptions, onConnectionError: (err: Error)
 }
 
 /** Applies pending migrations; returns the names applied. */
+/**
+ * The store was migrated by a newer version of the gateway than this one: going back to an
+ * older version means restoring the backup taken before the upgrade (docs/operations.md).
+ */
+export class StoreNewerError extends Error {
+  constructor(migration: string) {
+    super(
+      `the store was migrated by a newer version of the gateway (its migration ${migration} is unknown to this one): ` +
+        "run that version, or restore the backup taken before the upgrade",
+    );
+  }
+}
+
 export async function migrate(store: Store): Promise<string[]> {
   const migrator = new Migrator({
     db: store.db,
@@ -103,6 +116,8 @@ export async function migrate(store: Store): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     if (!error) return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+    const newer = /previously executed migration (\S+) is missing/.exec(String((error as Error)?.message));
+    if (newer) throw new StoreNewerError(newer[1]!);
     if (store.dialect !== "sqlite" || attempt >= 6) throw error;
     await new Promise((r) => setTimeout(r, 50 * attempt + Math.random() * 50));
   }
