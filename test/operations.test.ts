@@ -16,6 +16,8 @@ const MAIN = join(import.meta.dirname, "..", "src", "main.ts");
 interface Running {
   child: ChildProcess;
   stdout: string;
+  /** the logs, with --json (stdout is then only serve's answer) */
+  stderr: string;
   url: string;
   exit: Promise<number | null>;
 }
@@ -27,20 +29,27 @@ async function serve(env: Record<string, string>, args: string[] = []): Promise<
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const running: Running = { child, stdout: "", url: "", exit };
+  const running: Running = { child, stdout: "", stderr: "", url: "", exit };
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`no listening line; output:\n${running.stdout}`)),
       15_000,
     );
-    child.stdout!.on("data", (chunk: Buffer) => {
-      running.stdout += chunk.toString();
+    const look = () => {
       const m = running.stdout.match(/"url":"(http:\/\/[^"]+?)(\/v1)?"/);
-      if (m && running.stdout.includes("gateway listening")) {
+      if (m && (running.stdout + running.stderr).includes("gateway listening")) {
         running.url = m[1]!;
         clearTimeout(timer);
         resolve();
       }
+    };
+    child.stdout!.on("data", (chunk: Buffer) => {
+      running.stdout += chunk.toString();
+      look();
+    });
+    child.stderr!.on("data", (chunk: Buffer) => {
+      running.stderr += chunk.toString();
+      look();
     });
     child.once("exit", () => reject(new Error(`exited early:\n${running.stdout}`)));
   });
