@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// CLI entry: `node src/main.ts [serve]`, `migrate`, `config check`, `accounts …`, `keys …`,
-// `users …`, `deployments`.
-// Every command takes --json and then prints one JSON document.
+// CLI entry: `chat-gateway` (bin/chat-gateway.js) or `node src/main.ts` with `[serve]`,
+// `migrate`, `config check`, `accounts …`, `keys …`, `users …`, `deployments`, `--version`.
+// Every command takes --json and then prints one JSON document, and nothing else, on stdout:
+// with --json, serve's logs go to stderr.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { LookupError } from "./accounts/errors.ts";
 import { accountsCommand } from "./cli/accounts.ts";
 import { type CliContext, UsageError } from "./cli/context.ts";
@@ -12,7 +15,7 @@ import { usersCommand } from "./cli/users.ts";
 import { ConfigError, loadConfig } from "./config/load.ts";
 import { migrate, openStore, type Store, StoreNewerError } from "./store/db.ts";
 
-const USAGE = `usage: node src/main.ts <command> [--json]
+const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src/main.ts <command> [--json])
 
   serve                                   run the gateway (the default)
   migrate                                 apply store migrations
@@ -36,15 +39,27 @@ const USAGE = `usage: node src/main.ts <command> [--json]
   users list [--account ID|NAME]
                                           without --password: asked on a terminal, else one line of stdin
   deployments                             each deployment's health as the running gateways see it
+  --version                               the gateway's version
 
 Environment: GATEWAY_CONFIG (YAML file), PORT, HOST, GATEWAY_DATA_DIR, DATABASE_URL, REDIS_URL, LOG_LEVEL,
 GATEWAY_FIRST_ADMIN_EMAIL (the console admin a first start creates; admin@localhost by default).`;
 
+/** package.json sits one folder up from this file, run as source (src/) or compiled (dist/). */
+export function version(): string {
+  return (
+    JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+  ).version;
+}
+
 async function serve(ctx: CliContext): Promise<void> {
   // Loaded here so CLI commands do not pay for Fastify, the tokenizer and the providers.
-  const { startGateway } = await import("./server.ts");
-  const { createLogger } = await import("./observability/logger.ts");
-  const logger = createLogger(ctx.config.log_level);
+  const [{ startGateway }, { createLogger }, { CONSOLE_DIST }] = await Promise.all([
+    import("./server.ts"),
+    import("./observability/logger.ts"),
+    import("./http/console-static.ts"),
+  ]);
+  // stdout then carries the one JSON document a --json command prints, so a reader can parse it
+  const logger = createLogger(ctx.config.log_level, ctx.json ? process.stderr : undefined);
   const source = process.env.GATEWAY_CONFIG ?? "embedded defaults";
   // SIGHUP's default is to end the process: from now on it reloads (docs/health.md).
   let reload: (() => void) | undefined;
@@ -64,6 +79,29 @@ async function serve(ctx: CliContext): Promise<void> {
   // one line says how it went (src/relay/settings.ts)
   reload = () =>
     void gateway.reload().catch((err) => logger.error({ err }, "the configuration reload failed"));
+  // before anything below says the gateway is up: a SIGTERM as soon as a supervisor reads that
+  // must find the graceful shutdown in place, not Node's default exit
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    reload = undefined;
+    gateway.deps.logger.info({ signal }, "shutting down");
+    gateway.close().then(
+      () => process.exit(0),
+      (err) => {
+        gateway.deps.logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  // a clone builds it at `npm install`, a package carries it built; starting never builds it
+  if (!existsSync(join(CONSOLE_DIST, "index.html")))
+    logger.warn(
+      "the web console is not built: /console answers 503 until it is (`npm run build:console` in the clone; no restart needed)",
+    );
   const base = `${gateway.url}/v1`;
   const model = ctx.config.plans.find((p) => p.id === ctx.config.default_plan)?.models[0] ?? "demo";
   const secrets = gateway.firstKey && firstStartText(gateway, gateway.firstKey, model);
@@ -87,29 +125,18 @@ async function serve(ctx: CliContext): Promise<void> {
       { file },
       "first start: the API key and the console admin's password are in this file, readable only by its owner; store them elsewhere and delete it",
     );
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    reload = undefined;
-    gateway.deps.logger.info({ signal }, "shutting down");
-    gateway.close().then(
-      () => process.exit(0),
-      (err) => {
-        gateway.deps.logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
 }
 
 export async function runCli(argv: string[], out: (text: string) => void = console.log): Promise<number> {
   const json = argv.includes("--json");
   const args = argv.filter((a) => a !== "--json");
   if (args.includes("--help") || args.includes("-h") || args[0] === "help") {
-    out(USAGE);
+    out(json ? JSON.stringify({ usage: USAGE }) : USAGE);
+    return 0;
+  }
+  // before the configuration is read: a broken configuration must not hide which version it is
+  if (args.includes("--version")) {
+    out(json ? JSON.stringify({ version: version() }) : version());
     return 0;
   }
   let store: Store | undefined;
@@ -194,7 +221,10 @@ export async function runCli(argv: string[], out: (text: string) => void = conso
   }
 }
 
-if (import.meta.main) {
-  const code = await runCli(process.argv.slice(2));
+/** Runs the command line; bin/chat-gateway.js calls it, as does `node src/main.ts`. */
+export async function main(argv: string[]): Promise<void> {
+  const code = await runCli(argv);
   if (code >= 0) process.exitCode = code;
 }
+
+if (import.meta.main) await main(process.argv.slice(2));

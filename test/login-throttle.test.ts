@@ -253,18 +253,27 @@ describe("the first admin's e-mail", () => {
       stdio: ["ignore", "pipe", "pipe"],
     });
     try {
+      // with --json, stdout is serve's one JSON answer and the logs are on stderr
       let out = "";
+      let logs = "";
       const file = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no first-start line:\n${out}`)), 15_000);
-        child.stdout!.on("data", (d: Buffer) => {
-          out += d.toString();
-          const line = out.split("\n").find((l) => l.includes('"msg":"first start'));
-          if (line) {
+        const timer = setTimeout(() => reject(new Error(`no first-start line:\n${out}\n${logs}`)), 15_000);
+        const look = () => {
+          const line = logs.split("\n").find((l) => l.includes('"msg":"first start'));
+          if (line && out.includes("\n")) {
             clearTimeout(timer);
             resolve(JSON.parse(line).file);
           }
+        };
+        child.stdout!.on("data", (d: Buffer) => {
+          out += d.toString();
+          look();
         });
-        child.once("exit", () => reject(new Error(`exited early:\n${out}`)));
+        child.stderr!.on("data", (d: Buffer) => {
+          logs += d.toString();
+          look();
+        });
+        child.once("exit", () => reject(new Error(`exited early:\n${out}\n${logs}`)));
       });
       assert.match(out, /"first_admin":\{"email":"you@example.com"\}/);
       assert.match(readFileSync(file, "utf8"), /e-mail: +you@example\.com\n/);

@@ -77,7 +77,10 @@ export class TokenEstimator {
 
   constructor(options: { idleMs?: number; script?: URL; limits?: CountLimits } = {}) {
     this.#idleMs = options.idleMs ?? IDLE_MS;
-    this.#script = options.script ?? new URL("./count-worker.ts", import.meta.url);
+    // beside this module, in TypeScript in a clone and compiled in the package (dist/*.js)
+    this.#script =
+      options.script ??
+      new URL(`./count-worker${import.meta.url.endsWith(".ts") ? ".ts" : ".js"}`, import.meta.url);
     this.#limits = { ...(options.limits ?? DEFAULT_COUNT_LIMITS) };
   }
 

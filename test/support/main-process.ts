@@ -9,8 +9,10 @@ const MAIN = join(import.meta.dirname, "..", "..", "src", "main.ts");
 
 export interface Running {
   child: ChildProcess;
-  /** everything it wrote to stdout so far: its log lines */
+  /** everything it wrote to stdout so far: its log lines (with --json: only serve's answer) */
   stdout: string;
+  /** everything it wrote to stderr so far (with --json: its log lines) */
+  stderr: string;
   /** e.g. http://127.0.0.1:41234 */
   url: string;
   /** resolves with the exit code */
@@ -24,20 +26,27 @@ export async function serve(env: Record<string, string>, args: string[] = []): P
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const running: Running = { child, stdout: "", url: "", exit };
+  const running: Running = { child, stdout: "", stderr: "", url: "", exit };
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`no listening line; output:\n${running.stdout}`)),
       15_000,
     );
-    child.stdout!.on("data", (chunk: Buffer) => {
-      running.stdout += chunk.toString();
+    const look = () => {
       const m = running.stdout.match(/"url":"(http:\/\/[^"]+?)(\/v1)?"/);
-      if (m && running.stdout.includes("gateway listening")) {
+      if (m && (running.stdout + running.stderr).includes("gateway listening")) {
         running.url = m[1]!;
         clearTimeout(timer);
         resolve();
       }
+    };
+    child.stdout!.on("data", (chunk: Buffer) => {
+      running.stdout += chunk.toString();
+      look();
+    });
+    child.stderr!.on("data", (chunk: Buffer) => {
+      running.stderr += chunk.toString();
+      look();
     });
     child.once("exit", () => reject(new Error(`exited early:\n${running.stdout}`)));
   });
