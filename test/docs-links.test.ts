@@ -9,15 +9,6 @@ import { describe, test } from "node:test";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
-// Pages written in parallel on other branches, which the README and the operations guide
-// already link to. Links to them are not checked while they are absent; this list goes once
-// they are merged.
-const WRITTEN_ELSEWHERE = new Set(
-  ["install.md", "deployment.md", "health.md", "observability.md", "configuration.md"].map((name) =>
-    join(ROOT, "docs", name),
-  ),
-);
-
 /** The page without its fenced code blocks and inline code, where brackets are not links. */
 function prose(page: string): string {
   const lines: string[] = [];
@@ -81,7 +72,6 @@ export function brokenLinks(file: string, page: string, read: (path: string) => 
     const anchor = hash === -1 ? undefined : decodeURIComponent(link.slice(hash + 1));
     const target = path === "" ? file : resolve(dirname(file), path);
     const where = `${relative(ROOT, file)}: ${link}`;
-    if (WRITTEN_ELSEWHERE.has(target) && !existsSync(target)) continue;
     if (target !== ROOT && !target.startsWith(ROOT + sep)) out.push(`${where} (outside the repository)`);
     else if (target !== file && !existsSync(target)) out.push(`${where} (no such file)`);
     else if (anchor !== undefined && target.endsWith(".md") && !anchorsOf(read(target)).has(anchor))

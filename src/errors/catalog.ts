@@ -356,7 +356,7 @@ export const catalog = {
     "dev_gateway_error",
     "console_not_built",
     "The web console has not been built. Run `npm run build:console`, then reload.",
-    "`/console` was requested but `dist/console` is missing (`npm start` and `npm test` build it)",
+    "`/console` was requested but `dist/console` is missing (`npm install` in a clone, `npm run build` and `npm test` build it)",
   ),
   shutting_down: entry(
     503,
