@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
+import { createTestDatabase, needsPostgres, type TestDatabase } from "../../test/support/postgres.ts";
 import { migrate, openStore, type Store } from "../store/db.ts";
 import { clientSource, LOGIN_LIMITS, LoginLimiter } from "./login-limiter.ts";
 
@@ -188,4 +189,39 @@ test("an address counts as itself; IPv6 by its /64; IPv4-mapped IPv6 as the IPv4
   assert.equal(clientSource("::1"), "0:0:0:0::/64");
   assert.equal(clientSource("fe80::1%eth0"), "fe80:0:0:0::/64");
   assert.equal(clientSource("::ffff:0:1.2.3.4"), "0:0:0:0::/64");
+});
+
+describe("on PostgreSQL, a burst at one e-mail from many addresses", await needsPostgres(), () => {
+  let database: TestDatabase;
+  let pgStore: Store;
+  before(async () => {
+    database = await createTestDatabase();
+    pgStore = openStore({ data_dir: "unused", database_url: database.url });
+    await migrate(pgStore);
+  });
+  after(async () => {
+    await pgStore.close();
+    await database.drop();
+  });
+
+  test("attempts, failures and successes together never fail on each other's row locks", async () => {
+    // the counters of one e-mail are shared by every address: an attempt holds them in key order
+    // while failures and successes of the others update them
+    const pg = new LoginLimiter(pgStore.db, pgStore.dialect);
+    const email = "burst@x";
+    const t = Date.now();
+    const results = await Promise.allSettled(
+      Array.from({ length: 120 }, async (_, i) => {
+        const ip = `10.9.${i % 12}.1`;
+        await pg.attempt(email, ip, t);
+        if (i % 5 === 0) await pg.succeed(email, ip, t);
+        else await pg.failed(email, ip, t);
+      }),
+    );
+    const failures = results.filter((r) => r.status === "rejected");
+    assert.deepEqual(
+      failures.map((r) => String((r as PromiseRejectedResult).reason)),
+      [],
+    );
+  });
 });

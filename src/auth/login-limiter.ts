@@ -195,11 +195,15 @@ export class LoginLimiter {
    * the client is told, rather than from the attempt's admission, a password check ago.
    */
   async failed(email: string, address: string, now = Date.now()): Promise<void> {
-    await this.#db
-      .updateTable("login_throttle")
-      .set({ last_at: sql<number>`case when last_at < ${now} then ${now} else last_at end` })
-      .where("key", "in", Object.values(this.#keys(email, address)))
-      .execute();
+    // A row at a time, in key order: one statement updating several rows locks them in the
+    // order it finds them, and against an attempt holding them in key order (FOR UPDATE) that
+    // deadlocks on PostgreSQL, which then fails one of the two (a 500 under a burst of logins).
+    for (const key of Object.values(this.#keys(email, address)).sort())
+      await this.#db
+        .updateTable("login_throttle")
+        .set({ last_at: sql<number>`case when last_at < ${now} then ${now} else last_at end` })
+        .where("key", "=", key)
+        .execute();
   }
 
   /**
@@ -215,11 +219,12 @@ export class LoginLimiter {
       .where("key", "=", keys.pair)
       .execute();
     // a level is stored as of its last failure: one less there is one less now (both floor at 0)
-    await this.#db
-      .updateTable("login_throttle")
-      .set({ level: sql<number>`case when level > 1 then level - 1 else 0 end` })
-      .where("key", "in", [keys.address, keys.email])
-      .execute();
+    for (const key of [keys.address, keys.email].sort()) // a row at a time: see failed()
+      await this.#db
+        .updateTable("login_throttle")
+        .set({ level: sql<number>`case when level > 1 then level - 1 else 0 end` })
+        .where("key", "=", key)
+        .execute();
   }
 
   /** Deletes the rows that count nothing any more and trust no one; how many. */
