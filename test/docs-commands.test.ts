@@ -6,7 +6,7 @@
 // `<!-- not-run: the reason -->`, and is listed as skipped with that reason: no block is left
 // out silently.
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,9 +15,9 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { runCli } from "./support/cli.ts";
 import { type ShellBlock, shellBlocks } from "./support/doc-blocks.ts";
+import { firstKey, type Running, serve, stop } from "./support/main-process.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const MAIN = join(ROOT, "src/main.ts");
 
 /** The documents whose commands are run: the README and whatever docs/ holds. */
 const DOCUMENTS = [
@@ -81,14 +81,10 @@ async function startWorld(account = "docs-reader"): Promise<World> {
     GATEWAY_DATA_DIR: dir,
     npm_config_update_notifier: "false",
   };
-  const gateway = spawn(process.execPath, [MAIN, "serve"], {
-    cwd: ROOT,
-    env: { ...env, PORT: "0", LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  let gateway: Running | undefined;
   try {
-    const secrets = await firstStart(gateway);
-    const key = /sk-[A-Za-z0-9]+/.exec(readFileSync(secrets.file, "utf8"))![0];
+    gateway = await serve({ ...env, PORT: "0", LOG_LEVEL: "info" }, [], { cwd: ROOT, inherit: false });
+    const key = await firstKey(gateway);
     const cli = async (args: string[]) => {
       const r = await runCli([...args, "--json"], { GATEWAY_DATA_DIR: dir }, { cwd: dir });
       assert.equal(r.code, 0, `${args.join(" ")}: ${r.stdout}${r.stderr}`);
@@ -97,60 +93,20 @@ async function startWorld(account = "docs-reader"): Promise<World> {
     await cli(["accounts", "create", "--name", account]);
     const readerKey = await cli(["keys", "create", "--account", account, "--name", "docs"]);
     return {
-      origin: secrets.origin,
+      origin: gateway.url,
       key,
       keyId: readerKey.id,
       env: { ...env, PASSWORD: randomBytes(12).toString("base64url"), GATEWAY_KEY: key },
       async close() {
-        await stop(gateway);
+        await stop(gateway!);
         rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (err) {
-    await stop(gateway);
+    if (gateway) await stop(gateway);
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-}
-
-/** The address the gateway logs, and the file its first start wrote the secrets to. */
-function firstStart(gateway: ChildProcess): Promise<{ origin: string; file: string }> {
-  return new Promise((resolve, reject) => {
-    let output = "";
-    let partial = "";
-    let origin: string | undefined;
-    gateway.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-      output += chunk;
-      const lines = (partial + chunk).split("\n");
-      partial = lines.pop()!;
-      for (const line of lines) {
-        const entry = parseLine(line);
-        if (entry?.msg === "gateway listening") origin = new URL(entry.url).origin;
-        if (origin && entry?.msg?.startsWith("first start")) resolve({ origin, file: entry.file });
-      }
-    });
-    gateway.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-      output += chunk;
-    });
-    gateway.once("exit", (code) =>
-      reject(new Error(`the gateway exited (${code}) before it was ready:\n${output}`)),
-    );
-  });
-}
-
-function parseLine(line: string): any {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
-  }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  await exited;
 }
 
 /** The block with the documented placeholders replaced by what the world has. */

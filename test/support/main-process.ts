@@ -19,10 +19,18 @@ export interface Running {
   exit: Promise<number | null>;
 }
 
-/** Starts `node src/main.ts serve` and waits for the line that says where it listens. */
-export async function serve(env: Record<string, string>, args: string[] = []): Promise<Running> {
+/**
+ * Starts `node src/main.ts serve` and waits for the line that says where it listens. `env` adds
+ * to this process's environment; with `inherit: false` it is the whole environment.
+ */
+export async function serve(
+  env: Record<string, string>,
+  args: string[] = [],
+  options: { cwd?: string; inherit?: boolean } = {},
+): Promise<Running> {
   const child = spawn(process.execPath, [MAIN, "serve", ...args], {
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ...env },
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    env: { ...(options.inherit === false ? {} : process.env), PORT: "0", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -83,4 +91,10 @@ export async function firstKey(running: Running): Promise<string> {
   const logged = await stdoutLine(running, /^\{.*"msg":"first start/);
   const file = JSON.parse(logged).file as string;
   return readFileSync(file, "utf8").match(/sk-[A-Za-z0-9]{43}/)![0];
+}
+
+/** Asks it to stop (SIGTERM) and waits until it has exited. */
+export async function stop(running: Running): Promise<void> {
+  if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill("SIGTERM");
+  await running.exit;
 }
