@@ -21,6 +21,7 @@ export const RESTART_ONLY: readonly (readonly string[])[] = [
   ["retention"],
   ["metrics"],
   ["counting"],
+  ["catalog"],
   // read by the first start only
   ["console"],
 ];

@@ -612,6 +612,20 @@ export const configSections = z
       .default("info")
       .describe("the least severe log lines written (JSON lines on stdout)"),
     default_plan: id.default("default").describe("plan given to accounts created without one"),
+    catalog: z
+      .object({
+        source: z
+          .enum(["file", "store"])
+          .default("file")
+          .describe(
+            "`file`: this file's providers, models and plans are the catalog, applied at start and on reload; the console and the admin API show them read-only. `store`: the file seeds the store's catalog once (on a store without one), and from then on the admin API and the console edit it, every instance following within two seconds",
+          ),
+      })
+      .strict()
+      .prefault({})
+      .describe(
+        "Where providers, models and plans are managed (docs/control-plane.md). Upstream keys held by the store are encrypted under `GATEWAY_SECRET_KEY`.",
+      ),
     providers: z
       .array(providerSchema)
       .min(1)

@@ -256,6 +256,28 @@ export const catalog = {
     "Too many failed logins. Retry after the time in the retry-after header.",
     "a console login sooner than its backoff allows: past 5 failures for one e-mail from one client address, 20 from the address, or 50 for the e-mail from addresses it never logged in from, 1 s doubling per failure (`retry-after` says when)",
   ),
+  admin_unauthenticated: entry(
+    401,
+    "authentication_error",
+    "admin_unauthenticated",
+    "Send an admin token as 'Authorization: Bearer gwadmin-...'.",
+    "an admin API call (`/admin/v1/`) without an admin token (or an admin's console session), or with an unknown or revoked one",
+  ),
+  admin_forbidden: entry(
+    403,
+    "permission_error",
+    "admin_forbidden",
+    "This admin token's scopes do not allow this.",
+    "an admin API call outside the token's scopes (e.g. a `read` token changing something, a `keys` token changing the catalog)",
+  ),
+  catalog_read_only: entry(
+    409,
+    "invalid_request_error",
+    "catalog_read_only",
+    "The catalog is managed in the configuration file (catalog.source: file): change it there and reload.",
+    "a change to providers, models or plans through the admin API or the console on a gateway whose file is the catalog's source",
+    "never",
+  ),
   not_found: entry(
     404,
     "invalid_request_error",

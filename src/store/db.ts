@@ -22,6 +22,7 @@ import * as sharedMoney from "./migrations/015-shared-money.ts";
 import * as ledgerCharges from "./migrations/016-ledger-charges.ts";
 import * as storedResponseOwners from "./migrations/017-stored-response-owners.ts";
 import * as loginThrottle from "./migrations/018-login-throttle.ts";
+import * as controlPlane from "./migrations/019-control-plane.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -58,6 +59,7 @@ const migrations: Record<string, Migration> = {
   "016-ledger-charges": ledgerCharges,
   "017-stored-response-owners": storedResponseOwners,
   "018-login-throttle": loginThrottle,
+  "019-control-plane": controlPlane,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

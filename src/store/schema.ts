@@ -291,6 +291,45 @@ export interface LoginThrottleTable {
   trusted_until: number | null;
 }
 
+export interface CatalogEntriesTable {
+  /** providers | models | plans */
+  kind: string;
+  id: string;
+  /** the entry's place in its list */
+  position: number;
+  /** JSON of the entry without its secrets */
+  body: string;
+  /** a provider's secrets, encrypted (src/catalog/secret-box.ts); null: none */
+  secrets: string | null;
+  updated_at: number;
+}
+
+export interface AdminTokensTable {
+  id: string;
+  name: string;
+  prefix: string;
+  /** SHA-256 of the whole token, hex */
+  secret_hash: string;
+  /** JSON array of scopes */
+  scopes: string;
+  created_by: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface AuditLogTable {
+  id: string;
+  created_at: number;
+  actor: string;
+  action: string;
+  resource: string;
+  resource_id: string | null;
+  /** JSON, secrets masked */
+  before: string | null;
+  after: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -310,4 +349,7 @@ export interface Database {
   ledger_waiters: LedgerWaitersTable;
   stored_responses: StoredResponsesTable;
   login_throttle: LoginThrottleTable;
+  catalog_entries: CatalogEntriesTable;
+  admin_tokens: AdminTokensTable;
+  audit_log: AuditLogTable;
 }
