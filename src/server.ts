@@ -13,6 +13,10 @@ import { RevisionWatcher } from "./accounts/revision-watcher.ts";
 import { createUser, normaliseEmail } from "./accounts/users.ts";
 import { buildApp } from "./app.ts";
 import { KeyCache } from "./auth/key-cache.ts";
+import { composeConfig } from "./catalog/compose.ts";
+import { readCatalogRevision } from "./catalog/entries.ts";
+import { FileCatalog, StoreCatalog } from "./catalog/service.ts";
+import { secretBoxOf, seedFromFile, withStoredCatalog } from "./catalog/source.ts";
 import { ConfigError } from "./config/load.ts";
 import type { Config } from "./config/schema.ts";
 import type { GatewayDeps } from "./http/deps.ts";
@@ -30,10 +34,17 @@ import { buildCallSettings, configReloader, type ReloadResult, swappableSettings
 import { RetentionJob } from "./retention/retention.ts";
 import { type Routing, startRouting } from "./routing/setup.ts";
 import { migrate, openStore, type Store } from "./store/db.ts";
-import { isConnectionFailure, Reachability, warnUnlessUnreachable } from "./store/reachability.ts";
+import {
+  failureText,
+  isConnectionFailure,
+  Reachability,
+  warnUnlessUnreachable,
+} from "./store/reachability.ts";
 
 /** How often a running gateway looks for changes made by the CLI or other instances. */
 const REVISION_POLL_MS = 250;
+/** How often it looks for a change to a store-managed catalog (docs/control-plane.md: within two seconds). */
+const CATALOG_POLL_MS = 250;
 /** How often it publishes its open reservations, rate windows and deployments' health for the CLI. */
 const LIVE_USAGE_MS = 1_000;
 
@@ -183,8 +194,11 @@ function readMetricsToken(config: Config, env: Record<string, string | undefined
   return token;
 }
 
-export async function startGateway(config: Config, options: StartOptions = {}): Promise<Gateway> {
+export async function startGateway(fileConfig: Config, options: StartOptions = {}): Promise<Gateway> {
+  // with `catalog.source: store`, the store's providers, models and plans replace the file's below
+  let config = fileConfig;
   const env = options.env ?? process.env;
+  const box = secretBoxOf(env);
   const logger = options.logger ?? createLogger(config.log_level);
   const metricsToken = readMetricsToken(config, env);
   const adminEmail = firstAdminEmail(config, env);
@@ -205,6 +219,11 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   let firstAdmin: Gateway["firstAdmin"];
   try {
     await migrate(store);
+    if (config.catalog.source === "store") {
+      if (await seedFromFile(fileConfig, store.db, box))
+        logger.info("the store's catalog was seeded from the configuration file");
+      config = await withStoredCatalog(fileConfig, store.db, box);
+    }
     if (options.bootstrap !== false && (await countAccounts(store.db)) === 0)
       ({ firstKey, firstAdmin } = await firstStart(store, config.default_plan, adminEmail, logger));
   } catch (err) {
@@ -236,6 +255,9 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const routing = await startRouting(config, { db: store.db, metrics, logger, instanceId });
   const settingsDeps = { store, metrics, logger, routing, env };
   const settings = swappableSettings(await buildCallSettings(config, settingsDeps), logger);
+  const loadFile = options.loadConfig ?? (() => fileConfig);
+  const storeManaged = config.catalog.source === "store";
+  const loadForReload = storeManaged ? async () => withStoredCatalog(loadFile(), store.db, box) : loadFile;
   const finisher = new CallFinisher({
     records,
     metrics,
@@ -286,6 +308,51 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
     },
   });
   await watcher.start();
+  // A store-managed catalog changed by another instance (or this one): applied by the reload's
+  // one path, so calls in flight keep the settings they started with.
+  let appliedCatalog = storeManaged ? await readCatalogRevision(store.db) : undefined;
+  let following = Promise.resolve();
+  const followCatalog = () => {
+    // one at a time; a failed one (the store not answering) does not stop the next
+    following = following
+      .catch(() => undefined)
+      .then(async () => {
+        const revision = await readCatalogRevision(store.db);
+        if (revision === appliedCatalog) return;
+        const result = await reload();
+        if (result.applied) appliedCatalog = revision;
+      });
+    return following;
+  };
+  const catalogWatcher = storeManaged
+    ? new RevisionWatcher(store.db, {
+        intervalMs: CATALOG_POLL_MS,
+        read: readCatalogRevision,
+        onChange: () =>
+          void followCatalog().catch((err) => logger.warn({ err }, "could not apply the store's catalog")),
+        onError: warnUnlessUnreachable(logger, "could not read the catalog's revision"),
+      })
+    : undefined;
+  await catalogWatcher?.start();
+  deps.catalog = storeManaged
+    ? new StoreCatalog({
+        db: store.db,
+        box,
+        applyNow: followCatalog,
+        // a change is tried the way a reload would build it, so one that would not apply is refused
+        validate: async (data) => {
+          const composed = composeConfig(settings.current.config, data);
+          if (!composed.ok) return composed.issues;
+          try {
+            const trial = await buildCallSettings(composed.config, settingsDeps, undefined, true);
+            await Promise.all([trial.safety.close(), trial.registry.close()]);
+          } catch (err) {
+            return [{ path: [], message: failureText(err) }];
+          }
+          return [];
+        },
+      })
+    : new FileCatalog(() => settings.current.config);
   await shared.start();
   const live = new LiveUsagePublisher(store.db, ledger, rates, {
     instanceId,
@@ -342,6 +409,8 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
       await live.stop().catch((err) => logger.warn({ err }, "could not clear live usage"));
       await routing.close();
       await watcher.stop();
+      await catalogWatcher?.stop();
+      await following.catch(() => undefined);
       // the providers and reviewers of the running configuration, and of any still retiring
       await settings.close();
       await store.close();
@@ -353,7 +422,7 @@ export async function startGateway(config: Config, options: StartOptions = {}): 
   const reload = configReloader({
     ...settingsDeps,
     settings,
-    load: options.loadConfig ?? (() => config),
+    load: loadForReload,
     source: options.configSource ?? "the configuration given at start",
   });
 

@@ -1,6 +1,7 @@
-// Polls the store's revision row and calls back when it changes. This is how a change made
-// by the CLI (another process) reaches a running gateway without a restart. With many
-// instances the same poll works against PostgreSQL; Redis pub/sub can replace it later.
+// Polls a revision row of the store and calls back when it changes. This is how a change made
+// by the CLI (another process) or another instance reaches a running gateway without a
+// restart: the accounts' revision (keys, quotas, budgets) and the catalog's
+// (src/catalog/entries.ts). With many instances the same poll works against PostgreSQL.
 import type { Kysely } from "kysely";
 import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
 import type { Database } from "../store/schema.ts";
@@ -12,7 +13,8 @@ export class RevisionWatcher {
   readonly #onChange: () => void;
   readonly #onError: (err: unknown) => void;
   readonly #onRead: () => void;
-  #last = -1;
+  readonly #read: (db: Kysely<Database>) => Promise<number | undefined>;
+  #last: number | undefined = -1;
   #job: PeriodicJob | undefined;
 
   constructor(
@@ -23,6 +25,8 @@ export class RevisionWatcher {
       onError: (err: unknown) => void;
       /** after each read that succeeded: the poll is the gateway's heartbeat of the store */
       onRead?: () => void;
+      /** the revision watched; default: the accounts' */
+      read?: (db: Kysely<Database>) => Promise<number | undefined>;
     },
   ) {
     this.#db = db;
@@ -30,10 +34,11 @@ export class RevisionWatcher {
     this.#onChange = options.onChange;
     this.#onError = options.onError;
     this.#onRead = options.onRead ?? (() => {});
+    this.#read = options.read ?? readRevision;
   }
 
   async start(): Promise<void> {
-    this.#last = await readRevision(this.#db);
+    this.#last = await this.#read(this.#db);
     this.#job = startPeriodicJob({
       intervalMs: this.#intervalMs,
       run: () => this.check(),
@@ -42,7 +47,7 @@ export class RevisionWatcher {
   }
 
   async check(): Promise<void> {
-    const now = await readRevision(this.#db);
+    const now = await this.#read(this.#db);
     this.#onRead();
     if (now !== this.#last) {
       this.#last = now;

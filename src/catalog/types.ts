@@ -13,8 +13,15 @@ export type CatalogEntry = Record<string, unknown> & { id: string };
 /** Who made a change, for the audit log: "token:<id>", "user:<e-mail>" or "cli". */
 export type Actor = string;
 
+export interface CatalogState {
+  source: "file" | "store";
+  /** the store's catalog revision, which every instance follows; null: the file is the source */
+  revision: number | null;
+}
+
 export interface CatalogService {
   readonly source: "file" | "store";
+  state(): Promise<CatalogState>;
   /** The kind's entries in order, secrets masked (an upstream key shows as its last four characters). */
   list(kind: CatalogKind): Promise<CatalogEntry[]>;
   get(kind: CatalogKind, id: string): Promise<CatalogEntry | undefined>;

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { KeyCache } from "../auth/key-cache.ts";
+import type { CatalogService } from "../catalog/types.ts";
 import type { Config } from "../config/schema.ts";
 import type { Ledger } from "../ledger/types.ts";
 import type { Registry } from "../models/registry.ts";
@@ -33,6 +34,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** the bearer token GET /metrics requires (from metrics.token_env); none: open */
   metricsToken?: string | undefined;
+  /** the providers, models and plans as the admin API reads and changes them */
+  catalog?: CatalogService | undefined;
   /** true once shutdown began: new requests get 503 */
   isClosing(): boolean;
   /** what GET /readyz answers */

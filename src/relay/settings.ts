@@ -45,11 +45,16 @@ export async function buildCallSettings(
   config: Config,
   deps: SettingsDeps,
   previous?: CallSettings,
+  /** a trial build (a catalog change tried before it is written): nothing written to the store */
+  trial = false,
 ): Promise<CallSettings> {
-  const created = await registerModels(
-    deps.store.db,
-    config.models.map((m) => m.id),
-  );
+  // a trial runs inside the change's transaction, which on SQLite holds the one connection
+  const created = trial
+    ? new Map<string, number>()
+    : await registerModels(
+        deps.store.db,
+        config.models.map((m) => m.id),
+      );
   const registry = new Registry(config, created, deps.env);
   let reviewers: ReturnType<typeof buildReviewers>;
   try {
@@ -90,8 +95,11 @@ export type ReloadResult =
 
 export interface ReloadDeps extends SettingsDeps {
   settings: Swappable<CallSettings>;
-  /** reads and validates the configuration as the start did (the one loader) */
-  load(): Config;
+  /**
+   * reads and validates the configuration as the start did (the one loader), with the
+   * store's catalog in place of the file's where the store manages it
+   */
+  load(): Config | Promise<Config>;
   /** where it is read from, for the log: a file, or the embedded defaults */
   source: string;
 }
@@ -126,10 +134,11 @@ export function configReloader(deps: ReloadDeps): () => Promise<ReloadResult> {
     };
     let next: Config;
     try {
-      next = deps.load();
+      next = await deps.load();
     } catch (err) {
       if (err instanceof ConfigError) return refuse(err.message);
-      throw err;
+      // the store not answering while it reads the catalog
+      return refuse(failureText(err));
     }
     const running = settings.current;
     const plan = planReload(running.config, next);

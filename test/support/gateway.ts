@@ -78,6 +78,8 @@ let consoleUsers = 0;
 
 /** The model ids the default test config offers. */
 export const TEST_MODEL = "gpt-test";
+/** what the store's upstream secrets are sealed under in tests (src/catalog/secret-box.ts) */
+export const TEST_SECRET_KEY = "test-secret-key-of-at-least-32-characters";
 
 export function testConfig(
   upstream: MockUpstream | undefined,
@@ -156,6 +158,11 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     // unless a suite asks for the journal (the production default) to test it.
     input.store = { records_journal: false, ...input.store, data_dir: dataDir };
   }
+  // TEST_CATALOG_SOURCE=store runs a suite with the catalog in the store (seeded from this
+  // config), so the suites that configure providers, models and plans in the file cover both
+  // sources (npm run test:store-catalog)
+  if (process.env.TEST_CATALOG_SOURCE === "store" && input.catalog === undefined)
+    input.catalog = { source: "store" };
   const config = configSchema.parse(input);
   const logs: string[] = [];
   const sink = new Writable({
@@ -165,7 +172,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
   });
   const gateway = await startGateway(config, {
-    env: { MOCK_UPSTREAM_KEY: "sk-upstream-secret-123", ...options.env },
+    env: { MOCK_UPSTREAM_KEY: "sk-upstream-secret-123", GATEWAY_SECRET_KEY: TEST_SECRET_KEY, ...options.env },
     logger: createLogger(config.log_level, sink),
     bootstrap: false,
     ...(options.now ? { now: options.now } : {}),
