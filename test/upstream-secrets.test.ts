@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import type { ConfigInput } from "../src/config/schema.ts";
 import { sanitizeUpstreamMessage } from "../src/providers/sanitize.ts";
 import { clearSecrets, registerSecret } from "../src/providers/secrets.ts";
 import { startTestGateway, type TestGateway } from "./support/gateway.ts";
@@ -20,6 +21,13 @@ const KEYS = {
   JWT_KEY: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJnYXRld2F5In0.c2lnbmF0dXJl",
   DOTTED_KEY: "acct.7f3e.prod.key99",
 };
+
+/** A key pool's: one from a variable (api_keys_env), one given as it is (api_keys, from the store). */
+const POOL = {
+  POOL_ENV_KEY: "pool.env.Secret+Key/42",
+  STORED_KEY: "stored~Pool~Key~v9!",
+};
+const EVERY_KEY = { ...KEYS, ...POOL };
 
 /** Every way the upstream quotes a key: as sent, base64, Basic credentials, URL- and JSON-escaped, hex. */
 function quotes(key: string): string {
@@ -63,7 +71,7 @@ let key: string;
 before(async () => {
   upstream = await quotingUpstream();
   const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  const providers = Object.keys(KEYS).flatMap((env) => [
+  const providers: ConfigInput["providers"] = Object.keys(KEYS).flatMap((env) => [
     { id: `a-${env.toLowerCase()}`, type: "anthropic" as const, base_url: base, api_key_env: env },
     {
       id: `o-${env.toLowerCase()}`,
@@ -72,9 +80,17 @@ before(async () => {
       api_key_env: env,
     },
   ]);
+  const pool = {
+    api_keys_env: ["POOL_ENV_KEY"],
+    api_keys: [POOL.STORED_KEY],
+  };
+  providers.push(
+    { id: "a-pool", type: "anthropic" as const, base_url: base, ...pool },
+    { id: "o-pool", type: "openai-compatible" as const, base_url: `${base}/v1`, ...pool },
+  );
   const models = providers.map((p) => ({ id: p.id, provider: p.id, upstream_model: "m" }));
   gw = await startTestGateway({
-    env: KEYS,
+    env: { ...KEYS, POOL_ENV_KEY: POOL.POOL_ENV_KEY },
     config: {
       providers,
       models,
@@ -89,7 +105,7 @@ after(async () => {
 });
 
 function assertClean(text: string, where: string) {
-  for (const [name, secret] of Object.entries(KEYS))
+  for (const [name, secret] of Object.entries(EVERY_KEY))
     for (const form of [
       secret,
       Buffer.from(secret).toString("base64").replace(/=+$/, ""),
@@ -148,6 +164,34 @@ describe("an upstream quoting its key, on every API", () => {
         assertClean(gw.logs.join("\n"), "logs");
       });
   }
+});
+
+describe("an upstream quoting whichever key of a pool it was sent", () => {
+  for (const id of ["a-pool", "o-pool"])
+    test(`${id}: each key in turn is quoted, and redacted in the answer, the record and the logs`, async () => {
+      const bodies = [
+        { model: id, messages: [{ role: "user", content: "x" }] },
+        { model: id, stream: true, messages: [{ role: "user", content: "x" }] },
+      ];
+      for (const body of bodies) {
+        const answer = await call("/v1/chat/completions", body);
+        assert.equal(answer.status, 400, answer.text);
+        assert.match(answer.text, /\[redacted\]/, "the upstream's words came, redacted");
+        assertClean(answer.text, "answer");
+        assertClean(JSON.stringify(await gw.record(answer.id)), "record");
+      }
+      assertClean(gw.logs.join("\n"), "logs");
+      const states = gw.gateway.deps.registry.model(id)!.provider.keyStates!();
+      assert.deepEqual(
+        states.map((s) => [s.hint, s.calls]),
+        [
+          ["…y/42", 1],
+          ["…~v9!", 1],
+        ],
+        "both keys were sent, in turn, and quoted",
+      );
+      assertClean(JSON.stringify(states), "key states");
+    });
 });
 
 test("the cleaning function: every configured secret, in each encoding, whatever its shape", () => {

@@ -293,6 +293,31 @@ plans:
     assertLine(failure({}, path), path, "providers[0].responses_builtin_tools[1]", /./);
   });
 
+  test("a key pool: api_key_env then api_keys_env load; keys themselves (api_keys) are refused, never echoed", () => {
+    const provider = (keys: string) => `providers:
+  - id: up
+    type: anthropic
+    api_key_env: KEY_A
+${keys}
+models:
+  - id: m
+    provider: up
+plans:
+  - id: default
+    quota_tokens: 0
+`;
+    const c = loadConfig({}, file(provider("    api_keys_env: [KEY_B, KEY_C]")));
+    const p = c.providers[0]!;
+    assert.ok(p.type === "anthropic");
+    assert.deepEqual([p.api_key_env, p.api_keys_env, p.api_keys], ["KEY_A", ["KEY_B", "KEY_C"], undefined]);
+    const path = file(provider("    api_keys: [sk-ant-literal-key-9876]"));
+    const message = failure({}, path);
+    assertLine(message, path, "providers[0].api_keys", /never go in the file.*api_keys_env/);
+    assert.equal(message.includes("9876"), false, "the key is not repeated");
+    const bad = file(provider("    api_keys_env: [KEY_B, 1B]"));
+    assertLine(failure({}, bad), bad, "providers[0].api_keys_env[1]", /environment variable name/);
+  });
+
   test("the file named by GATEWAY_CONFIG is read when no file is passed", () => {
     const path = file(FULL);
     const c = loadConfig({ GATEWAY_CONFIG: path });

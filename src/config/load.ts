@@ -110,10 +110,28 @@ export function loadConfig(env: Env = process.env, file: string | undefined = en
   const raw = file ? readYaml(file) : EMBEDDED_DEFAULTS;
   if (typeof raw !== "object" || raw === null || Array.isArray(raw))
     throw new ConfigError(`${source}: (top level): must be a mapping of fields`);
+  if (file) refuseKeysInFile(source, raw as Record<string, unknown>);
   const fromEnv: EnvFields = new Map();
   const result = configSchema.safeParse(applyEnv(raw as Record<string, any>, env, fromEnv));
   if (!result.success) throw new ConfigError(formatIssues(source, result.error, fromEnv));
   return deepFreeze(result.data);
+}
+
+/**
+ * A file is read by more than the gateway (backups, repositories, support tickets): upstream
+ * keys come through the admin API or the console, stored encrypted, and the file names the
+ * variables that hold them. One schema serves both, so the file's own rule is here.
+ */
+function refuseKeysInFile(source: string, raw: Record<string, unknown>): void {
+  if (!Array.isArray(raw.providers)) return;
+  const lines = raw.providers.flatMap((p: unknown, i) =>
+    p !== null && typeof p === "object" && "api_keys" in p
+      ? [
+          `${source}: providers[${i}].api_keys: upstream keys never go in the file: name the environment variables that hold them in api_keys_env (api_keys is for the admin API and the console)`,
+        ]
+      : [],
+  );
+  if (lines.length) throw new ConfigError(lines.join("\n"));
 }
 
 export function deepFreeze<T>(value: T): T {

@@ -5,6 +5,7 @@ import { configId } from "../domain/config-id.ts";
 import { passthroughFields } from "./passthrough.ts";
 
 const positiveInt = z.number().int().positive();
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
 export const timeouts = z
   .object({
@@ -25,12 +26,22 @@ export const httpProviderFields = {
     .url({ protocol: /^https?$/ })
     .transform((u) => u.replace(/\/+$/, ""))
     .describe("the upstream's base URL"),
-  api_key_env: z
-    .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
+  api_key_env: envName
     .optional()
     .describe(
       "name of the environment variable that holds the upstream key (the key itself never goes in the file)",
+    ),
+  api_keys_env: z
+    .array(envName)
+    .optional()
+    .describe(
+      "names of environment variables holding more upstream keys: with api_key_env and api_keys, a pool used in turn, each key cooling down on its own when the upstream rate-limits or refuses it (docs/providers.md)",
+    ),
+  api_keys: z
+    .array(z.string().min(1))
+    .optional()
+    .describe(
+      "the upstream keys themselves: only through the admin API or the console, stored encrypted; the file names variables instead (api_key_env, api_keys_env)",
     ),
   headers: z
     .record(z.string(), z.string())

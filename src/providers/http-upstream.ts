@@ -1,14 +1,17 @@
 // The HTTP side every networked adapter shares: one keep-alive undici Pool per provider (never
-// a connection per request), the call's deadline, error bodies read within bounds, and every
-// way a call can break turned into an UpstreamError. Adapters add only their wire format.
+// a connection per request), the call's deadline, error bodies read within bounds, every way a
+// call can break turned into an UpstreamError, and the provider's upstream keys taken in turn
+// (./key-pool.ts). Adapters add only their wire format.
 
 import { Pool } from "undici";
 import type { z } from "zod";
 import { retryAfterMs, UpstreamError } from "../errors/upstream-error.ts";
 import type { Timeouts } from "./config-fields.ts";
 import { Deadline } from "./deadline.ts";
+import { type KeyFault, KeyPool } from "./key-pool.ts";
 import { registerSecret } from "./secrets.ts";
 import { readSse, type SseEvent } from "./sse-reader.ts";
+import type { KeyState } from "./types.ts";
 
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -47,8 +50,10 @@ export class HttpUpstream {
   readonly basePath: string;
   readonly #pool: Pool;
   readonly #totalMs: number;
+  readonly #headers: UpstreamHeaders;
 
-  constructor(config: HttpUpstreamConfig) {
+  constructor(config: HttpUpstreamConfig, headers: UpstreamHeaders) {
+    this.#headers = headers;
     const url = new URL(config.base_url);
     this.basePath = url.pathname.replace(/\/+$/, "");
     this.#pool = new Pool(url.origin, {
@@ -64,15 +69,62 @@ export class HttpUpstream {
     this.#totalMs = config.timeouts.total_ms;
   }
 
-  /** POSTs `body`; an HTTP error status is thrown as `readStatus` describes it. */
+  /**
+   * POSTs `body` with the next key of the pool, and `extra` headers of this call; an HTTP
+   * error status is thrown as `readStatus` describes it. A key the upstream rate-limits or
+   * refuses cools down, and while a key the call has not tried is not cooling down, the call
+   * is sent again at once with it: nothing has reached the client yet, and routing then sees
+   * a failure only when the whole pool fails, so one key's trouble does not cool the
+   * deployment. The keys' tries share the call's one deadline.
+   */
   async post(
     path: string,
-    headers: Record<string, string>,
     body: string,
     signal: AbortSignal,
     readStatus: StatusReader,
+    extra?: Record<string, string>,
   ): Promise<Opened> {
     const deadline = new Deadline(signal, this.#totalMs);
+    const keys = this.#headers.keys;
+    // made only when a key fails: most calls never need it
+    let tried: Set<string> | undefined;
+    for (;;) {
+      const key = keys.pick(tried);
+      const headers = this.#headers.of(key);
+      try {
+        const opened = await this.#open(
+          path,
+          extra ? { ...headers, ...extra } : headers,
+          body,
+          deadline,
+          readStatus,
+        );
+        if (key !== undefined) keys.succeeded(key);
+        return opened;
+      } catch (err) {
+        const fault = key === undefined ? undefined : keyFault(err);
+        if (key === undefined || fault === undefined) {
+          deadline.end();
+          throw err;
+        }
+        keys.cool(key, fault, (err as UpstreamError).retryAfterMs);
+        tried ??= new Set();
+        tried.add(key);
+        if (!keys.hasReady(tried) || deadline.signal.aborted) {
+          deadline.end();
+          throw err;
+        }
+      }
+    }
+  }
+
+  async #open(
+    path: string,
+    headers: Record<string, string>,
+    body: string,
+    deadline: Deadline,
+    readStatus: StatusReader,
+  ): Promise<Opened> {
     let response: Awaited<ReturnType<Pool["request"]>>;
     try {
       response = await this.#pool.request({
@@ -84,11 +136,9 @@ export class HttpUpstream {
         highWaterMark: READ_AHEAD_BYTES,
       });
     } catch (err) {
-      deadline.end();
       throw this.failure(err, deadline.signal, "cannot reach the upstream");
     }
     if (response.statusCode >= 400) {
-      deadline.end();
       const text = await readBounded(response.body).catch(() => "");
       let parsed: unknown;
       try {
@@ -99,6 +149,11 @@ export class HttpUpstream {
       throw readStatus(response.statusCode, parsed, retryAfterFrom(response.headers));
     }
     return { body: response.body, deadline };
+  }
+
+  /** The states of the provider's upstream keys, for the dashboard. */
+  keyStates(): KeyState[] {
+    return this.#headers.keys.states();
   }
 
   /** The whole body of a successful answer, as JSON. */
@@ -159,27 +214,80 @@ export class HttpUpstream {
 }
 
 /**
- * The headers of every call to a provider: JSON in, JSON or SSE out, the API's own `fixed`
- * headers, the configured extras, and the key (read from the environment variable the
- * configuration names) in the header `auth` says.
+ * A provider's upstream keys in pool order: api_key_env's, api_keys_env's, then api_keys. A
+ * variable named but not set (or empty) adds no key, as api_key_env always did: a provider
+ * left without any key is called without one.
  */
-export function upstreamHeaders(
-  config: { headers: Record<string, string>; api_key_env?: string | undefined },
+export function configuredKeys(
+  config: {
+    api_key_env?: string | undefined;
+    api_keys_env?: string[] | undefined;
+    api_keys?: string[] | undefined;
+  },
   env: Record<string, string | undefined>,
-  auth: (key: string) => Record<string, string>,
-  fixed: Record<string, string> = {},
-): Record<string, string> {
-  const key = config.api_key_env ? env[config.api_key_env] : undefined;
-  registerSecret(key);
-  // an extra header may carry a credential of its own (an organisation token, a gateway's key)
-  for (const value of Object.values(config.headers)) registerSecret(value);
-  return {
-    "content-type": "application/json",
-    accept: "application/json, text/event-stream",
-    ...fixed,
-    ...config.headers,
-    ...(key ? auth(key) : {}),
-  };
+): string[] {
+  const names = [...(config.api_key_env ? [config.api_key_env] : []), ...(config.api_keys_env ?? [])];
+  const keys: string[] = [];
+  for (const name of names) {
+    const key = env[name];
+    if (key) keys.push(key);
+  }
+  for (const key of config.api_keys ?? []) if (key) keys.push(key);
+  return keys;
+}
+
+/**
+ * The headers of every call to a provider: JSON in, JSON or SSE out, the API's own `fixed`
+ * headers, the configured extras, and a key of its pool in the header `auth` says. Made once
+ * per key, so a call only picks its set.
+ */
+export class UpstreamHeaders {
+  readonly keys: KeyPool;
+  readonly #keyless: Record<string, string>;
+  readonly #byKey = new Map<string, Record<string, string>>();
+
+  constructor(
+    config: {
+      headers: Record<string, string>;
+      api_key_env?: string | undefined;
+      api_keys_env?: string[] | undefined;
+      api_keys?: string[] | undefined;
+    },
+    env: Record<string, string | undefined>,
+    auth: (key: string) => Record<string, string>,
+    fixed: Record<string, string> = {},
+  ) {
+    const keys = configuredKeys(config, env);
+    for (const key of keys) registerSecret(key);
+    // an extra header may carry a credential of its own (an organisation token, a gateway's key)
+    for (const value of Object.values(config.headers)) registerSecret(value);
+    this.#keyless = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...fixed,
+      ...config.headers,
+    };
+    for (const key of keys) this.#byKey.set(key, { ...this.#keyless, ...auth(key) });
+    this.keys = new KeyPool(keys);
+  }
+
+  /** The headers of a call with `key` (undefined: the pool has none). */
+  of(key: string | undefined): Record<string, string> {
+    return (key === undefined ? undefined : this.#byKey.get(key)) ?? this.#keyless;
+  }
+}
+
+/**
+ * What a failure says of the key it was sent with: a 429 is this key's rate limit or quota,
+ * a refusal of the key (401, 403, Gemini's 400 API_KEY_INVALID) is this key's; anything else
+ * is the upstream's or the request's, whatever the key.
+ */
+export function keyFault(err: unknown): KeyFault | undefined {
+  if (!(err instanceof UpstreamError) || err.failure !== "status" || err.status === undefined)
+    return undefined;
+  if (err.status === 429) return "rate_limited";
+  if (err.refused !== "key") return undefined;
+  return err.status === 401 ? "unauthorized" : err.status === 403 ? "forbidden" : "key_invalid";
 }
 
 /**

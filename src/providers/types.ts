@@ -99,7 +99,29 @@ export interface Provider {
   complete(call: UpstreamCall): Promise<Completion>;
   /** Chunks in upstream order, the last carrying usage where the upstream reports it. */
   stream(call: UpstreamCall): AsyncIterable<Chunk>;
+  /**
+   * Its upstream keys' states, for the dashboard (./key-pool.ts); absent: the provider holds no
+   * keys (the demo).
+   */
+  keyStates?(): KeyState[];
   close(): Promise<void>;
+}
+
+/** One upstream key of a provider as a dashboard may show it: never the key itself. */
+export interface KeyState {
+  /** its place in the pool: api_key_env first, then api_keys_env, then api_keys */
+  index: number;
+  /** "…" and at most its last four characters */
+  hint: string;
+  state: "ready" | "cooling";
+  /** Unix ms when its cooldown ends; null when ready */
+  cooling_until: number | null;
+  /** the upstream's refusals of it since it last worked */
+  failures: number;
+  /** the last refusal in the gateway's words ("429 rate limited"); null when never refused */
+  last_error: string | null;
+  /** the calls it was picked for since the provider was built */
+  calls: number;
 }
 
 /** A provider type: its configuration schema beside the adapter that configuration builds. */

@@ -12,7 +12,8 @@
  * not know, or a beta field (`context_management`, a tool's `defer_loading`) without its flag:
  * all are 400 `invalid_request_error`. What Claude Code sends the real API (its betas,
  * `output_config`) is known here, so its requests pass unchanged (test/agents/). A wrong
- * `x-api-key` is 401 `authentication_error`; a missing `anthropic-version` is 400.
+ * `x-api-key` (none of `apiKey`'s) is 401 `authentication_error`; a key of `rateLimitedKeys` is
+ * 429 `rate_limit_error` with `retry-after`; a missing `anthropic-version` is 400.
  *
  * Thinking: with `thinking` enabled (or adaptive), or the directive, the answer starts with a
  * thinking block signed by this mock (the signature is an HMAC of the thinking text: any byte
@@ -58,6 +59,7 @@ import {
   countWords,
   directives,
   isMain,
+  keySet,
   type MockRequest,
   mockArguments,
   mockId,
@@ -615,17 +617,20 @@ function agentPlan(body: any, checked: ReturnType<typeof validate>, cache: Set<s
   };
 }
 
-function answer(
-  request: MockRequest,
-  reply: Reply,
-  apiKey: string | undefined,
-  cache: Set<string>,
-  agent: boolean,
-) {
+/** The keys it accepts (undefined: any), and those whose rate limit is reached now. */
+interface Keys {
+  valid: ReadonlySet<string> | undefined;
+  rateLimited: ReadonlySet<string> | undefined;
+}
+
+function answer(request: MockRequest, reply: Reply, keys: Keys, cache: Set<string>, agent: boolean) {
   if (request.method !== "POST" || request.path !== "/v1/messages")
     return reply.json(404, errorBody("not_found_error", "Not found"));
-  if (apiKey !== undefined && request.headers["x-api-key"] !== apiKey)
+  const key = request.headers["x-api-key"];
+  if (keys.valid !== undefined && !(typeof key === "string" && keys.valid.has(key)))
     return reply.json(401, errorBody("authentication_error", "invalid x-api-key"));
+  if (typeof key === "string" && keys.rateLimited?.has(key))
+    return reply.json(429, errorBody(...ERROR_TYPES[429]!), { "retry-after": "3" });
   if (!request.headers["anthropic-version"])
     return reply.json(400, errorBody("invalid_request_error", "anthropic-version: header is required"));
   let checked: ReturnType<typeof validate>;
@@ -680,8 +685,9 @@ export function startMockAnthropic(
 ): Promise<MockUpstream> {
   /** the prompt prefixes cached so far (hashes of what they hold), for this mock's lifetime */
   const cache = new Set<string>();
+  const keys = { valid: keySet(options.apiKey), rateLimited: options.rateLimitedKeys };
   return startMockProvider(
-    (request, reply) => answer(request, reply, options.apiKey, cache, options.agent === true),
+    (request, reply) => answer(request, reply, keys, cache, options.agent === true),
     options,
   );
 }

@@ -6,8 +6,9 @@
  * role other than user or model is 400, a schema keyword Gemini's Schema lacks is 400, a
  * function response turn must answer every call of the turn before it, and a model turn's
  * function call must carry the thoughtSignature this mock attached (400 "Function call is
- * missing a thought_signature"), as newer Gemini models do. A wrong `x-goog-api-key` is 400
- * with reason API_KEY_INVALID; a missing one is 403 PERMISSION_DENIED.
+ * missing a thought_signature"), as newer Gemini models do. A wrong `x-goog-api-key` (none of
+ * `apiKey`'s) is 400 with reason API_KEY_INVALID; a missing one is 403 PERMISSION_DENIED; a key
+ * of `rateLimitedKeys` is 429 RESOURCE_EXHAUSTED.
  *
  * Directives in the text of the last user turn (`mock:` …):
  *   tokens=N        answer N words (candidatesTokenCount N), capped by maxOutputTokens (then MAX_TOKENS)
@@ -30,6 +31,7 @@ import {
   countWords,
   directives,
   isMain,
+  keySet,
   type MockRequest,
   mockArguments,
   mockId,
@@ -318,11 +320,16 @@ function streamEvents(p: Plan): string[] {
   return out;
 }
 
-function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) {
+function answer(
+  request: MockRequest,
+  reply: Reply,
+  validKeys: ReadonlySet<string> | undefined,
+  rateLimited: ReadonlySet<string> | undefined,
+) {
   const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(request.path);
   if (request.method !== "POST" || !match) return reply.json(404, errorBody(404, "Not found"));
   const key = request.headers["x-goog-api-key"];
-  if (apiKey !== undefined && !key)
+  if (validKeys !== undefined && !key)
     return reply.json(
       403,
       errorBody(
@@ -330,7 +337,7 @@ function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) 
         "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
       ),
     );
-  if (apiKey !== undefined && key !== apiKey)
+  if (validKeys !== undefined && !(typeof key === "string" && validKeys.has(key)))
     return reply.json(
       400,
       errorBody(400, "API key not valid. Please pass a valid API key.", [
@@ -341,6 +348,8 @@ function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) 
         },
       ]),
     );
+  if (typeof key === "string" && rateLimited?.has(key))
+    return reply.json(429, errorBody(429, "Resource has been exhausted (e.g. check quota)."));
   const stream = match[2] === "streamGenerateContent";
   if (stream && request.query.get("alt") !== "sse")
     return reply.json(400, errorBody(400, "the mock streams SSE only: ?alt=sse"));
@@ -388,7 +397,11 @@ function answer(request: MockRequest, reply: Reply, apiKey: string | undefined) 
 export function startMockGemini(
   options: MockUpstreamOptions & { record?: boolean } = {},
 ): Promise<MockUpstream> {
-  return startMockProvider((request, reply) => answer(request, reply, options.apiKey), options);
+  const validKeys = keySet(options.apiKey);
+  return startMockProvider(
+    (request, reply) => answer(request, reply, validKeys, options.rateLimitedKeys),
+    options,
+  );
 }
 
 if (isMain(import.meta.url)) void runMockCli("mock-gemini-upstream", startMockGemini);

@@ -538,6 +538,34 @@ describe("raw HTTP", () => {
     );
   });
 
+  test("several keys: each is accepted; a rate-limited one gets OpenAI's 429, an unknown one 401", async () => {
+    const limited = new Set<string>();
+    const pooled = await startMockUpstream({
+      apiKey: ["sk-one-key", "sk-two-key"],
+      rateLimitedKeys: limited,
+    });
+    try {
+      const ask = (key: string) =>
+        new OpenAI({ apiKey: key, baseURL: pooled.url, maxRetries: 0 }).chat.completions.create({
+          model: "m",
+          messages: [{ role: "user", content: "hi mock:tokens=1" }],
+        });
+      for (const key of ["sk-one-key", "sk-two-key"])
+        assert.equal((await ask(key)).choices[0]!.message.content, "Hello");
+      limited.add("sk-two-key");
+      await assert.rejects(
+        ask("sk-two-key"),
+        (err: unknown) =>
+          err instanceof OpenAI.RateLimitError &&
+          (err.error as { code?: string }).code === "rate_limit_exceeded",
+      );
+      assert.equal((await ask("sk-one-key")).choices[0]!.message.content, "Hello");
+      await assert.rejects(ask("sk-three-key"), (err: unknown) => err instanceof OpenAI.AuthenticationError);
+    } finally {
+      await pooled.close();
+    }
+  });
+
   test("n=2 returns two choices and counts completion tokens for both", async () => {
     const res = await post(mock, {
       model: "m",

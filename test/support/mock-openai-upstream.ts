@@ -96,6 +96,7 @@ import {
   type Active,
   directives as directiveMap,
   isMain,
+  keySet,
   MOCK_TOOL_TEXT,
   mockArguments,
   requestTracker,
@@ -107,8 +108,17 @@ export interface MockUpstreamOptions {
   latencyMs?: number;
   /** Delay between stream chunks (default 0). */
   chunkDelayMs?: number;
-  /** If set, requests must carry `Authorization: Bearer <apiKey>`, else 401 with an OpenAI error envelope. */
-  apiKey?: string;
+  /**
+   * If set, requests must carry `Authorization: Bearer <key>` of one of these keys (a provider
+   * account's several keys), else 401 with an OpenAI error envelope.
+   */
+  apiKey?: string | readonly string[];
+  /**
+   * Valid keys whose rate limit is reached, as the test sets them now: their requests are
+   * answered 429 (OpenAI's `rate_limit_exceeded`; Azure's 429 with `retry-after`), after the key
+   * is checked, as the provider does. The provider mocks read the same option.
+   */
+  rateLimitedKeys?: ReadonlySet<string>;
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0 (random free port). */
@@ -254,6 +264,14 @@ const AZURE_BAD_KEY = JSON.stringify({
     code: "401",
     message:
       "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.",
+  },
+});
+/** Azure's 429 when a deployment's rate limit is reached (it says when to retry, in the header too). */
+const AZURE_RATE_LIMITED = JSON.stringify({
+  error: {
+    code: "429",
+    message:
+      "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.",
   },
 });
 const SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8";
@@ -772,8 +790,8 @@ export function startMockUpstream(
   const defaultLatency = Math.max(0, options.latencyMs ?? 0);
   const chunkDelay = Math.max(0, options.chunkDelayMs ?? 0);
   const azure = options.azure === true;
-  const expectedAuth =
-    options.apiKey === undefined ? undefined : azure ? options.apiKey : `Bearer ${options.apiKey}`;
+  const validKeys = keySet(options.apiKey);
+  const rateLimited = options.rateLimitedKeys;
   const record = options.record !== false;
   const templateCount = options.promptCount === "template";
   const agent = options.agent === true;
@@ -784,9 +802,15 @@ export function startMockUpstream(
   const tracker = requestTracker();
 
   function authorized(req: IncomingMessage, res: ServerResponse): boolean {
-    if (expectedAuth === undefined) return true;
+    if (validKeys === undefined) return true;
     const got = azure ? req.headers["api-key"] : req.headers.authorization;
-    if (got === expectedAuth) return true;
+    const key = azure ? got : typeof got === "string" && got.startsWith("Bearer ") ? got.slice(7) : undefined;
+    if (typeof key === "string" && validKeys.has(key)) {
+      if (!rateLimited?.has(key)) return true;
+      if (azure) sendJson(res, 429, AZURE_RATE_LIMITED, { "retry-after": "6" });
+      else sendError(res, 429, ...statusError(429, ""));
+      return false;
+    }
     if (azure) {
       sendJson(res, 401, AZURE_BAD_KEY);
       return false;

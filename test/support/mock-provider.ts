@@ -298,6 +298,12 @@ export function startMockProvider(
   );
 }
 
+/** The keys a mock accepts (`MockUpstreamOptions.apiKey`); undefined: it accepts any. */
+export function keySet(apiKey: string | readonly string[] | undefined): ReadonlySet<string> | undefined {
+  if (apiKey === undefined) return undefined;
+  return new Set(typeof apiKey === "string" ? [apiKey] : apiKey);
+}
+
 /** Whether `moduleUrl` is the script node was started with. */
 export function isMain(moduleUrl: string): boolean {
   const entry = process.argv[1];

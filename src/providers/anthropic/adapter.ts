@@ -5,11 +5,11 @@
 // translation (src/apis/types.ts).
 
 import type { Chunk, Completion, FinishReason, NativeEvent, Usage } from "../../domain/completion.ts";
-import { HttpUpstream, type Opened, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, type Opened, parseShape, UpstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import type { SseEvent } from "../sse-reader.ts";
 import { type StreamReader, streamChunks } from "../stream-loop.ts";
-import type { NativeRequest, Provider, UpstreamCall } from "../types.ts";
+import type { KeyState, NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import type { AnthropicConfig } from "./config.ts";
 import { anthropicPromptBound, messagesBody, nativeMessagesBody } from "./request.ts";
 import {
@@ -27,16 +27,15 @@ export const ANTHROPIC_VERSION = "2023-06-01";
 export class AnthropicProvider implements Provider {
   readonly id: string;
   readonly #http: HttpUpstream;
-  readonly #headers: Record<string, string>;
   readonly passthrough: PassthroughSettings;
 
   constructor(config: AnthropicConfig, env: Record<string, string | undefined>) {
     this.id = config.id;
-    this.#http = new HttpUpstream(config);
-    this.passthrough = passthroughSettings(config);
-    this.#headers = upstreamHeaders(config, env, (key) => ({ "x-api-key": key }), {
+    const headers = new UpstreamHeaders(config, env, (key) => ({ "x-api-key": key }), {
       "anthropic-version": ANTHROPIC_VERSION,
     });
+    this.#http = new HttpUpstream(config, headers);
+    this.passthrough = passthroughSettings(config);
   }
 
   promptBound = anthropicPromptBound;
@@ -52,8 +51,8 @@ export class AnthropicProvider implements Provider {
 
   async complete(call: UpstreamCall): Promise<Completion> {
     const native = nativeOf(call);
-    const { body, headers } = this.#request(call, native, false);
-    const raw = await this.#http.json(await this.#post(call, body, headers));
+    const { body, extra } = this.#request(call, native, false);
+    const raw = await this.#http.json(await this.#post(call, body, extra));
     const message = parseShape(messageSchema, raw, "the upstream's reply is not an Anthropic message");
     let text = "";
     let thinking = "";
@@ -96,33 +95,31 @@ export class AnthropicProvider implements Provider {
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
     const native = nativeOf(call);
-    const { body, headers } = this.#request(call, native, true);
+    const { body, extra } = this.#request(call, native, true);
     return streamChunks(
-      async () => this.#http.events(await this.#post(call, body, headers)),
+      async () => this.#http.events(await this.#post(call, body, extra)),
       new StreamState(native !== undefined),
     );
   }
 
-  /** The body and headers of a call: the native body when the client spoke Messages. */
+  /** The body of a call, and its headers beyond the fixed ones: the native body when the client spoke Messages. */
   #request(
     call: UpstreamCall,
     native: NativeRequest | undefined,
     stream: boolean,
-  ): { body: string; headers: Record<string, string> } {
+  ): { body: string; extra: Record<string, string> | undefined } {
     if (!native)
-      return {
-        body: JSON.stringify(messagesBody(call, stream, this.passthrough.strict)),
-        headers: this.#headers,
-      };
+      return { body: JSON.stringify(messagesBody(call, stream, this.passthrough.strict)), extra: undefined };
     const { body, betas } = nativeMessagesBody(call, native, stream, this.passthrough);
-    return {
-      body: JSON.stringify(body),
-      headers: betas ? { ...this.#headers, "anthropic-beta": betas } : this.#headers,
-    };
+    return { body: JSON.stringify(body), extra: betas ? { "anthropic-beta": betas } : undefined };
   }
 
-  #post(call: UpstreamCall, body: string, headers: Record<string, string>): Promise<Opened> {
-    return this.#http.post(`${this.#http.basePath}/v1/messages`, headers, body, call.signal, anthropicError);
+  #post(call: UpstreamCall, body: string, extra: Record<string, string> | undefined): Promise<Opened> {
+    return this.#http.post(`${this.#http.basePath}/v1/messages`, body, call.signal, anthropicError, extra);
+  }
+
+  keyStates(): KeyState[] {
+    return this.#http.keyStates();
   }
 
   async close(): Promise<void> {

@@ -8,7 +8,7 @@ import type { Chunk, Completion } from "../../domain/completion.ts";
 import { type FieldRules, mapped } from "../field-policy.ts";
 import { OpenAICompatibleProvider, type OpenAIEndpoint } from "../openai-compatible/adapter.ts";
 import { promptUpperBound } from "../prompt-bound.ts";
-import type { Provider, UpstreamCall } from "../types.ts";
+import type { KeyState, Provider, UpstreamCall } from "../types.ts";
 import type { AzureOpenAIConfig } from "./config.ts";
 
 /** Azure speaks OpenAI's API: every field goes as it is, and Azure answers for what a deployment lacks. */
@@ -55,6 +55,10 @@ export class AzureOpenAIProvider implements Provider {
 
   async *stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     for await (const chunk of this.#openai.stream(call)) if (chunk.choices.length || chunk.usage) yield chunk;
+  }
+
+  keyStates(): KeyState[] {
+    return this.#openai.keyStates();
   }
 
   close(): Promise<void> {

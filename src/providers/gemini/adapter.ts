@@ -3,10 +3,10 @@
 // usage (thinking included) in our convention.
 
 import type { Chunk, Completion, FinishReason } from "../../domain/completion.ts";
-import { HttpUpstream, type Opened, parseShape, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, type Opened, parseShape, UpstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { type StreamReader, streamChunks } from "../stream-loop.ts";
-import type { Provider, UpstreamCall } from "../types.ts";
+import type { KeyState, Provider, UpstreamCall } from "../types.ts";
 import type { GeminiConfig } from "./config.ts";
 import { geminiPromptBound, generateBody } from "./request.ts";
 import { answerPrefix, toolCallId } from "./tool-ids.ts";
@@ -23,14 +23,15 @@ import {
 export class GeminiProvider implements Provider {
   readonly id: string;
   readonly #http: HttpUpstream;
-  readonly #headers: Record<string, string>;
   readonly passthrough: PassthroughSettings;
 
   constructor(config: GeminiConfig, env: Record<string, string | undefined>) {
     this.id = config.id;
-    this.#http = new HttpUpstream(config);
+    this.#http = new HttpUpstream(
+      config,
+      new UpstreamHeaders(config, env, (key) => ({ "x-goog-api-key": key })),
+    );
     this.passthrough = passthroughSettings(config);
-    this.#headers = upstreamHeaders(config, env, (key) => ({ "x-goog-api-key": key }));
   }
 
   promptBound = geminiPromptBound;
@@ -95,7 +96,11 @@ export class GeminiProvider implements Provider {
 
   #post(call: UpstreamCall, method: string, body: string): Promise<Opened> {
     const path = `${this.#http.basePath}/v1beta/models/${encodeURIComponent(call.upstreamModel)}:${method}`;
-    return this.#http.post(path, this.#headers, body, call.signal, geminiError);
+    return this.#http.post(path, body, call.signal, geminiError);
+  }
+
+  keyStates(): KeyState[] {
+    return this.#http.keyStates();
   }
 
   async close(): Promise<void> {

@@ -7,11 +7,11 @@ import type { Chunk, Completion } from "../../domain/completion.ts";
 import { UpstreamError } from "../../errors/upstream-error.ts";
 import { builtinAllowed } from "../builtin-tools.ts";
 import { customToolsAsFunctions } from "../custom-tools.ts";
-import { HttpUpstream, type StatusReader, upstreamHeaders } from "../http-upstream.ts";
+import { HttpUpstream, type StatusReader, UpstreamHeaders } from "../http-upstream.ts";
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import { type StreamReader, streamChunks } from "../stream-loop.ts";
-import type { NativeRequest, Provider, UpstreamCall } from "../types.ts";
+import type { KeyState, NativeRequest, Provider, UpstreamCall } from "../types.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
 import { openaiPromptBound, responsesBody, wireBody } from "./request.ts";
 import { ResponsesStreamState, responseCompletion } from "./responses.ts";
@@ -37,7 +37,6 @@ export class OpenAICompatibleProvider implements Provider {
   readonly id: string;
   readonly #http: HttpUpstream;
   readonly #endpoint: OpenAIEndpoint;
-  readonly #headers: Record<string, string>;
   readonly #boundField: OpenAICompatibleConfig["output_bound_field"];
   readonly #openai: boolean;
   /** custom tools go as function tools (the server has no custom tools) */
@@ -63,14 +62,13 @@ export class OpenAICompatibleProvider implements Provider {
     endpoint: OpenAIEndpoint = OPENAI_ENDPOINT,
   ) {
     this.id = config.id;
-    this.#http = new HttpUpstream(config);
+    this.#http = new HttpUpstream(config, new UpstreamHeaders(config, env, endpoint.auth));
     this.#endpoint = endpoint;
     this.#boundField = config.output_bound_field;
     this.#openai = new URL(config.base_url).hostname === OPENAI_HOST;
     // Azure OpenAI composes this adapter without the setting: it runs OpenAI's models.
     const customTools = config.custom_tools ?? "native";
     this.#customAsFunctions = customTools === "function" || (customTools === "auto" && !this.#openai);
-    this.#headers = upstreamHeaders(config, env, endpoint.auth);
     // Azure OpenAI composes this adapter without the setting: its Responses API is not this one.
     this.#builtinTools = new Set(config.responses_builtin_tools ?? []);
     const responses = config.responses_api ?? "translate";
@@ -144,7 +142,6 @@ export class OpenAICompatibleProvider implements Provider {
   #sendResponses(call: UpstreamCall, native: NativeRequest, stream: boolean) {
     return this.#http.post(
       `${this.#http.basePath}/responses`,
-      this.#headers,
       JSON.stringify(responsesBody(call, native, stream)),
       call.signal,
       readStatus,
@@ -154,7 +151,6 @@ export class OpenAICompatibleProvider implements Provider {
   #send(call: UpstreamCall, stream: boolean) {
     return this.#http.post(
       this.#endpoint.path(this.#http.basePath, call),
-      this.#headers,
       JSON.stringify(
         wireBody(
           this.#customAsFunctions ? { ...call, request: customToolsAsFunctions(call.request) } : call,
@@ -166,6 +162,10 @@ export class OpenAICompatibleProvider implements Provider {
       call.signal,
       readStatus,
     );
+  }
+
+  keyStates(): KeyState[] {
+    return this.#http.keyStates();
   }
 
   async close(): Promise<void> {
