@@ -71,6 +71,7 @@ for (const kind of ["sqlite", "postgres"] as const)
           id: "second",
           type: "openai-compatible",
           base_url: other.url,
+          api_keys: ["sk-stored-upstream-key-0001"],
           headers: { "x-org": "org-secret-value-0001" },
         },
         "cli",
@@ -98,6 +99,8 @@ for (const kind of ["sqlite", "postgres"] as const)
       assert.equal(other.requests.length, 1);
       assert.equal(other.requests[0]!.body.model, "other-model");
       assert.equal(other.requests[0]!.headers["x-org"], "org-secret-value-0001");
+      assert.equal(other.requests[0]!.headers.authorization, "Bearer sk-stored-upstream-key-0001");
+      assert.equal(other.requests[0]!.headers.authorization, "Bearer sk-stored-upstream-key-0001");
     });
 
     test("a provider's secrets are sealed at rest and masked in every view, the audit log's included", async () => {
@@ -109,12 +112,15 @@ for (const kind of ["sqlite", "postgres"] as const)
         .where("id", "=", "second")
         .executeTakeFirstOrThrow();
       assert.ok(row.secrets?.startsWith("v1:"));
-      assert.ok(!row.body.includes("org-secret-value") && !row.secrets!.includes("org-secret-value"));
+      for (const secret of ["org-secret-value", "sk-stored-upstream"])
+        assert.ok(!row.body.includes(secret) && !row.secrets!.includes(secret));
       const view = (await catalogOf(gw).get("providers", "second"))!;
       assert.deepEqual(view.headers, { "x-org": "…0001" });
+      assert.deepEqual(view.api_keys, ["…0001"]);
       const audit = await listAudit(db, { resource: "providers", limit: 10 });
       assert.ok(audit.length >= 1);
       assert.ok(!JSON.stringify(audit).includes("org-secret-value"));
+      assert.ok(!JSON.stringify(audit).includes("sk-stored-upstream"));
       // a view sent back as it was read keeps the secret it masks
       await catalogOf(gw).update("providers", "second", { headers: view.headers, max_connections: 8 }, "cli");
       other.reset();

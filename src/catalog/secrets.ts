@@ -2,6 +2,7 @@
 // keys (`api_keys`) and its extra headers' values (an organisation token, another gateway's
 // key). They are stored sealed (./secret-box.ts) apart from the entry's other fields, and
 // every view of an entry (the admin API, the console, the audit log) shows them masked.
+import { keyHint } from "../providers/key-pool.ts";
 import type { CatalogEntry, CatalogKind } from "./types.ts";
 
 export interface ProviderSecrets {
@@ -9,10 +10,8 @@ export interface ProviderSecrets {
   headers?: Record<string, string>;
 }
 
-/** What a masked secret shows: its last four characters, if it is long enough to keep the rest hidden. */
-export function secretHint(secret: string): string {
-  return secret.length >= 16 ? `…${secret.slice(-4)}` : "…";
-}
+/** What a masked secret shows: the key pools' hint (at most its last four characters). */
+export const secretHint = keyHint;
 
 /** The entry without its secrets, and the secrets (undefined: none). */
 export function splitSecrets(
