@@ -192,6 +192,23 @@ for (const kind of ["sqlite", "postgres"] as const)
       await catalog.update("models", TEST_MODEL, { provider: "mock", upstream_model: "mock-model" }, "cli");
     });
 
+    test("a disabled provider's models are not served until it is enabled again", async () => {
+      const catalog = catalogOf(gw);
+      await catalog.update("providers", "second", { disabled: true }, "cli");
+      assert.ok(!(await client.models.list()).data.some((m) => m.id === "gpt-second"));
+      await assert.rejects(
+        client.chat.completions.create({ model: "gpt-second", messages: [{ role: "user", content: "hi" }] }),
+        (err: InstanceType<typeof OpenAI.NotFoundError>) =>
+          err.status === 404 && err.code === "model_not_found",
+      );
+      await catalog.update("providers", "second", { disabled: null }, "cli");
+      const answer = await client.chat.completions.create({
+        model: "gpt-second",
+        messages: [{ role: "user", content: "hi" }],
+      });
+      assert.equal(answer.model, "gpt-second");
+    });
+
     test("every change is in the audit log, by whom, with before and after", async () => {
       const audit = await listAudit(gw.gateway.deps.store.db, { limit: 100 });
       assert.ok(audit.length >= 6);

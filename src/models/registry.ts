@@ -62,6 +62,7 @@ export class Registry {
       }
     >();
     for (const p of config.providers) {
+      if (p.disabled) continue;
       const provider = createProvider(p, env);
       providers.set(p.id, {
         provider,
@@ -74,7 +75,10 @@ export class Registry {
     // Two models listing the same provider and upstream model name one upstream: same id,
     // one health; each keeps its own settings.
     for (const m of config.models) {
-      const deployments = modelDeployments(m).map((d): Deployment => {
+      // a disabled provider's deployments are out of service; a model left with none is not served
+      const served = modelDeployments(m).filter((d) => providers.has(d.providerId));
+      if (!served.length) continue;
+      const deployments = served.map((d): Deployment => {
         const { provider, providerType, totalMs, priceTable } = providers.get(d.providerId)!;
         const pricing = m.pricing
           ? configuredPricing(m.pricing)
@@ -92,9 +96,12 @@ export class Registry {
         overheads: { ...m.prompt_overhead },
       });
     }
-    for (const m of config.models)
-      this.#models.get(m.id)!.fallbacks = m.fallbacks.map((f) => this.#models.get(f)!);
-    this.plans = new Plans(config.plans, (id) => ({
+    for (const m of config.models) {
+      const model = this.#models.get(m.id);
+      if (model) model.fallbacks = m.fallbacks.flatMap((f) => this.#models.get(f) ?? []);
+    }
+    const plans = config.plans.map((p) => ({ ...p, models: p.models.filter((id) => this.#models.has(id)) }));
+    this.plans = new Plans(plans, (id) => ({
       created: Math.floor((created.get(id) ?? 0) / 1000),
       ownedBy: this.#models.get(id)!.ownedBy,
     }));

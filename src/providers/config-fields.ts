@@ -20,6 +20,17 @@ export const timeouts = z
     "Upstream timeouts in milliseconds; every one bounds a different way an upstream can stall. connect, first byte and idle run on coarse timers (about half-second ticks): use values of a second or more.",
   );
 
+/**
+ * Takes a provider out of service without deleting it (the console's "disable"): its
+ * deployments are left out of routing, and a model with no other deployment is not served.
+ */
+export const disabledField = z
+  .boolean()
+  .default(false)
+  .describe(
+    "out of service: its deployments are not routed to, and a model left with none is not served (not listed, `model_not_found`)",
+  );
+
 export const httpProviderFields = {
   id: configId.describe("the provider's name, which models' `provider` refers to"),
   base_url: z
@@ -49,6 +60,7 @@ export const httpProviderFields = {
     .describe("extra headers sent upstream, e.g. an organisation id"),
   timeouts,
   max_connections: positiveInt.max(4096).default(256).describe("keep-alive connections to this upstream"),
+  disabled: disabledField,
   /** what the upstream cannot carry: dropped with a notice, or refused (strict); names never passed natively */
   ...passthroughFields,
 };

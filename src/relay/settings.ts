@@ -66,8 +66,9 @@ export async function buildCallSettings(
   if (previous)
     for (const m of config.models) {
       const before = previous.registry.model(m.id);
-      if (before && isDeepStrictEqual(before.config.prompt_overhead, m.prompt_overhead))
-        Object.assign(registry.model(m.id)!.overheads, before.overheads);
+      const now = registry.model(m.id); // none: its providers are disabled
+      if (before && now && isDeepStrictEqual(before.config.prompt_overhead, m.prompt_overhead))
+        Object.assign(now.overheads, before.overheads);
     }
   const sameWithheld =
     previous && isDeepStrictEqual(previous.config.safety.withheld_limit, config.safety.withheld_limit);
