@@ -49,6 +49,8 @@ export interface ClusterOptions {
   redis?: boolean | string;
   /** replaces fields of the generated config */
   config?: Partial<ConfigInput>;
+  /** more environment for every instance (GATEWAY_SECRET_KEY, say) */
+  env?: Record<string, string>;
 }
 
 export interface Cluster {
@@ -98,7 +100,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const instances: GatewayProcess[] = [];
 
   async function start(): Promise<GatewayProcess> {
-    const env: Record<string, string | undefined> = { ...process.env, GATEWAY_CONFIG: file, PORT: "0" };
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      ...options.env,
+      GATEWAY_CONFIG: file,
+      PORT: "0",
+    };
     for (const name of ["DATABASE_URL", "REDIS_URL", "GATEWAY_DATA_DIR", "NODE_TEST_CONTEXT", "NODE_OPTIONS"])
       delete env[name];
     const child = spawn(process.execPath, ["--import", PRELOAD, MAIN, "serve", "--json"], {
