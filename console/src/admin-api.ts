@@ -1,0 +1,148 @@
+// The admin API (/admin/v1) as the operator pages call it: the console API's fetch, errors
+// and expired-session handling (api.ts), but none of its account scope, since every call here
+// is about the whole gateway. It takes the console's session cookie for users with role admin.
+
+import type {
+  AdminApiKeyView,
+  AdminKeyPatch,
+  AdminList,
+  AdminRecordView,
+  AdminScope,
+  AdminTokenCreated,
+  AdminTokenView,
+  AuditEntryView,
+  CatalogEntry,
+  CatalogKind,
+  CatalogState,
+  ProviderTestResult,
+  UpstreamKeyState,
+  UsageGroup,
+  UsageRow,
+} from "./admin-types.ts";
+import { type CallOptions, type Loaded, request, useGet, withQuery } from "./api.ts";
+
+export const ADMIN_API = "/admin/v1";
+
+type Query = CallOptions["query"];
+
+export function adminUrl(path: string, query: Query = {}): string {
+  return withQuery(`${ADMIN_API}${path}`, query);
+}
+
+export function adminApi<T>(path: string, options: CallOptions = {}): Promise<T> {
+  return request<T>(adminUrl(path, options.query), options);
+}
+
+/** GETs `path` of the admin API, as useApi() does the console API's; null: not yet. */
+export function useAdminApi<T>(path: string | null, query: Query = {}): Loaded<T> {
+  return useGet<T>(path === null ? null : adminUrl(path, query));
+}
+
+const one = (id: string) => `/${encodeURIComponent(id)}`;
+
+// The catalog: providers, models, plans, as the configuration file writes them.
+
+export const catalogState = () => adminApi<CatalogState>("/catalog");
+
+export function createEntry<T extends CatalogEntry>(kind: CatalogKind, entry: T): Promise<T> {
+  return adminApi<T>(`/${kind}`, { method: "POST", body: entry });
+}
+
+/** Changes the given top-level fields; null removes one (back to its default). */
+export function updateEntry<T extends CatalogEntry>(
+  kind: CatalogKind,
+  id: string,
+  patch: Record<string, unknown>,
+): Promise<T> {
+  return adminApi<T>(`/${kind}${one(id)}`, { method: "PATCH", body: patch });
+}
+
+export function deleteEntry(kind: CatalogKind, id: string): Promise<void> {
+  return adminApi<void>(`/${kind}${one(id)}`, { method: "DELETE" });
+}
+
+/** One call of one token through the provider; `model` is an upstream model name. */
+export function testProvider(id: string, model?: string): Promise<ProviderTestResult> {
+  return adminApi<ProviderTestResult>(`/providers${one(id)}/test`, {
+    method: "POST",
+    body: model ? { model } : {},
+  });
+}
+
+export const providerKeysPath = (id: string) => `/providers${one(id)}/keys`;
+export type ProviderKeysAnswer = { data: UpstreamKeyState[] };
+
+// Usage and records across accounts.
+
+export interface UsageQuery {
+  /** Unix ms, or a UTC day YYYY-MM-DD */
+  from: number | string;
+  to: number | string;
+  group_by: UsageGroup;
+  account?: string;
+  model?: string;
+  provider?: string;
+}
+
+export function usage(q: UsageQuery, signal?: AbortSignal): Promise<{ data: UsageRow[] }> {
+  return adminApi<{ data: UsageRow[] }>("/usage", { query: { ...q }, signal });
+}
+
+export interface RecordsQuery {
+  from?: number;
+  to?: number;
+  account?: string;
+  key?: string;
+  model?: string;
+  status?: string;
+  request_id?: string;
+  api?: string;
+}
+
+export function records(
+  q: RecordsQuery & { limit?: number; cursor?: string | null },
+  signal?: AbortSignal,
+): Promise<AdminList<AdminRecordView>> {
+  return adminApi<AdminList<AdminRecordView>>("/records", { query: { ...q }, signal });
+}
+
+/** A download link of every record the filters match. */
+export function recordsExportUrl(q: RecordsQuery, format: "csv" | "jsonl"): string {
+  return adminUrl("/records/export", { ...q, format });
+}
+
+// Keys: their rate limits, models, budgets.
+
+export const KEYS_PATH = "/keys";
+
+export function patchKey(id: string, patch: AdminKeyPatch): Promise<AdminApiKeyView> {
+  return adminApi<AdminApiKeyView>(`/keys${one(id)}`, { method: "PATCH", body: patch });
+}
+
+// The audit log.
+
+export interface AuditQuery {
+  resource?: string;
+  actor?: string;
+  from?: number;
+  to?: number;
+}
+
+export function auditLog(
+  q: AuditQuery & { limit?: number; cursor?: string | null },
+  signal?: AbortSignal,
+): Promise<AdminList<AuditEntryView>> {
+  return adminApi<AdminList<AuditEntryView>>("/audit-log", { query: { ...q }, signal });
+}
+
+// Admin tokens.
+
+export const ADMIN_TOKENS_PATH = "/admin-tokens";
+
+export function createAdminToken(name: string, scopes: AdminScope[]): Promise<AdminTokenCreated> {
+  return adminApi<AdminTokenCreated>(ADMIN_TOKENS_PATH, { method: "POST", body: { name, scopes } });
+}
+
+export function revokeAdminToken(token: AdminTokenView): Promise<void> {
+  return adminApi<void>(`${ADMIN_TOKENS_PATH}${one(token.id)}`, { method: "DELETE" });
+}
