@@ -10,6 +10,7 @@ import {
   parseList,
   plansIncluding,
   withDeployments,
+  withField,
 } from "./catalog-edit.ts";
 
 test("an edit sends the fields that changed, and null for those removed", () => {
@@ -127,4 +128,17 @@ test("lists and numbers as typed", () => {
   assert.equal(numberOrText("1,5"), "1,5");
   assert.equal(numberOrText(" "), undefined);
   assert.equal(numberOrText("ten"), "ten");
+});
+
+test("a form's field sets a value at its path; left empty, it and emptied objects go", () => {
+  const model = { id: "m", pricing: { input: 2 } };
+  assert.deepEqual(withField(model, ["pricing", "output"], 8), { id: "m", pricing: { input: 2, output: 8 } });
+  assert.deepEqual(withField(model, ["pricing", "input"], undefined), { id: "m" });
+  assert.deepEqual(withField(model, ["fallbacks"], []), { id: "m", pricing: { input: 2 } });
+  assert.deepEqual(withField({ id: "p" }, ["rate_limits", "key", "rpm"], 5), {
+    id: "p",
+    rate_limits: { key: { rpm: 5 } },
+  });
+  // the entry given is not changed
+  assert.deepEqual(model, { id: "m", pricing: { input: 2 } });
 });

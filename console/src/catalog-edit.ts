@@ -130,3 +130,27 @@ export function numberOrText(text: string, integer = false): number | string | u
   const n = Number(t.replaceAll(integer ? /[\s,_]/g : /[\s_]/g, ""));
   return Number.isFinite(n) ? n : t;
 }
+
+/**
+ * A copy of the entry with the value at `path` (["pricing", "input"]) set. A form's field left
+ * empty (undefined, an empty list) removes it, and so does an object left with no fields, so
+ * the entry keeps only what the operator gave and the rest takes its default.
+ */
+export function withField<T extends Record<string, unknown>>(
+  obj: T,
+  path: readonly string[],
+  value: unknown,
+): T {
+  const [head, ...rest] = path;
+  if (head === undefined) return obj;
+  const copy: Record<string, unknown> = { ...obj };
+  const inner = copy[head];
+  const next = rest.length === 0 ? value : withField(isPlainObject(inner) ? inner : {}, rest, value);
+  const empty =
+    next === undefined ||
+    (Array.isArray(next) && next.length === 0) ||
+    (isPlainObject(next) && Object.keys(next).length === 0);
+  if (empty) delete copy[head];
+  else copy[head] = next;
+  return copy as T;
+}
