@@ -28,6 +28,32 @@ test("a created resource lists every field added, a deleted one every field remo
   );
 });
 
+test("an object added or removed shows as its leaves", () => {
+  assert.deepEqual(
+    diffJson({ id: "m" }, { id: "m", pricing: { input: 2, output: 8 } }).map((c) => [
+      c.path,
+      c.kind,
+      c.after,
+    ]),
+    [
+      ["pricing.input", "added", 2],
+      ["pricing.output", "added", 8],
+    ],
+  );
+  assert.deepEqual(
+    diffJson(null, { id: "p", rate_limits: { key: { rpm: 5 } } }).map((c) => c.path),
+    ["id", "rate_limits.key.rpm"],
+  );
+  assert.deepEqual(
+    diffJson({ a: { b: 1 } }, {}).map((c) => [c.path, c.kind]),
+    [["a.b", "removed"]],
+  );
+  // an empty object has no leaves: it shows whole
+  assert.deepEqual(diffJson({}, { headers: {} }), [
+    { path: "headers", kind: "added", before: undefined, after: {} },
+  ]);
+});
+
 test("a value replaced by one of another type is one change", () => {
   assert.deepEqual(diffJson({ a: { b: 1 } }, { a: [1] }), [
     { path: "a", kind: "changed", before: { b: 1 }, after: [1] },

@@ -16,7 +16,8 @@ const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 
 /**
  * The leaves that differ, in the order of the fields (before's, then those only after has).
- * A created resource (before null) lists every field added; a deleted one every field removed.
+ * A created resource (before null) lists every field added, down to its leaves; a deleted one
+ * every field removed.
  */
 export function diffJson(before: unknown, after: unknown, path = ""): Change[] {
   if (deepEqual(before, after)) return [];
@@ -25,6 +26,9 @@ export function diffJson(before: unknown, after: unknown, path = ""): Change[] {
     if ((before === null || before === undefined) && isPlainObject(after)) return diffJson({}, after, "");
     if ((after === null || after === undefined) && isPlainObject(before)) return diffJson(before, {}, "");
   }
+  // a whole object added or removed: its leaves, each added or removed
+  if (before === undefined && isPlainObject(after) && Object.keys(after).length > 0) before = {};
+  if (after === undefined && isPlainObject(before) && Object.keys(before).length > 0) after = {};
   if (isPlainObject(before) && isPlainObject(after)) {
     const keys = [...Object.keys(before), ...Object.keys(after).filter((k) => !(k in before))];
     return keys.flatMap((k) => diffJson(before[k], after[k], join(path, k)));
