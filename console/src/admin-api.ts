@@ -2,6 +2,7 @@
 // and expired-session handling (api.ts), but none of its account scope, since every call here
 // is about the whole gateway. It takes the console's session cookie for users with role admin.
 
+import { useCallback, useEffect, useRef, useState } from "react";
 import type {
   AdminApiKeyView,
   AdminKeyPatch,
@@ -19,7 +20,7 @@ import type {
   UsageGroup,
   UsageRow,
 } from "./admin-types.ts";
-import { type CallOptions, type Loaded, request, useGet, withQuery } from "./api.ts";
+import { type ApiError, type CallOptions, type Loaded, request, useGet, withQuery } from "./api.ts";
 
 export const ADMIN_API = "/admin/v1";
 
@@ -145,4 +146,75 @@ export function createAdminToken(name: string, scopes: AdminScope[]): Promise<Ad
 
 export function revokeAdminToken(token: AdminTokenView): Promise<void> {
   return adminApi<void>(`${ADMIN_TOKENS_PATH}${one(token.id)}`, { method: "DELETE" });
+}
+
+export interface Paged<T> {
+  /** null while the first page loads */
+  rows: T[] | null;
+  error: ApiError | Error | null;
+  /** there are more: loadMore() fetches the next page */
+  more: boolean;
+  loadingMore: boolean;
+  loadMore: () => void;
+  reload: () => void;
+}
+
+/**
+ * A list read page by page (the records, the audit log): the first page whenever `key` (the
+ * filters) changes, the next ones on request, stale answers dropped. What was loaded for other
+ * filters is never shown for these: the list is loading from the render that changes them.
+ */
+export function usePaged<T>(
+  key: string,
+  page: (cursor: string | null, signal: AbortSignal) => Promise<AdminList<T>>,
+): Paged<T> {
+  const [state, setState] = useState<{
+    key: string | null;
+    rows: T[] | null;
+    next: string | null;
+    error: ApiError | Error | null;
+  }>({ key: null, rows: null, next: null, error: null });
+  const [loadingMore, setLoadingMore] = useState(false);
+  const request = useRef<AbortController | null>(null);
+  const fetchPage = useRef(page);
+  fetchPage.current = page;
+
+  const load = useCallback(
+    async (cursor: string | null) => {
+      request.current?.abort();
+      const controller = new AbortController();
+      request.current = controller;
+      if (cursor) setLoadingMore(true);
+      else setState({ key, rows: null, next: null, error: null });
+      try {
+        const answer = await fetchPage.current(cursor, controller.signal);
+        setState((s) => ({
+          key,
+          rows: cursor && s.key === key && s.rows ? [...s.rows, ...answer.data] : answer.data,
+          next: answer.has_more ? answer.next_cursor : null,
+          error: null,
+        }));
+      } catch (err) {
+        if ((err as Error).name !== "AbortError") setState((s) => ({ ...s, key, error: err as Error }));
+      } finally {
+        if (request.current === controller) setLoadingMore(false);
+      }
+    },
+    [key],
+  );
+
+  useEffect(() => {
+    void load(null);
+    return () => request.current?.abort();
+  }, [load]);
+
+  const current = state.key === key;
+  return {
+    rows: current ? state.rows : null,
+    error: current ? state.error : null,
+    more: current && state.next !== null,
+    loadingMore,
+    loadMore: () => void load(state.next),
+    reload: () => void load(null),
+  };
 }
