@@ -20,7 +20,7 @@ import type {
   UsageGroup,
   UsageRow,
 } from "./admin-types.ts";
-import { type ApiError, type CallOptions, type Loaded, request, useGet, withQuery } from "./api.ts";
+import { type ApiError, type CallOptions, type Loaded, request, useGet, useLoad, withQuery } from "./api.ts";
 
 export const ADMIN_API = "/admin/v1";
 
@@ -37,6 +37,26 @@ export function adminApi<T>(path: string, options: CallOptions = {}): Promise<T>
 /** GETs `path` of the admin API, as useApi() does the console API's; null: not yet. */
 export function useAdminApi<T>(path: string | null, query: Query = {}): Loaded<T> {
   return useGet<T>(path === null ? null : adminUrl(path, query));
+}
+
+/** A list's pages followed to its end: the catalog, keys and tokens are shown whole. */
+const MAX_PAGES = 100;
+
+export async function fetchAll<T>(path: string, signal?: AbortSignal): Promise<AdminList<T>> {
+  const data: T[] = [];
+  let cursor: string | null = null;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const answer: AdminList<T> = await adminApi<AdminList<T>>(path, { query: { cursor }, signal });
+    data.push(...answer.data);
+    if (!answer.has_more || !answer.next_cursor) break;
+    cursor = answer.next_cursor;
+  }
+  return { object: "list", data, has_more: false, next_cursor: null };
+}
+
+/** A whole list of the admin API, every page of it. */
+export function useAdminList<T>(path: string): Loaded<AdminList<T>> {
+  return useLoad(adminUrl(path), (signal) => fetchAll<T>(path, signal));
 }
 
 const one = (id: string) => `/${encodeURIComponent(id)}`;

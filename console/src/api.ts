@@ -2,7 +2,7 @@
 // and out, the gateway's error envelope turned into an ApiError, and one place that reacts to
 // an expired session. The browser sends the session cookie (same origin) and, for
 // POST/PATCH/DELETE, the Origin header the server checks.
-import { useCallback, useEffect, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 
 export const API = "/api/console";
 
@@ -143,24 +143,34 @@ export function useApi<T>(path: string | null, query: CallOptions["query"] = {})
 
 /** GETs `url` (again whenever it changes or reload() is called), cancelling stale calls. */
 export function useGet<T>(url: string | null): Loaded<T> {
+  return useLoad<T>(url, (signal) => request<T>(url!, { signal }));
+}
+
+/**
+ * What `load` fetches, again whenever `key` changes (null: nothing yet) or reload() is called,
+ * cancelling stale loads. The data shown stays until the new data is there.
+ */
+export function useLoad<T>(key: string | null, load: (signal: AbortSignal) => Promise<T>): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: ApiError | Error; loading: boolean }>({
-    loading: url !== null,
+    loading: key !== null,
   });
   const [tick, setTick] = useState(0);
+  const loader = useRef(load);
+  loader.current = load;
 
-  // biome-ignore lint/correctness/useExhaustiveDependencies: `tick` asks for the same URL again
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `key` stands for what `load` fetches; `tick` asks again
   useEffect(() => {
-    if (url === null) return;
+    if (key === null) return;
     const controller = new AbortController();
     setState((s) => ({ data: s.data, loading: true }));
-    request<T>(url, { signal: controller.signal }).then(
+    loader.current(controller.signal).then(
       (data) => setState({ data, loading: false }),
       (error: Error) => {
         if (error.name !== "AbortError") setState({ error, loading: false });
       },
     );
     return () => controller.abort();
-  }, [url, tick]);
+  }, [key, tick]);
 
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, reload };

@@ -1,6 +1,6 @@
 import { useId, useState } from "react";
-import { KEYS_PATH, patchKey, useAdminApi } from "../../admin-api.ts";
-import type { AdminApiKeyView, AdminList } from "../../admin-types.ts";
+import { KEYS_PATH, patchKey, useAdminList } from "../../admin-api.ts";
+import type { AdminApiKeyView } from "../../admin-types.ts";
 import { api, useApi } from "../../api.ts";
 import { Badge } from "../../components/Badge.tsx";
 import { BudgetCell, SpentCell } from "../../components/Budget.tsx";
@@ -16,7 +16,7 @@ import { BudgetFields, useBudgetFields } from "./BudgetFields.tsx";
 export function KeysTab() {
   const keys = useApi<List<AdminKeyView>>("/admin/keys");
   // rate limits and models come from the admin API; budgets from the console API, as before
-  const limits = useAdminApi<AdminList<AdminApiKeyView>>(KEYS_PATH);
+  const limits = useAdminList<AdminApiKeyView>(KEYS_PATH);
   const accounts = useApi<List<AccountView>>("/admin/accounts");
   const plans = useApi<PlansAnswer>("/plans");
   /** the key whose budget, or whose rate limits and models, are being set */

@@ -1,7 +1,6 @@
 import { useId, useState } from "react";
-import { useAdminApi } from "../../admin-api.ts";
+import { useAdminList } from "../../admin-api.ts";
 import {
-  type AdminList,
   type Deployment,
   type ModelEntry,
   type PlanEntry,
@@ -24,9 +23,9 @@ import { FieldBox, ListInput, NumberInput, RefusalNote, TextInput } from "./fiel
 
 export function ModelsTab() {
   const source = useCatalogSource();
-  const models = useAdminApi<AdminList<ModelEntry>>("/models");
-  const plans = useAdminApi<AdminList<PlanEntry>>("/plans");
-  const providers = useAdminApi<AdminList<ProviderEntry>>("/providers");
+  const models = useAdminList<ModelEntry>("/models");
+  const plans = useAdminList<PlanEntry>("/plans");
+  const providers = useAdminList<ProviderEntry>("/providers");
   const dialog = useListDialog<{ form: "add" } | { form: "edit" | "delete"; model: ModelEntry }>(models);
   const open = dialog.open;
   const planList = plans.data?.data ?? [];

@@ -1,6 +1,6 @@
 import { useId } from "react";
-import { useAdminApi } from "../../admin-api.ts";
-import type { AdminList, ModelEntry, PlanEntry, RateLimitsEntry } from "../../admin-types.ts";
+import { useAdminList } from "../../admin-api.ts";
+import type { ModelEntry, PlanEntry, RateLimitsEntry } from "../../admin-types.ts";
 import { DataTable, listRows } from "../../components/DataTable.tsx";
 import { ListSection, useListDialog } from "../../components/ListSection.tsx";
 import { Empty } from "../../components/Notice.tsx";
@@ -25,8 +25,8 @@ export function rateText(limits: RateLimitsEntry | undefined): string {
 
 export function PlansTab() {
   const source = useCatalogSource();
-  const plans = useAdminApi<AdminList<PlanEntry>>("/plans");
-  const models = useAdminApi<AdminList<ModelEntry>>("/models");
+  const plans = useAdminList<PlanEntry>("/plans");
+  const models = useAdminList<ModelEntry>("/models");
   const dialog = useListDialog<{ form: "add" } | { form: "edit" | "delete"; plan: PlanEntry }>(plans);
   const open = dialog.open;
   const modelIds = (models.data?.data ?? []).map((m) => m.id);

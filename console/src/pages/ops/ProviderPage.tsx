@@ -1,5 +1,11 @@
-import { type ProviderKeysAnswer, providerKeysPath, updateEntry, useAdminApi } from "../../admin-api.ts";
-import type { AdminList, ModelEntry, ProviderEntry } from "../../admin-types.ts";
+import {
+  type ProviderKeysAnswer,
+  providerKeysPath,
+  updateEntry,
+  useAdminApi,
+  useAdminList,
+} from "../../admin-api.ts";
+import type { ModelEntry, ProviderEntry } from "../../admin-types.ts";
 import { Badge } from "../../components/Badge.tsx";
 import { DataTable } from "../../components/DataTable.tsx";
 import { useListDialog } from "../../components/ListSection.tsx";
@@ -15,7 +21,7 @@ export function ProviderPage({ id }: { id: string }) {
   const source = useCatalogSource();
   const provider = useAdminApi<ProviderEntry>(`/providers/${encodeURIComponent(id)}`);
   const keys = useAdminApi<ProviderKeysAnswer>(providerKeysPath(id));
-  const models = useAdminApi<AdminList<ModelEntry>>("/models");
+  const models = useAdminList<ModelEntry>("/models");
   const dialog = useListDialog<"edit">(provider);
   const toggle = useSubmit(async (p: ProviderEntry) => {
     await updateEntry("providers", p.id, { disabled: !p.disabled });

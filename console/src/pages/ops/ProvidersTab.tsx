@@ -1,7 +1,6 @@
 import { useId, useState } from "react";
-import { testProvider, updateEntry, useAdminApi } from "../../admin-api.ts";
+import { testProvider, updateEntry, useAdminList } from "../../admin-api.ts";
 import {
-  type AdminList,
   type ModelEntry,
   PROVIDER_TYPES,
   type ProviderEntry,
@@ -43,8 +42,8 @@ export function modelsOn(providerId: string, models: readonly ModelEntry[]): Mod
 
 export function ProvidersTab() {
   const source = useCatalogSource();
-  const providers = useAdminApi<AdminList<ProviderEntry>>("/providers");
-  const models = useAdminApi<AdminList<ModelEntry>>("/models");
+  const providers = useAdminList<ProviderEntry>("/providers");
+  const models = useAdminList<ModelEntry>("/models");
   const dialog = useListDialog<
     { form: "add" } | { form: "edit" | "delete" | "test"; provider: ProviderEntry }
   >(providers);

@@ -1,6 +1,6 @@
 import { useEffect, useId, useState } from "react";
-import { type RecordsQuery, records, recordsExportUrl, useAdminApi, usePaged } from "../../admin-api.ts";
-import type { AdminList, AdminRecordView, ModelEntry } from "../../admin-types.ts";
+import { type RecordsQuery, records, recordsExportUrl, useAdminList, usePaged } from "../../admin-api.ts";
+import type { AdminRecordView, ModelEntry } from "../../admin-types.ts";
 import { useApi } from "../../api.ts";
 import { DataTable } from "../../components/DataTable.tsx";
 import { Dialog } from "../../components/Dialog.tsx";
@@ -54,7 +54,7 @@ export function RecordsTab() {
   const [draft, setDraft] = useState<Filters>(applied);
   const accounts = useApi<List<AccountView>>("/admin/accounts");
   const keys = useApi<List<AdminKeyView>>("/admin/keys");
-  const models = useAdminApi<AdminList<ModelEntry>>("/models");
+  const models = useAdminList<ModelEntry>("/models");
   const [detail, setDetail] = useState<AdminRecordView | null>(null);
   const id = useId();
 

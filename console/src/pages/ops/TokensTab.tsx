@@ -1,8 +1,7 @@
 import { useId, useState } from "react";
-import { ADMIN_TOKENS_PATH, createAdminToken, revokeAdminToken, useAdminApi } from "../../admin-api.ts";
+import { ADMIN_TOKENS_PATH, createAdminToken, revokeAdminToken, useAdminList } from "../../admin-api.ts";
 import {
   ADMIN_SCOPES,
-  type AdminList,
   type AdminScope,
   type AdminTokenCreated,
   type AdminTokenView,
@@ -27,7 +26,7 @@ const SCOPE_HINT: Record<AdminScope, string> = {
 
 /** Tokens for the admin API (scripts, CI): created here, shown once, revoked here. */
 export function TokensTab() {
-  const tokens = useAdminApi<AdminList<AdminTokenView>>(ADMIN_TOKENS_PATH);
+  const tokens = useAdminList<AdminTokenView>(ADMIN_TOKENS_PATH);
   const dialog = useListDialog<{ form: "create" } | { form: "revoke"; token: AdminTokenView }>(tokens);
   const [created, setCreated] = useState<AdminTokenCreated | null>(null);
   const open = dialog.open;
