@@ -16,8 +16,11 @@ export default defineConfig({
     sourcemap: false,
   },
   server: {
-    // `npx vite console` during development: the API of a local gateway, same origin for the
-    // session cookie and the Origin check
-    proxy: { "/api": { target: "http://127.0.0.1:8080", changeOrigin: false } },
+    // `npx vite console` during development: the console API and the admin API of a local
+    // gateway, same origin for the session cookie and the Origin check
+    proxy: {
+      "/api": { target: "http://127.0.0.1:8080", changeOrigin: false },
+      "/admin": { target: "http://127.0.0.1:8080", changeOrigin: false },
+    },
   },
 });

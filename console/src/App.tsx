@@ -7,6 +7,7 @@ import { KeysPage } from "./pages/Keys.tsx";
 import { LoginPage } from "./pages/Login.tsx";
 import { ModelsPage } from "./pages/Models.tsx";
 import { NotFoundPage } from "./pages/NotFound.tsx";
+import { OPERATIONS_TABS, OperationsPage } from "./pages/Operations.tsx";
 import { OverviewPage } from "./pages/Overview.tsx";
 import { PlanPage } from "./pages/Plan.tsx";
 import { RecordsPage } from "./pages/Records.tsx";
@@ -38,6 +39,19 @@ function route(path: string, session: Session): Route {
   const admin = match("/admin", path) ?? match("/admin/:tab", path);
   if (admin && session.isAdmin)
     return { title: "Administration", page: <AdminPage tab={admin.tab ?? "accounts"} />, section: "/admin" };
+  const provider = match("/operations/providers/:id", path);
+  if (provider && session.isAdmin)
+    return {
+      title: `Provider ${provider.id}`,
+      page: <OperationsPage tab="providers" provider={provider.id!} />,
+      section: "/operations",
+    };
+  const operations = match("/operations", path) ?? match("/operations/:tab", path);
+  if (operations && session.isAdmin) {
+    const tab = operations.tab ?? "dashboard";
+    const label = OPERATIONS_TABS.find((t) => t.id === tab)?.label ?? "Operations";
+    return { title: label, page: <OperationsPage tab={tab} />, section: "/operations" };
+  }
   return { title: "Not found", page: <NotFoundPage />, section: "" };
 }
 
@@ -49,6 +63,7 @@ const NAV: { to: string; label: string; admin?: boolean }[] = [
   { to: "/tickets", label: "Tickets" },
   { to: "/plan", label: "Plan" },
   { to: "/admin", label: "Administration", admin: true },
+  { to: "/operations", label: "Operations", admin: true },
 ];
 
 export function App() {

@@ -1,6 +1,7 @@
-// fetch() for /api/console: JSON in and out, the gateway's error envelope turned into an
-// ApiError, and one place that reacts to an expired session. The browser sends the session
-// cookie (same origin) and, for POST/PATCH/DELETE, the Origin header the server checks.
+// fetch() for /api/console (and, through admin-api.ts, for the admin API /admin/v1): JSON in
+// and out, the gateway's error envelope turned into an ApiError, and one place that reacts to
+// an expired session. The browser sends the session cookie (same origin) and, for
+// POST/PATCH/DELETE, the Origin header the server checks.
 import { useCallback, useEffect, useRef, useState } from "react";
 
 export const API = "/api/console";
@@ -40,23 +41,42 @@ function accountScoped(path: string): boolean {
 }
 
 /** path relative to /api/console, with the acting account added where it applies */
-export function apiUrl(path: string, query: Record<string, string | number | undefined | null> = {}): string {
+export function apiUrl(path: string, query: Query = {}): string {
+  const scoped = actingAccount && accountScoped(path) && !query.account;
+  return withQuery(`${API}${path}`, scoped ? { ...query, account: actingAccount } : query);
+}
+
+type Query = Record<string, string | number | undefined | null>;
+
+/** `url` with the query's non-empty values; none of the console API's account scope */
+export function withQuery(url: string, query: Query = {}): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query))
     if (value !== undefined && value !== null && value !== "") params.set(name, String(value));
-  if (actingAccount && accountScoped(path) && !params.has("account")) params.set("account", actingAccount);
   const qs = params.toString();
-  return `${API}${path}${qs ? `?${qs}` : ""}`;
+  return `${url}${qs ? `?${qs}` : ""}`;
 }
 
-interface CallOptions {
+export interface CallOptions {
   method?: "GET" | "POST" | "PATCH" | "DELETE";
   body?: unknown;
-  query?: Record<string, string | number | undefined | null>;
+  query?: Query;
   signal?: AbortSignal;
 }
 
 export async function api<T>(path: string, options: CallOptions = {}): Promise<T> {
+  return request<T>(apiUrl(path, options.query), options, path === "/login");
+}
+
+/**
+ * One call to a URL of the gateway (the query already in it). A 401 ends the session in the
+ * app, but not for the login itself, whose 401 is a wrong password.
+ */
+export async function request<T>(
+  url: string,
+  options: Omit<CallOptions, "query"> = {},
+  isLogin = false,
+): Promise<T> {
   const method = options.method ?? "GET";
   const headers: Record<string, string> = { accept: "application/json" };
   let body: string | undefined;
@@ -66,7 +86,7 @@ export async function api<T>(path: string, options: CallOptions = {}): Promise<T
   }
   let res: Response;
   try {
-    res = await fetch(apiUrl(path, options.query), {
+    res = await fetch(url, {
       method,
       headers,
       body,
@@ -97,7 +117,7 @@ export async function api<T>(path: string, options: CallOptions = {}): Promise<T
       typeof envelope?.message === "string" ? envelope.message : `The gateway answered HTTP ${res.status}.`,
       typeof envelope?.param === "string" ? envelope.param : null,
     );
-    if (res.status === 401 && path !== "/login") onUnauthenticated?.();
+    if (res.status === 401 && !isLogin) onUnauthenticated?.();
     throw error;
   }
   return json as T;
@@ -116,23 +136,34 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** GETs `path` (again whenever `key` changes or reload() is called), cancelling stale calls. */
+/** GETs `path` of the console API (again whenever `key` changes or reload() is called). */
 export function useApi<T>(path: string | null, query: CallOptions["query"] = {}): Loaded<T> {
-  const key = path === null ? null : apiUrl(path, query);
+  return useGet<T>(path === null ? null : apiUrl(path, query));
+}
+
+/** GETs `url` (again whenever it changes or reload() is called), cancelling stale calls. */
+export function useGet<T>(url: string | null): Loaded<T> {
+  return useLoad<T>(url, (signal) => request<T>(url!, { signal }));
+}
+
+/**
+ * What `load` fetches, again whenever `key` changes (null: nothing yet) or reload() is called,
+ * cancelling stale loads. The data shown stays until the new data is there.
+ */
+export function useLoad<T>(key: string | null, load: (signal: AbortSignal) => Promise<T>): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: ApiError | Error; loading: boolean }>({
-    loading: path !== null,
+    loading: key !== null,
   });
   const [tick, setTick] = useState(0);
-  const latest = useRef({ path, query });
-  latest.current = { path, query };
+  const loader = useRef(load);
+  loader.current = load;
 
-  // biome-ignore lint/correctness/useExhaustiveDependencies: `key` stands for path and query
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `key` stands for what `load` fetches; `tick` asks again
   useEffect(() => {
-    const { path: current, query: currentQuery } = latest.current;
-    if (current === null) return;
+    if (key === null) return;
     const controller = new AbortController();
     setState((s) => ({ data: s.data, loading: true }));
-    api<T>(current, { query: currentQuery, signal: controller.signal }).then(
+    loader.current(controller.signal).then(
       (data) => setState({ data, loading: false }),
       (error: Error) => {
         if (error.name !== "AbortError") setState({ error, loading: false });

@@ -133,3 +133,14 @@ export function paramsText(params: unknown): string {
   if (typeof params === "string") return params;
   return JSON.stringify(params);
 }
+
+const perMillion = new Intl.NumberFormat(undefined, {
+  style: "currency",
+  currency: "USD",
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 6,
+});
+
+/** A configured price, USD per million tokens as the catalog writes it: "$2.50", "$0.075". */
+export const fmtPrice = (usd: number | null | undefined): string =>
+  typeof usd === "number" && Number.isFinite(usd) ? perMillion.format(usd) : "–";

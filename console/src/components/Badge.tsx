@@ -10,6 +10,13 @@ const TONE: Record<string, string> = {
   upstream_error: "bad",
   content_filter: "warn",
   client_disconnect: "warn",
+  ready: "good",
+  cooling: "warn",
+  revoked: "muted",
+  create: "good",
+  update: "info",
+  delete: "bad",
+  revoke: "bad",
 };
 
 export function Badge({ value, label }: { value: string; label?: string }) {

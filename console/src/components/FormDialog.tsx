@@ -14,6 +14,7 @@ export function FormDialog({
   label,
   busyLabel = label,
   disabled = false,
+  wide = false,
   children,
 }: {
   /** a form mounted for one opening leaves it true, and closes by going away */
@@ -28,10 +29,12 @@ export function FormDialog({
   busyLabel?: string;
   /** nothing to send yet, e.g. the role unchanged */
   disabled?: boolean;
+  /** room for a long form (a catalog entry with its JSON) */
+  wide?: boolean;
   children: ReactNode;
 }) {
   return (
-    <Dialog open={open} title={title} onClose={onClose} description={description}>
+    <Dialog open={open} title={title} onClose={onClose} description={description} wide={wide}>
       <form onSubmit={submit.onSubmit}>
         <ErrorNotice error={submit.error} />
         {children}

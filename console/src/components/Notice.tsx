@@ -1,15 +1,27 @@
 import type { ReactNode } from "react";
 import { ApiError, errorMessage } from "../api.ts";
 
-/** A failed call: the envelope's message, and its code for support. */
+/** A failed call: the envelope's message, its code for support, and the field it names. */
 export function ErrorNotice({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
   if (!error) return null;
   const code = error instanceof ApiError ? error.code : null;
+  const param = error instanceof ApiError ? error.param : null;
   return (
     <div className="notice notice-error" role="alert">
       <p>
         {errorMessage(error)}
-        {code && <span className="code-hint"> ({code})</span>}
+        {code && (
+          <span className="code-hint">
+            {" "}
+            ({code}
+            {param && (
+              <>
+                , field <span data-param>{param}</span>
+              </>
+            )}
+            )
+          </span>
+        )}
       </p>
       {onRetry && (
         <button type="button" className="btn btn-small" onClick={onRetry}>

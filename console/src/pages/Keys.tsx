@@ -2,12 +2,12 @@ import { useId, useMemo, useState } from "react";
 import { api, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
 import { BudgetCell, SpentCell } from "../components/Budget.tsx";
-import { CopyButton } from "../components/CopyButton.tsx";
 import { DataTable, listRows } from "../components/DataTable.tsx";
 import { Dialog } from "../components/Dialog.tsx";
 import { FormDialog } from "../components/FormDialog.tsx";
 import { Empty, ErrorNotice, Status } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
+import { SecretView } from "../components/SecretView.tsx";
 import { fmtDate, fmtDateTime, fmtInt, fmtUsd, parseTokenCount, utcToday } from "../format.ts";
 import { Link } from "../router.tsx";
 import { useSession } from "../session.tsx";
@@ -203,7 +203,12 @@ export function KeysPage() {
         onClose={() => setCreated(null)}
         description="Copy it now: this is the only time the gateway shows the whole key. It keeps only a hash."
       >
-        {created && <SecretView secret={created.secret} onDone={() => setCreated(null)} />}
+        {created && (
+          <SecretView label="API key" secret={created.secret} onDone={() => setCreated(null)}>
+            Use one key per application: give each app, service or environment its own key, so its consumption
+            shows separately and you can disable it alone.
+          </SecretView>
+        )}
       </Dialog>
       {editing && (
         <EditKeyDialog
@@ -228,30 +233,6 @@ export function KeysPage() {
           />
         )}
       </Dialog>
-    </>
-  );
-}
-
-function SecretView({ secret, onDone }: { secret: string; onDone: () => void }) {
-  const id = useId();
-  return (
-    <>
-      <div className="field">
-        <label htmlFor={id}>API key</label>
-        <div className="input-row">
-          <input id={id} className="mono" readOnly value={secret} onFocus={(e) => e.target.select()} />
-          <CopyButton text={secret} fieldId={id} />
-        </div>
-      </div>
-      <p className="notice notice-info">
-        Use one key per application: give each app, service or environment its own key, so its consumption
-        shows separately and you can disable it alone.
-      </p>
-      <div className="dialog-actions">
-        <button type="button" className="btn btn-primary" onClick={onDone}>
-          I have copied it
-        </button>
-      </div>
     </>
   );
 }

@@ -4,6 +4,7 @@ import { budgetText } from "../components/Budget.tsx";
 import { type ChartGroup, type ChartMeasure, DailyChart } from "../components/DailyChart.tsx";
 import { Empty, ErrorNotice, Loading } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
+import { Segments } from "../components/Segments.tsx";
 import { fmtInt, fmtUsd, timeZone, utcDayStartLocal } from "../format.ts";
 import { Link } from "../router.tsx";
 import type { OverviewAnswer } from "../types.ts";
@@ -16,33 +17,6 @@ export function QuotaBar({ used, quota }: { used: number; quota: number }) {
     <div className={`meter meter-${tone}`} aria-hidden="true">
       <span className="meter-fill" style={{ width: `${(share * 100).toFixed(1)}%` }} />
     </div>
-  );
-}
-
-/** One choice of a segmented control (radio buttons that look like a switch). */
-function Segments<T extends string>({
-  name,
-  legend,
-  value,
-  options,
-  onChange,
-}: {
-  name: string;
-  legend: string;
-  value: T;
-  options: readonly (readonly [T, string])[];
-  onChange: (v: T) => void;
-}) {
-  return (
-    <fieldset className="segmented">
-      <legend className="sr-only">{legend}</legend>
-      {options.map(([v, label]) => (
-        <label key={v} className={value === v ? "segment segment-on" : "segment"}>
-          <input type="radio" name={name} value={v} checked={value === v} onChange={() => onChange(v)} />
-          {label}
-        </label>
-      ))}
-    </fieldset>
   );
 }
 

@@ -1,7 +1,7 @@
 import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from "react";
 import { type ApiError, api, apiUrl, useApi } from "../api.ts";
 import { Badge } from "../components/Badge.tsx";
-import { DataTable } from "../components/DataTable.tsx";
+import { type Column, DataTable } from "../components/DataTable.tsx";
 import { Dialog } from "../components/Dialog.tsx";
 import { Empty } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
@@ -252,87 +252,11 @@ export function RecordsPage() {
           caption={`Call records, ${filters.view === "today" ? "today (UTC)" : "last year"}, newest first`}
           rowKey={(r) => r.request_id}
           rowProps={(r) => ({ "data-request-id": r.request_id })}
-          columns={[
-            {
-              header: "Time",
-              className: "nowrap",
-              title: (r) => fmtDateTime(r.created_at),
-              cell: (r) =>
-                filters.view === "today" ? fmtTime(r.created_at) : fmtShortDateTime(r.created_at),
-            },
-            {
-              header: "Key",
-              className: "nowrap",
-              cell: (r) =>
-                r.key_prefix ? (
-                  <>
-                    <code>{r.key_prefix}…</code>
-                    {r.key_name && (
-                      <span className="cell-sub cell-clip" title={r.key_name}>
-                        {r.key_name}
-                      </span>
-                    )}
-                  </>
-                ) : (
-                  <span className="muted">no key</span>
-                ),
-            },
-            {
-              header: "Model",
-              className: "nowrap",
-              cell: (r) => r.model ?? <span className="muted">–</span>,
-            },
-            { header: "API", className: "nowrap", cell: (r) => <code>{r.api}</code> },
-            { header: "In", num: true, cell: (r) => fmtInt(r.prompt_tokens) },
-            { header: "Out", num: true, cell: (r) => fmtInt(r.completion_tokens) },
-            { header: "Total", num: true, cell: (r) => fmtInt(r.total_tokens) },
-            {
-              header: "Cost",
-              num: true,
-              cell: (r) =>
-                r.cost_source === "unpriced" ? (
-                  <span className="muted" title="The model has no prices: the call cost nothing">
-                    unpriced
-                  </span>
-                ) : (
-                  fmtUsd(r.cost_nanos)
-                ),
-            },
-            {
-              header: "Status",
-              className: "nowrap",
-              cell: (r) => (
-                <>
-                  <Badge value={r.status} />
-                  {r.status !== "ok" && (
-                    <span className="cell-sub">
-                      {r.http_status}
-                      {r.error_code && r.error_code !== r.status ? ` ${r.error_code}` : ""}
-                    </span>
-                  )}
-                </>
-              ),
-            },
-            { header: "Latency", num: true, cell: (r) => fmtMs(r.latency_ms) },
-            {
-              header: "Request id",
-              cell: (r) => (
-                <div className="cell-stack">
-                  <button
-                    type="button"
-                    className="link-button mono small"
-                    onClick={() => setDetail(r)}
-                    aria-label={`Details of ${r.request_id}`}
-                  >
-                    {r.request_id}
-                  </button>
-                  <button type="button" className="btn btn-small" onClick={() => reportProblem(r)}>
-                    Report a problem<span className="sr-only"> with {r.request_id}</span>
-                  </button>
-                </div>
-              ),
-            },
-          ]}
+          columns={recordColumns<CallRecordView>({
+            time: filters.view === "today" ? fmtTime : fmtShortDateTime,
+            onDetail: setDetail,
+            onReport: reportProblem,
+          })}
           footer={
             rows && (
               <div className="table-foot">
@@ -362,6 +286,105 @@ export function RecordsPage() {
   );
 }
 
+/**
+ * A call record's columns, for an account's records and for the operators' records of every
+ * account (which add their own before these).
+ */
+export function recordColumns<R extends CallRecordView>({
+  time,
+  onDetail,
+  onReport,
+}: {
+  /** the Time column's text: the time of day for today's calls, the date too for older ones */
+  time: (ms: number) => string;
+  onDetail: (record: R) => void;
+  /** "Report a problem" with a record; without it, no such button */
+  onReport?: (record: R) => void;
+}): Column<R>[] {
+  return [
+    {
+      header: "Time",
+      className: "nowrap",
+      title: (r) => fmtDateTime(r.created_at),
+      cell: (r) => time(r.created_at),
+    },
+    {
+      header: "Key",
+      className: "nowrap",
+      cell: (r) =>
+        r.key_prefix ? (
+          <>
+            <code>{r.key_prefix}…</code>
+            {r.key_name && (
+              <span className="cell-sub cell-clip" title={r.key_name}>
+                {r.key_name}
+              </span>
+            )}
+          </>
+        ) : (
+          <span className="muted">no key</span>
+        ),
+    },
+    {
+      header: "Model",
+      className: "nowrap",
+      cell: (r) => r.model ?? <span className="muted">–</span>,
+    },
+    { header: "API", className: "nowrap", cell: (r) => <code>{r.api}</code> },
+    { header: "In", num: true, cell: (r) => fmtInt(r.prompt_tokens) },
+    { header: "Out", num: true, cell: (r) => fmtInt(r.completion_tokens) },
+    { header: "Total", num: true, cell: (r) => fmtInt(r.total_tokens) },
+    {
+      header: "Cost",
+      num: true,
+      cell: (r) =>
+        r.cost_source === "unpriced" ? (
+          <span className="muted" title="The model has no prices: the call cost nothing">
+            unpriced
+          </span>
+        ) : (
+          fmtUsd(r.cost_nanos)
+        ),
+    },
+    {
+      header: "Status",
+      className: "nowrap",
+      cell: (r) => (
+        <>
+          <Badge value={r.status} />
+          {r.status !== "ok" && (
+            <span className="cell-sub">
+              {r.http_status}
+              {r.error_code && r.error_code !== r.status ? ` ${r.error_code}` : ""}
+            </span>
+          )}
+        </>
+      ),
+    },
+    { header: "Latency", num: true, cell: (r) => fmtMs(r.latency_ms) },
+    {
+      header: "Request id",
+      cell: (r) => (
+        <div className="cell-stack">
+          <button
+            type="button"
+            className="link-button mono small"
+            onClick={() => onDetail(r)}
+            aria-label={`Details of ${r.request_id}`}
+          >
+            {r.request_id}
+          </button>
+          {onReport && (
+            <button type="button" className="btn btn-small" onClick={() => onReport(r)}>
+              Report a problem<span className="sr-only"> with {r.request_id}</span>
+            </button>
+          )}
+        </div>
+      ),
+    },
+  ];
+}
+
 const COST_SOURCES: Record<NonNullable<CallRecordView["cost_source"]>, string> = {
   config: "the model's configured prices",
   table: "the price table (genai-prices)",
@@ -373,9 +396,11 @@ function tokenKinds(r: CallRecordView): string {
   return `${fmtInt(r.cached_tokens)} cache reads, ${fmtInt(r.cache_write_tokens)} cache writes (of the input); ${fmtInt(r.reasoning_tokens)} reasoning (of the output)`;
 }
 
-function RecordDetail({ record }: { record: CallRecordView }) {
+/** A record in full; `account` for the operators' records of every account, which report no problems. */
+export function RecordDetail({ record, account }: { record: CallRecordView; account?: string }) {
   const rows: [string, ReactNode][] = [
     ["Request id", <code key="id">{record.request_id}</code>],
+    ...(account === undefined ? [] : [["Account", account] as [string, ReactNode]]),
     ["Time", fmtDateTime(record.created_at)],
     ["Key", record.key_prefix ? `${record.key_prefix}… ${record.key_name ?? ""}` : "no key"],
     ["Model", record.model ?? "–"],
@@ -414,11 +439,13 @@ function RecordDetail({ record }: { record: CallRecordView }) {
       <pre className="code-block">
         {paramsText(record.params) ? JSON.stringify(record.params, null, 2) : "none"}
       </pre>
-      <div className="dialog-actions">
-        <button type="button" className="btn btn-primary" onClick={() => reportProblem(record)}>
-          Report a problem with this call
-        </button>
-      </div>
+      {account === undefined && (
+        <div className="dialog-actions">
+          <button type="button" className="btn btn-primary" onClick={() => reportProblem(record)}>
+            Report a problem with this call
+          </button>
+        </div>
+      )}
     </>
   );
 }

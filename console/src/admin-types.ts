@@ -1,0 +1,186 @@
+// The admin API's shapes (/admin/v1), as the console reads them. Defined here for now, from
+// the API's contract, because the server's routes are being built on another branch: once
+// the server defines them (src/views/), this file should re-export them from there as
+// types.ts does for the console API, so the two cannot drift apart.
+import type { AdminKeyView, CallRecordView } from "./types.ts";
+
+/** Every list of the admin API. */
+export interface AdminList<T> {
+  object: "list";
+  data: T[];
+  has_more: boolean;
+  /** pass back as `cursor` for the next page; null at the end */
+  next_cursor: string | null;
+}
+
+/** GET /admin/v1/catalog: where providers, models and plans are managed */
+export interface CatalogState {
+  /** "file": the configuration file's, read-only here; "store": edited through the admin API */
+  source: "file" | "store";
+  revision: number;
+}
+
+export const CATALOG_KINDS = ["providers", "models", "plans"] as const;
+export type CatalogKind = (typeof CATALOG_KINDS)[number];
+
+export const PROVIDER_TYPES = ["openai-compatible", "anthropic", "gemini", "azure-openai", "demo"] as const;
+export type ProviderType = (typeof PROVIDER_TYPES)[number];
+
+/**
+ * A catalog entry as the configuration file writes it: the fields of docs/configuration.md,
+ * `id` among them. The named fields are the ones the console's forms edit; the JSON editor
+ * edits the rest.
+ */
+export type CatalogEntry = Record<string, unknown> & { id: string };
+
+export interface ProviderEntry extends CatalogEntry {
+  type: ProviderType;
+  base_url?: string;
+  api_key_env?: string;
+  api_keys_env?: string[];
+  /** literal upstream keys; the API shows them masked ("…abcd"), and a PATCH without them keeps them */
+  api_keys?: string[];
+  headers?: Record<string, string>;
+  timeouts?: Record<string, number>;
+  disabled?: boolean;
+}
+
+export interface Deployment {
+  provider: string;
+  upstream_model?: string;
+  weight?: number;
+}
+
+/** USD per million tokens */
+export interface Pricing {
+  input?: number;
+  output?: number;
+  cached_input?: number;
+  cache_write?: number;
+}
+
+export const ROUTINGS = ["weighted", "ordered", "least-busy", "latency"] as const;
+
+export interface ModelEntry extends CatalogEntry {
+  provider?: string;
+  upstream_model?: string;
+  deployments?: Deployment[];
+  routing?: (typeof ROUTINGS)[number];
+  fallbacks?: string[];
+  pricing?: Pricing;
+  max_output_tokens?: number;
+  owned_by?: string;
+}
+
+export interface RateLimitsEntry {
+  rpm?: number;
+  tpm?: number;
+}
+
+export interface PlanEntry extends CatalogEntry {
+  quota_tokens: number;
+  price_multiplier?: number;
+  models?: string[];
+  rate_limits?: { key?: RateLimitsEntry; account?: RateLimitsEntry };
+  safety?: { enabled?: boolean; streaming?: "json" | "reviewed" };
+}
+
+/** POST /admin/v1/providers/{id}/test: one call of one token */
+export interface ProviderTestResult {
+  ok: boolean;
+  latency_ms: number;
+  /** the upstream model asked */
+  model: string;
+  /** the upstream's HTTP status; null when none came (a timeout, a refused connection) */
+  status: number | null;
+  error: string | null;
+}
+
+/** GET /admin/v1/providers/{id}/keys: one upstream key of the provider's pool */
+export interface UpstreamKeyState {
+  index: number;
+  /** the key's last characters */
+  hint: string;
+  state: "ready" | "cooling";
+  /** Unix ms; null when ready */
+  cooling_until: number | null;
+  failures: number;
+  last_error: string | null;
+  calls: number;
+}
+
+export const USAGE_GROUPS = ["model", "provider", "account", "key", "day", "hour", "status"] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+/** GET /admin/v1/usage: one group's figures over the range */
+export interface UsageRow {
+  /** the model, provider, account id, key id, day (YYYY-MM-DD), hour or status */
+  group: string;
+  calls: number;
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cost_nanos: number;
+  avg_latency_ms: number | null;
+}
+
+/** GET /admin/v1/records: a call record of any account */
+export interface AdminRecordView extends CallRecordView {
+  account_id: string | null;
+  account_name: string | null;
+}
+
+/** GET /admin/v1/keys: a key with its own rate limits and models */
+export interface AdminApiKeyView extends AdminKeyView {
+  /** null: the plan's default */
+  rpm_limit: number | null;
+  tpm_limit: number | null;
+  /** null: every model of the account's plan */
+  allowed_models: string[] | null;
+}
+
+/** PATCH /admin/v1/keys/{id}: any of */
+export interface AdminKeyPatch {
+  rpm_limit?: number | null;
+  tpm_limit?: number | null;
+  allowed_models?: string[] | null;
+  limit_tokens?: number | null;
+  budget_nanos?: number | null;
+  budget_period?: "none" | "month";
+  disabled?: boolean;
+}
+
+/** GET /admin/v1/audit-log: one change, with the resource before and after (secrets masked) */
+export interface AuditEntryView {
+  id: string;
+  created_at: number;
+  /** "token:<id>", "user:<e-mail>" or "cli" */
+  actor: string;
+  action: string;
+  resource: string;
+  resource_id: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+export const ADMIN_SCOPES = ["read", "keys", "catalog", "full"] as const;
+export type AdminScope = (typeof ADMIN_SCOPES)[number];
+
+export interface AdminTokenView {
+  id: string;
+  name: string;
+  /** what identifies it in lists: its first characters */
+  prefix: string;
+  scopes: AdminScope[];
+  created_by: string;
+  created_at: number;
+  last_used_at: number | null;
+  /** null while it works */
+  revoked_at: number | null;
+}
+
+/** POST /admin/v1/admin-tokens: the only answer with the token itself */
+export interface AdminTokenCreated extends AdminTokenView {
+  token: string;
+}
