@@ -26,7 +26,7 @@ const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src
   accounts set ID|NAME [--plan P] [--quota TOKENS|none] [--disabled true|false]
                       [--budget-usd USD|none] [--budget-period month|none]
                       [--safety on|off|inherit] [--safety-streaming json|reviewed|inherit]
-  keys create --account ID|NAME [--name LABEL] [--limit TOKENS]
+  keys create --account ID|NAME [--name LABEL] [--limit TOKENS] [--models MODEL,MODEL…]
   keys list --account ID|NAME
   keys show ID|NAME
   keys disable ID|NAME
@@ -34,6 +34,7 @@ const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src
   keys set-limit ID|NAME TOKENS|none
   keys set-rate ID|NAME [--rpm N|plan] [--tpm N|plan]
   keys set-budget ID|NAME USD|none [--period month|none]
+  keys set-models ID|NAME MODEL,MODEL…|all
   users create --account ID|NAME --email E [--role member|owner|admin] [--password P]
   users set-password EMAIL [--password P]
   users list [--account ID|NAME]
