@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // CLI entry: `chat-gateway` (bin/chat-gateway.js) or `node src/main.ts` with `[serve]`,
-// `migrate`, `config check`, `accounts …`, `keys …`, `users …`, `deployments`, `--version`.
+// `migrate`, `config check`, `accounts …`, `keys …`, `users …`, `admin-tokens …`, `deployments`,
+// `--version`.
 // Every command takes --json and then prints one JSON document, and nothing else, on stdout:
 // with --json, serve's logs go to stderr.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LookupError } from "./accounts/errors.ts";
 import { accountsCommand } from "./cli/accounts.ts";
+import { adminTokensCommand } from "./cli/admin-tokens.ts";
 import { type CliContext, UsageError } from "./cli/context.ts";
 import { deploymentsCommand } from "./cli/deployments.ts";
 import { firstStartText, writeSecretsFile } from "./cli/first-start.ts";
@@ -39,6 +41,10 @@ const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src
   users set-password EMAIL [--password P]
   users list [--account ID|NAME]
                                           without --password: asked on a terminal, else one line of stdin
+  admin-tokens create --name N --scope read|keys|catalog|full [--scope …]
+                                          a token for the admin API (/admin/v1), printed this once
+  admin-tokens list
+  admin-tokens revoke ID
   deployments                             each deployment's health as the running gateways see it
   --version                               the gateway's version
 
@@ -203,6 +209,9 @@ export async function runCli(argv: string[], out: (text: string) => void = conso
         return 0;
       case "users":
         await usersCommand(ctx, rest);
+        return 0;
+      case "admin-tokens":
+        await adminTokensCommand(ctx, rest);
         return 0;
       case "deployments":
         await deploymentsCommand(ctx, rest);
