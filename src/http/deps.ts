@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { KeyCache } from "../auth/key-cache.ts";
+import type { CatalogService } from "../catalog/types.ts";
 import type { Config } from "../config/schema.ts";
 import type { Ledger } from "../ledger/types.ts";
 import type { Registry } from "../models/registry.ts";
@@ -31,6 +32,8 @@ export interface GatewayDeps {
   /** traces of calls: NO_TRACING unless `tracing.enabled` */
   tracing: Tracing;
   logger: Logger;
+  /** the catalog in the store (providers, models, plans), whose admin API routes need it; none: not served */
+  catalog?: CatalogService | undefined;
   /** the bearer token GET /metrics requires (from metrics.token_env); none: open */
   metricsToken?: string | undefined;
   /** true once shutdown began: new requests get 503 */

@@ -103,10 +103,10 @@ export async function getTicket(db: Db, id: string): Promise<TicketView | undefi
   return row && asTicket(row);
 }
 
-/** Tickets of one account (or of every account), newest activity first. */
+/** Tickets of one account (or of every account), newest activity first, TICKET_LIST_LIMIT unless `limit` says. */
 export async function listTickets(
   db: Db,
-  filter: { accountId?: string | undefined; status?: TicketStatus | undefined },
+  filter: { accountId?: string | undefined; status?: TicketStatus | undefined; limit?: number },
 ): Promise<TicketView[]> {
   let q = ticketQuery(db);
   if (filter.accountId !== undefined) q = q.where("t.account_id", "=", filter.accountId);
@@ -114,7 +114,7 @@ export async function listTickets(
   const rows = await q
     .orderBy("t.updated_at", "desc")
     .orderBy("t.id", "desc")
-    .limit(TICKET_LIST_LIMIT)
+    .limit(filter.limit ?? TICKET_LIST_LIMIT)
     .execute();
   return rows.map(asTicket);
 }
