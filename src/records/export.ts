@@ -48,7 +48,7 @@ export function plainNumber(n: number): string {
 }
 
 /**
- * The export's text from its pages: CSV with a header row of `fields` (lines end with CRLF),
+ * The text of an export from its pages: CSV with a header row of `fields` (lines end with CRLF),
  * or one JSON object per line. The first page is read before this returns, so a store
  * failure can still be answered with an error; after that the answer has begun and a
  * failure can only cut it. Later pages are read only as the consumer asks for them.

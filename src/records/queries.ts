@@ -237,7 +237,7 @@ export interface RecordSearch {
   api?: ApiName | undefined;
 }
 
-/** The admin export's columns: the console's, then what only an operator sees. */
+/** The columns of the admin API's export: the console's, then what only an operator sees. */
 export const ADMIN_RECORD_FIELDS = [
   ...RECORD_FIELDS,
   "account_id",
