@@ -4,7 +4,7 @@
 // `full` and lets the console's operator pages call the API directly. A session travels in a
 // cookie the browser sends by itself, so those calls get the console API's guards: a Host the
 // gateway answers to, and the gateway's own Origin on every change.
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { type AdminScope, resolveAdminToken, scopeAllows } from "../../../accounts/admin-tokens.ts";
 import { parseBearer } from "../../../accounts/key-format.ts";
 import { readCookie, resolveSession, SESSION_COOKIE } from "../../../auth/sessions.ts";
@@ -57,7 +57,7 @@ export function adminAuth(deps: GatewayDeps) {
     return { actor: `user:${user.email}`, scopes: ["full"], authorId: user.id, userId: user.id };
   }
 
-  return async function adminHook(request: FastifyRequest, reply: { header(k: string, v: string): unknown }) {
+  return async function adminHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     // answers carry every account's data: no shared cache may keep them
     reply.header("cache-control", "no-store");
     const found = await caller(request);
