@@ -947,6 +947,8 @@ for (const store of STORES) {
         for (const path of [
           "/providers",
           "/providers/{id}",
+          "/providers/{id}/test",
+          "/providers/{id}/keys",
           "/models",
           "/models/{id}",
           "/plans",
@@ -959,6 +961,8 @@ for (const store of STORES) {
             assert.ok(op.responses["401"] && op.responses["403"], op.operationId);
           }
         assert.equal(doc.paths["/providers"].post["x-scope"], "catalog");
+        assert.equal(doc.paths["/providers/{id}/test"].post["x-scope"], "catalog");
+        assert.equal(doc.paths["/providers/{id}/keys"].get["x-scope"], "read");
         assert.equal(doc.paths["/admin-tokens"].post["x-scope"], "full");
         assert.equal(doc.paths["/accounts/{id}"].patch["x-scope"], "keys");
       });

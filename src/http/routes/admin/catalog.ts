@@ -3,8 +3,8 @@
 // has one (`deps.catalog`). Each implements its operation in ./operations.ts
 // (`catalogOperationsByKind`) with `route()` of ./contract.ts, which gives it its scope
 // (`catalog` for changes) and validates its input; the OpenAPI document already describes
-// them. A provider's "test" and the upstream keys' states are operations to add there, with
-// their schemas, when their routes are written.
+// them, a provider's test (`testProvider`) and its upstream keys' states (`listProviderKeys`)
+// among them.
 import type { FastifyInstance } from "fastify";
 import type { GatewayDeps } from "../../deps.ts";
 

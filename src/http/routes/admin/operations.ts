@@ -421,7 +421,35 @@ function catalogOperations(kind: "providers" | "models" | "plans", one: string, 
 }
 
 export const catalogOperationsByKind = {
-  providers: catalogOperations("providers", "provider", "Providers"),
+  providers: {
+    ...catalogOperations("providers", "provider", "Providers"),
+    test: operation({
+      id: "testProvider",
+      method: "POST",
+      path: "/providers/{id}/test",
+      tag: "providers",
+      summary: "Send a provider a small request and say how it answered",
+      scope: "catalog",
+      query: s.noQuery,
+      body: undefined,
+      status: 200,
+      answer: s.providerTestAnswer,
+    }),
+    keys: operation({
+      id: "listProviderKeys",
+      method: "GET",
+      path: "/providers/{id}/keys",
+      tag: "providers",
+      summary: "The states of a provider's upstream keys, as this instance sees them",
+      description:
+        "Each instance keeps its own (a key's cooldown is learnt from its own calls): the answer is the instance's that served the call.",
+      scope: "read",
+      query: s.noQuery,
+      body: undefined,
+      status: 200,
+      answer: s.providerKeyStateList,
+    }),
+  },
   models: catalogOperations("models", "model", "Models"),
   plans: catalogOperations("plans", "plan", "Plans"),
 };

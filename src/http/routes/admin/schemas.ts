@@ -512,7 +512,40 @@ export const auditEntryAnswer = named(
   }),
 ) satisfies z.ZodType<AuditEntryView>;
 
+/**
+ * An upstream key of a provider's pool as this instance sees it (the pools' decision, 0031):
+ * never the key, only a hint of its last characters. Each instance keeps its own.
+ */
+export const providerKeyStateAnswer = named(
+  answerSchemas,
+  "ProviderKeyState",
+  z.strictObject({
+    index: int.nonnegative().describe("its place in the pool"),
+    hint: z.string().describe('"…" and at most its last four characters'),
+    state: z.enum(["ready", "cooling"]),
+    cooling_until: time.nullable(),
+    failures: int.nonnegative().describe("the upstream's refusals of it since it last worked"),
+    last_error: z
+      .string()
+      .nullable()
+      .describe('the last refusal in the gateway\'s words ("429 rate limited")'),
+    calls: int.nonnegative().describe("the calls it was picked for since the provider was built"),
+  }),
+);
+
+/** What testing a provider found: `ok`, and what the catalog service adds. */
+export const providerTestAnswer = named(
+  answerSchemas,
+  "ProviderTest",
+  z.looseObject({ ok: z.boolean().describe("whether the provider answered as it should") }),
+);
+
 export const accountList = named(answerSchemas, "AccountList", list(accountAnswer));
+export const providerKeyStateList = named(
+  answerSchemas,
+  "ProviderKeyStateList",
+  list(providerKeyStateAnswer),
+);
 export const keyList = named(answerSchemas, "KeyList", list(keyAnswer));
 export const userList = named(answerSchemas, "UserList", list(userAnswer));
 export const recordList = named(answerSchemas, "RecordList", list(recordAnswer));
