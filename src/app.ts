@@ -15,6 +15,7 @@ import { registerCors } from "./http/cors.ts";
 import type { GatewayDeps } from "./http/deps.ts";
 import { clientErrorHandler, registerErrorHandling } from "./http/error-handler.ts";
 import { registerJsonBody } from "./http/json-body.ts";
+import { adminRoutes } from "./http/routes/admin/index.ts";
 import { consoleRoutes } from "./http/routes/console/index.ts";
 import { opsRoutes } from "./http/routes/ops.ts";
 import { v1Routes } from "./http/routes/v1/index.ts";
@@ -120,6 +121,7 @@ export function buildApp(deps: GatewayDeps): FastifyInstance {
   app.register(opsRoutes, deps);
   app.register(v1Routes, deps);
   app.register(consoleRoutes, deps);
+  app.register(adminRoutes, deps);
   app.register(consoleStatic, {});
   return app;
 }

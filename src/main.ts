@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // CLI entry: `chat-gateway` (bin/chat-gateway.js) or `node src/main.ts` with `[serve]`,
-// `migrate`, `config check`, `accounts …`, `keys …`, `users …`, `deployments`, `--version`.
+// `migrate`, `config check`, `accounts …`, `keys …`, `users …`, `admin-tokens …`, `deployments`,
+// `--version`.
 // Every command takes --json and then prints one JSON document, and nothing else, on stdout:
 // with --json, serve's logs go to stderr.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LookupError } from "./accounts/errors.ts";
 import { accountsCommand } from "./cli/accounts.ts";
+import { adminTokensCommand } from "./cli/admin-tokens.ts";
 import { type CliContext, UsageError } from "./cli/context.ts";
 import { deploymentsCommand } from "./cli/deployments.ts";
 import { firstStartText, writeSecretsFile } from "./cli/first-start.ts";
@@ -26,7 +28,7 @@ const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src
   accounts set ID|NAME [--plan P] [--quota TOKENS|none] [--disabled true|false]
                       [--budget-usd USD|none] [--budget-period month|none]
                       [--safety on|off|inherit] [--safety-streaming json|reviewed|inherit]
-  keys create --account ID|NAME [--name LABEL] [--limit TOKENS]
+  keys create --account ID|NAME [--name LABEL] [--limit TOKENS] [--models MODEL,MODEL…]
   keys list --account ID|NAME
   keys show ID|NAME
   keys disable ID|NAME
@@ -34,10 +36,15 @@ const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src
   keys set-limit ID|NAME TOKENS|none
   keys set-rate ID|NAME [--rpm N|plan] [--tpm N|plan]
   keys set-budget ID|NAME USD|none [--period month|none]
+  keys set-models ID|NAME MODEL,MODEL…|all
   users create --account ID|NAME --email E [--role member|owner|admin] [--password P]
   users set-password EMAIL [--password P]
   users list [--account ID|NAME]
                                           without --password: asked on a terminal, else one line of stdin
+  admin-tokens create --name N --scope read|keys|catalog|full [--scope …]
+                                          a token for the admin API (/admin/v1), printed this once
+  admin-tokens list
+  admin-tokens revoke ID
   deployments                             each deployment's health as the running gateways see it
   --version                               the gateway's version
 
@@ -202,6 +209,9 @@ export async function runCli(argv: string[], out: (text: string) => void = conso
         return 0;
       case "users":
         await usersCommand(ctx, rest);
+        return 0;
+      case "admin-tokens":
+        await adminTokensCommand(ctx, rest);
         return 0;
       case "deployments":
         await deploymentsCommand(ctx, rest);

@@ -28,6 +28,8 @@ const MIGRATIONS = [
   "016-ledger-charges",
   "017-stored-response-owners",
   "018-login-throttle",
+  "019-control-plane",
+  "020-key-models",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";

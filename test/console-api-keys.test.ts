@@ -37,6 +37,7 @@ for (const store of STORES) {
         assert.equal(res.body.data.length, 1);
         const k = res.body.data[0];
         assert.deepEqual(Object.keys(k).sort(), [
+          "allowed_models",
           "budget_nanos",
           "budget_period",
           "budget_resets_at",
@@ -152,6 +153,56 @@ for (const store of STORES) {
           "invalid_request",
           "disabled",
         );
+      });
+
+      test("allowed models: set on create and change, refused outside the plan, model_not_found beyond the list, audited", async () => {
+        const res = await call("POST", "/keys", {
+          cookie: owner.cookie,
+          body: { name: "demo-only", allowed_models: ["demo"] },
+        });
+        assert.equal(res.status, 201, res.text);
+        secrets.push(res.body.secret);
+        assert.deepEqual(res.body.key.allowed_models, ["demo"]);
+        const id = res.body.key.id;
+        assert.equal((await chat(res.body.secret, "outside the list")).code, "model_not_found");
+        assert.equal((await chat(res.body.secret, "inside the list", "demo")).status, 200);
+        refused(
+          await call("PATCH", `/keys/${id}`, {
+            cookie: owner.cookie,
+            body: { allowed_models: ["demo", "nope"] },
+          }),
+          400,
+          "invalid_request",
+          "allowed_models[1]",
+        );
+        refused(
+          await call("PATCH", `/keys/${id}`, { cookie: member.cookie, body: { allowed_models: null } }),
+          403,
+          "console_forbidden",
+        );
+        const patched = await call("PATCH", `/keys/${id}`, {
+          cookie: owner.cookie,
+          body: { allowed_models: null },
+        });
+        assert.equal(patched.status, 200, patched.text);
+        assert.equal(patched.body.key.allowed_models, null);
+        assert.equal((await chat(res.body.secret, "every model again mock:tokens=1")).status, 200);
+        const entries = await gw.gateway.deps.store.db
+          .selectFrom("audit_log")
+          .selectAll()
+          .where("resource", "=", "keys")
+          .where("resource_id", "=", id)
+          .orderBy("created_at")
+          .execute();
+        assert.deepEqual(
+          entries.map((e) => [e.action, e.actor]),
+          [
+            ["create", `user:${owner.email}`],
+            ["update", `user:${owner.email}`],
+          ],
+        );
+        assert.deepEqual(JSON.parse(entries[1]!.before!).allowed_models, ["demo"]);
+        assert.equal(JSON.parse(entries[1]!.after!).allowed_models, null);
       });
 
       test("delete: the key stops working on /v1 at once and leaves the list; its records stay", async () => {

@@ -1,6 +1,11 @@
 // Accounts in the store: who is charged, under which plan and quota. Each change bumps the
-// revision (revision.ts), since every instance caches accounts with their keys.
-import type { Kysely } from "kysely";
+// revision (revision.ts), since every instance caches accounts with their keys; a change given
+// an actor is written to the audit log in its own transaction.
+import type { Kysely, Transaction } from "kysely";
+import { lockRow } from "../audit/lock.ts";
+import { writeAudit } from "../audit/log.ts";
+import { changedBudget } from "../prices/budgets.ts";
+import type { BudgetPeriod } from "../prices/period.ts";
 import type { Database } from "../store/schema.ts";
 import { isUniqueViolation, LookupError } from "./errors.ts";
 import { newId } from "./key-format.ts";
@@ -40,9 +45,34 @@ export async function countAccounts(db: Db): Promise<number> {
   return Number(row.n);
 }
 
+/** An account as the audit log records it: what an operator sets, not the running counters. */
+export function accountAudit(a: Account) {
+  return {
+    id: a.id,
+    name: a.name,
+    plan_id: a.plan_id,
+    quota_tokens: a.quota_tokens === null ? null : Number(a.quota_tokens),
+    budget_nanos: a.budget_nanos === null ? null : Number(a.budget_nanos),
+    budget_period: a.budget_period,
+    disabled: Number(a.disabled) === 1,
+    safety: a.safety,
+    safety_streaming: a.safety_streaming,
+  };
+}
+
+async function accountRow(db: Db | Transaction<Database>, id: string): Promise<Account | undefined> {
+  return db.selectFrom("accounts").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+/** The only LookupError an account change throws for a name: another account has it. */
+function nameTaken(name: string): LookupError {
+  return new LookupError(`an account named "${name}" exists already`);
+}
+
 export async function createAccount(
   db: Db,
   input: { name: string; plan_id: string; quota_tokens?: number | null },
+  actor?: string,
 ): Promise<Account> {
   const account = {
     id: newId("acc"),
@@ -52,29 +82,26 @@ export async function createAccount(
     created_at: Date.now(),
   };
   try {
-    await db.transaction().execute(async (trx) => {
+    return await db.transaction().execute(async (trx) => {
       await trx.insertInto("accounts").values(account).execute();
+      // a plain object: node:sqlite's rows have no prototype
+      const row = { ...(await accountRow(trx, account.id))! };
       await bumpRevision(trx);
+      if (actor)
+        await writeAudit(trx, {
+          actor,
+          action: "create",
+          resource: "accounts",
+          resourceId: account.id,
+          after: accountAudit(row),
+        });
+      return row;
     });
   } catch (err) {
     // The unique index decides, so two concurrent creates of one name cannot both pass.
-    if (isUniqueViolation(err)) throw new LookupError(`an account named "${input.name}" exists already`);
+    if (isUniqueViolation(err)) throw nameTaken(input.name);
     throw err;
   }
-  return {
-    ...account,
-    used_tokens: 0,
-    reserved_tokens: 0,
-    reserved_nanos: 0,
-    budget_nanos: null,
-    budget_period: "none",
-    spent_nanos: 0,
-    month_spent_nanos: 0,
-    spent_month: "",
-    disabled: 0,
-    safety: null,
-    safety_streaming: null,
-  };
 }
 
 export async function listAccounts(db: Db): Promise<Account[]> {
@@ -92,10 +119,17 @@ export async function findAccount(db: Db, ref: string): Promise<Account> {
   return row;
 }
 
+/**
+ * Changes an account; returns it as it is now, or undefined when there is no such account.
+ * Throws LookupError when the new name is another account's, and BudgetChangeError when a
+ * monthly period is given without an amount to apply to (worked out from the budget the
+ * transaction found).
+ */
 export async function updateAccount(
   db: Db,
   id: string,
   changes: {
+    name?: string;
     plan_id?: string;
     quota_tokens?: number | null;
     disabled?: boolean;
@@ -103,18 +137,58 @@ export async function updateAccount(
     safety?: "on" | "off" | null;
     /** null: inherit */
     safety_streaming?: "json" | "reviewed" | null;
+    /** null: no budget */
+    budget_nanos?: number | null;
+    budget_period?: BudgetPeriod;
   },
-): Promise<void> {
-  const set: Partial<Record<"plan_id" | "quota_tokens" | "disabled" | "safety" | "safety_streaming", any>> =
-    {};
+  actor?: string,
+): Promise<Account | undefined> {
+  const set: Partial<
+    Record<
+      | "name"
+      | "plan_id"
+      | "quota_tokens"
+      | "disabled"
+      | "safety"
+      | "safety_streaming"
+      | "budget_nanos"
+      | "budget_period",
+      any
+    >
+  > = {};
+  if (changes.name !== undefined) set.name = changes.name;
   if (changes.safety !== undefined) set.safety = changes.safety;
   if (changes.safety_streaming !== undefined) set.safety_streaming = changes.safety_streaming;
   if (changes.plan_id !== undefined) set.plan_id = changes.plan_id;
   if (changes.quota_tokens !== undefined) set.quota_tokens = changes.quota_tokens;
   if (changes.disabled !== undefined) set.disabled = changes.disabled ? 1 : 0;
-  if (!Object.keys(set).length) return;
-  await db.transaction().execute(async (trx) => {
-    await trx.updateTable("accounts").set(set).where("id", "=", id).execute();
-    await bumpRevision(trx);
-  });
+  const budgetChange = changes.budget_nanos !== undefined || changes.budget_period !== undefined;
+  if (!Object.keys(set).length && !budgetChange) return accountRow(db, id);
+  try {
+    return await db.transaction().execute(async (trx) => {
+      if (!(await lockRow(trx, "accounts", id))) return undefined;
+      const before = (await accountRow(trx, id))!;
+      if (budgetChange) {
+        const budget = changedBudget(before, { nanos: changes.budget_nanos, period: changes.budget_period });
+        set.budget_nanos = budget.nanos;
+        set.budget_period = budget.period;
+      }
+      await trx.updateTable("accounts").set(set).where("id", "=", id).execute();
+      const after = (await accountRow(trx, id))!;
+      await bumpRevision(trx);
+      if (actor)
+        await writeAudit(trx, {
+          actor,
+          action: "update",
+          resource: "accounts",
+          resourceId: id,
+          before: accountAudit(before),
+          after: accountAudit(after),
+        });
+      return after;
+    });
+  } catch (err) {
+    if (changes.name !== undefined && isUniqueViolation(err)) throw nameTaken(changes.name);
+    throw err;
+  }
 }

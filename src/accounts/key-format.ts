@@ -66,7 +66,7 @@ function randomChars(n: number): string {
  * A random id with a readable type prefix, e.g. acc_3fK9x2LmQa7PzX (about 83 bits). Not a
  * secret; made without the BigInt conversion keys use.
  */
-export function newId(kind: "acc" | "key" | "req"): string {
+export function newId(kind: "acc" | "key" | "req" | "adm"): string {
   return `${kind}_${randomChars(ID_CHARS)}`;
 }
 

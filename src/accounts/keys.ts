@@ -1,7 +1,12 @@
 // API keys in the store: created with their secret shown once and only its hash kept, found by
 // that hash to authenticate, limited and disabled. Each change bumps the revision
-// (revision.ts), since every instance caches keys by their secret.
-import type { Kysely } from "kysely";
+// (revision.ts), since every instance caches keys by their secret; a change given an actor
+// is written to the audit log in its own transaction.
+import type { Kysely, Transaction } from "kysely";
+import { lockRow } from "../audit/lock.ts";
+import { writeAudit } from "../audit/log.ts";
+import { changedBudget } from "../prices/budgets.ts";
+import type { BudgetPeriod } from "../prices/period.ts";
 import type { Database } from "../store/schema.ts";
 import type { Account } from "./accounts.ts";
 import { LookupError } from "./errors.ts";
@@ -29,6 +34,21 @@ export interface ApiKey {
   rpm_limit: number | null;
   /** own tokens per minute; null: the plan's default */
   tpm_limit: number | null;
+  /** the public models the key may call, within its plan's; null: every model of the plan */
+  allowed_models: readonly string[] | null;
+}
+
+/** What an operator sets on a key; left out: unchanged (or, creating one, the default). */
+export interface KeySettings {
+  name?: string | null;
+  limit_tokens?: number | null;
+  rpm_limit?: number | null;
+  tpm_limit?: number | null;
+  allowed_models?: readonly string[] | null;
+  disabled?: boolean;
+  /** null: no budget; with budget_period, the rule of src/prices/budgets.ts (changedBudget) */
+  budget_nanos?: number | null;
+  budget_period?: BudgetPeriod;
 }
 
 const keyColumns = [
@@ -47,45 +67,109 @@ const keyColumns = [
   "created_at",
   "rpm_limit",
   "tpm_limit",
+  "allowed_models",
 ] as const;
+
+type KeyRow = Omit<ApiKey, "allowed_models"> & { allowed_models: string | null };
+
+/** The stored JSON list of models as the key carries it. */
+export function parseModels(text: string | null): string[] | null {
+  if (text === null) return null;
+  const list = JSON.parse(text) as unknown;
+  return Array.isArray(list) ? list.filter((m): m is string => typeof m === "string") : null;
+}
+
+function modelsColumn(models: readonly string[] | null): string | null {
+  return models === null ? null : JSON.stringify([...new Set(models)]);
+}
+
+function asKey<T extends KeyRow>(row: T): Omit<T, "allowed_models"> & ApiKey {
+  return { ...row, allowed_models: parseModels(row.allowed_models) };
+}
+
+/**
+ * A key as the audit log records it: what an operator sets, never its hash (the secret
+ * itself is never stored at all).
+ */
+export function keyAudit(k: ApiKey & { deleted_at?: number | null }) {
+  return {
+    id: k.id,
+    account_id: k.account_id,
+    name: k.name,
+    prefix: k.prefix,
+    limit_tokens: k.limit_tokens === null ? null : Number(k.limit_tokens),
+    rpm_limit: k.rpm_limit,
+    tpm_limit: k.tpm_limit,
+    allowed_models: k.allowed_models,
+    budget_nanos: k.budget_nanos === null ? null : Number(k.budget_nanos),
+    budget_period: k.budget_period,
+    disabled: Number(k.disabled) === 1,
+    ...(k.deleted_at === undefined ? {} : { deleted: k.deleted_at !== null }),
+  };
+}
+
+async function keyRow(db: Db | Transaction<Database>, id: string) {
+  const row = await db
+    .selectFrom("api_keys")
+    .select([...keyColumns, "deleted_at"])
+    .where("id", "=", id)
+    .executeTakeFirst();
+  return row && asKey(row);
+}
 
 export async function createKey(
   db: Db,
-  input: { account_id: string; name?: string | null; limit_tokens?: number | null },
+  input: { account_id: string } & Omit<KeySettings, "disabled">,
+  actor?: string,
 ): Promise<{ key: ApiKey; secret: string }> {
   const { secret, hash, prefix } = generateKey();
+  const budget =
+    input.budget_nanos === undefined && input.budget_period === undefined
+      ? undefined
+      : changedBudget(
+          { budget_nanos: null, budget_period: "none" },
+          { nanos: input.budget_nanos, period: input.budget_period },
+        );
   const key = {
     id: newId("key"),
     account_id: input.account_id,
     name: input.name ?? null,
     prefix,
     limit_tokens: input.limit_tokens ?? null,
+    rpm_limit: input.rpm_limit ?? null,
+    tpm_limit: input.tpm_limit ?? null,
     created_at: Date.now(),
   };
-  await db.transaction().execute(async (trx) => {
+  const allowed = input.allowed_models === undefined ? null : modelsColumn(input.allowed_models);
+  const created = await db.transaction().execute(async (trx) => {
     await trx
       .insertInto("api_keys")
-      .values({ ...key, secret_hash: hash })
+      .values({
+        ...key,
+        secret_hash: hash,
+        allowed_models: allowed,
+        ...(budget && { budget_nanos: budget.nanos, budget_period: budget.period }),
+      })
       .execute();
+    const row = (await keyRow(trx, key.id))!;
     await bumpRevision(trx);
+    if (actor)
+      await writeAudit(trx, {
+        actor,
+        action: "create",
+        resource: "keys",
+        resourceId: key.id,
+        after: keyAudit(row),
+      });
+    return row;
   });
-  const fresh = {
-    used_tokens: 0,
-    budget_nanos: null,
-    budget_period: "none",
-    spent_nanos: 0,
-    month_spent_nanos: 0,
-    spent_month: "",
-    disabled: 0,
-    rpm_limit: null,
-    tpm_limit: null,
-  };
-  return { key: { ...key, ...fresh }, secret };
+  const { deleted_at: _, ...fresh } = created;
+  return { key: fresh, secret };
 }
 
 /** The account's keys, deleted ones left out. */
 export async function listKeys(db: Db, accountId: string): Promise<ApiKey[]> {
-  return db
+  const rows = await db
     .selectFrom("api_keys")
     .select(keyColumns)
     .where("account_id", "=", accountId)
@@ -93,6 +177,7 @@ export async function listKeys(db: Db, accountId: string): Promise<ApiKey[]> {
     .orderBy("created_at")
     .orderBy("id")
     .execute();
+  return rows.map(asKey);
 }
 
 /** A key by id, or by name when exactly one key has that name. */
@@ -104,34 +189,74 @@ export async function findKey(db: Db, ref: string): Promise<ApiKey> {
     .limit(3)
     .execute();
   const byId = rows.find((r) => r.id === ref);
-  if (byId) return byId;
+  if (byId) return asKey(byId);
   if (rows.length > 1) throw new LookupError(`several keys are named "${ref}"; name the key by its id`);
   if (!rows[0]) throw new LookupError(`no key with id or name "${ref}"`);
-  return rows[0];
+  return asKey(rows[0]);
 }
 
+/**
+ * Changes a key; returns it as it is now, or undefined when there is no such key. A budget
+ * change is worked out from the budget the transaction found (BudgetChangeError when a
+ * monthly period is given without an amount to apply to).
+ */
 export async function updateKey(
   db: Db,
   id: string,
-  changes: {
-    name?: string | null;
-    disabled?: boolean;
-    limit_tokens?: number | null;
-    rpm_limit?: number | null;
-    tpm_limit?: number | null;
-  },
-): Promise<void> {
-  const set: Partial<Record<"name" | "disabled" | "limit_tokens" | "rpm_limit" | "tpm_limit", any>> = {};
+  changes: KeySettings,
+  actor?: string,
+): Promise<ApiKey | undefined> {
+  const set: Partial<
+    Record<
+      | "name"
+      | "disabled"
+      | "limit_tokens"
+      | "rpm_limit"
+      | "tpm_limit"
+      | "allowed_models"
+      | "budget_nanos"
+      | "budget_period",
+      any
+    >
+  > = {};
   if (changes.name !== undefined) set.name = changes.name;
   if (changes.disabled !== undefined) set.disabled = changes.disabled ? 1 : 0;
   if (changes.limit_tokens !== undefined) set.limit_tokens = changes.limit_tokens;
   if (changes.rpm_limit !== undefined) set.rpm_limit = changes.rpm_limit;
   if (changes.tpm_limit !== undefined) set.tpm_limit = changes.tpm_limit;
-  if (!Object.keys(set).length) return;
-  await db.transaction().execute(async (trx) => {
+  if (changes.allowed_models !== undefined) set.allowed_models = modelsColumn(changes.allowed_models);
+  const budgetChange = changes.budget_nanos !== undefined || changes.budget_period !== undefined;
+  if (!Object.keys(set).length && !budgetChange) return findKeyById(db, id);
+  const changed = await db.transaction().execute(async (trx) => {
+    if (!(await lockRow(trx, "api_keys", id))) return undefined;
+    const before = (await keyRow(trx, id))!;
+    if (budgetChange) {
+      const budget = changedBudget(before, { nanos: changes.budget_nanos, period: changes.budget_period });
+      set.budget_nanos = budget.nanos;
+      set.budget_period = budget.period;
+    }
     await trx.updateTable("api_keys").set(set).where("id", "=", id).execute();
+    const after = (await keyRow(trx, id))!;
     await bumpRevision(trx);
+    if (actor)
+      await writeAudit(trx, {
+        actor,
+        action: "update",
+        resource: "keys",
+        resourceId: id,
+        before: keyAudit(before),
+        after: keyAudit(after),
+      });
+    return after;
   });
+  if (!changed) return undefined;
+  const { deleted_at: _, ...key } = changed;
+  return key;
+}
+
+async function findKeyById(db: Db, id: string): Promise<ApiKey | undefined> {
+  const row = await db.selectFrom("api_keys").select(keyColumns).where("id", "=", id).executeTakeFirst();
+  return row && asKey(row);
 }
 
 /** What authentication needs: the key and its account, by the key's hash. */
@@ -154,6 +279,7 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "k.created_at as k_created",
       "k.rpm_limit as k_rpm",
       "k.tpm_limit as k_tpm",
+      "k.allowed_models as k_models",
       "a.id as a_id",
       "a.name as a_name",
       "a.plan_id as a_plan",
@@ -193,6 +319,7 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       created_at: row.k_created,
       rpm_limit: row.k_rpm,
       tpm_limit: row.k_tpm,
+      allowed_models: parseModels(row.k_models),
     },
     account: {
       id: row.a_id,
@@ -221,8 +348,9 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
  * so anything reading the row without looking at deleted_at still refuses it. False when
  * there is no such key or it was deleted already.
  */
-export async function deleteKey(db: Db, id: string): Promise<boolean> {
+export async function deleteKey(db: Db, id: string, actor?: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
+    const before = actor && (await lockRow(trx, "api_keys", id)) ? await keyRow(trx, id) : undefined;
     const r = await trx
       .updateTable("api_keys")
       .set({ deleted_at: Date.now(), disabled: 1 })
@@ -231,6 +359,14 @@ export async function deleteKey(db: Db, id: string): Promise<boolean> {
       .executeTakeFirst();
     if (!Number(r.numUpdatedRows)) return false;
     await bumpRevision(trx);
+    if (actor && before)
+      await writeAudit(trx, {
+        actor,
+        action: "delete",
+        resource: "keys",
+        resourceId: id,
+        before: keyAudit(before),
+      });
     return true;
   });
 }
@@ -251,5 +387,6 @@ export async function listEveryKey(
     .where("k.deleted_at", "is", null);
   if (filter.accountId !== undefined) q = q.where("k.account_id", "=", filter.accountId);
   if (filter.keyId !== undefined) q = q.where("k.id", "=", filter.keyId);
-  return q.orderBy("a.name").orderBy("k.created_at").orderBy("k.id").execute();
+  const rows = await q.orderBy("a.name").orderBy("k.created_at").orderBy("k.id").execute();
+  return rows.map(asKey);
 }

@@ -3,7 +3,10 @@
 // hashes (accounts/password.ts). Nothing caches users: every console request reads its session
 // and user from the store, so a change (role, disabled, password) reaches every instance at
 // once, without a revision bump. Disabling a user or changing a password ends their sessions.
+// A change given an actor is written to the audit log in its own transaction.
 import type { Kysely } from "kysely";
+import { lockRow } from "../audit/lock.ts";
+import { writeAudit } from "../audit/log.ts";
 import type { Database } from "../store/schema.ts";
 import { isUniqueViolation, LookupError } from "./errors.ts";
 import { newId } from "./key-format.ts";
@@ -91,9 +94,37 @@ function asUser(row: { role: string } & Omit<User, "role">): User {
   return { ...row, role: row.role as Role };
 }
 
+/** A user as the audit log records it: never a password or its hash. */
+export function userAudit(u: User) {
+  return {
+    id: u.id,
+    email: u.email,
+    account_id: u.account_id,
+    role: u.role,
+    disabled: Number(u.disabled) === 1,
+  };
+}
+
+/**
+ * Whether a change would lock its own maker out of administration (their admin role removed,
+ * or themselves disabled): refused, so a gateway cannot lose its last admin by a slip; another
+ * admin can make the change.
+ */
+export function locksOutSelf(
+  actingUserId: string | undefined,
+  targetId: string,
+  changes: { role?: string | undefined; disabled?: boolean | undefined },
+): boolean {
+  return (
+    actingUserId === targetId &&
+    ((changes.role !== undefined && changes.role !== "admin") || changes.disabled === true)
+  );
+}
+
 export async function createUser(
   db: Db,
   input: { account_id: string; email: string; role?: string; password: string },
+  actor?: string,
 ): Promise<User> {
   const email = normaliseEmail(input.email);
   const role = checkRole(input.role ?? "member");
@@ -112,15 +143,26 @@ export async function createUser(
     password_hash: await hashPassword(input.password),
     created_at: Date.now(),
   };
+  const { password_hash: _, ...rest } = user;
+  const created: User = { ...rest, disabled: 0 };
   try {
-    await db.insertInto("users").values(user).execute();
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto("users").values(user).execute();
+      if (actor)
+        await writeAudit(trx, {
+          actor,
+          action: "create",
+          resource: "users",
+          resourceId: user.id,
+          after: userAudit(created),
+        });
+    });
   } catch (err) {
     // the unique index decides, so two concurrent creates of one e-mail cannot both pass
     if (isUniqueViolation(err)) throw new ConflictError(`a user with the e-mail "${email}" exists already`);
     throw err;
   }
-  const { password_hash: _, ...rest } = user;
-  return { ...rest, disabled: 0 };
+  return created;
 }
 
 /** The user and its password hash, or undefined; the e-mail is matched case-insensitively. */
@@ -150,6 +192,7 @@ export async function updateUser(
   db: Db,
   id: string,
   changes: { role?: string; password?: string; disabled?: boolean },
+  actor?: string,
 ): Promise<User | undefined> {
   const set: { role?: Role; password_hash?: string; disabled?: number } = {};
   if (changes.role !== undefined) set.role = checkRole(changes.role);
@@ -161,10 +204,23 @@ export async function updateUser(
   if (Object.keys(set).length) {
     const endSessions = set.password_hash !== undefined || set.disabled === 1;
     const found = await db.transaction().execute(async (trx) => {
-      const r = await trx.updateTable("users").set(set).where("id", "=", id).executeTakeFirst();
-      if (!Number(r.numUpdatedRows)) return false;
+      if (!(await lockRow(trx, "users", id))) return false;
+      const read = () =>
+        trx.selectFrom("users").select(userColumns).where("id", "=", id).executeTakeFirstOrThrow();
+      const before = asUser(await read());
+      await trx.updateTable("users").set(set).where("id", "=", id).execute();
       // A new password or a disabled user ends every session (a stolen cookie dies with it).
       if (endSessions) await trx.deleteFrom("sessions").where("user_id", "=", id).execute();
+      if (actor)
+        await writeAudit(trx, {
+          actor,
+          action: "update",
+          resource: "users",
+          resourceId: id,
+          before: userAudit(before),
+          // the password itself never: only that it changed
+          after: { ...userAudit(asUser(await read())), ...(set.password_hash && { password_changed: true }) },
+        });
       return true;
     });
     if (!found) return undefined;

@@ -20,6 +20,8 @@ export function keyView(k: ApiKey) {
     /** the key's own rate limits; null: the plan's apply */
     rpm_limit: k.rpm_limit,
     tpm_limit: k.tpm_limit,
+    /** the public models the key may call; null: every model of its plan */
+    allowed_models: k.allowed_models === null ? null : [...k.allowed_models],
     created_at: new Date(k.created_at).toISOString(),
   };
 }
@@ -64,7 +66,36 @@ function parseRate(value: string | undefined, flag: string): number | null | und
 function human(v: ReturnType<typeof keyView>, k: ApiKey): string {
   const limit =
     v.limit_tokens === null ? "limit=none" : `limit=${v.limit_tokens}  remaining=${v.remaining_tokens}`;
-  return `${v.id}  ${v.prefix}…  ${v.name ?? "(no name)"}  used=${v.used_tokens}  ${limit}  ${describeBudget(k)}${v.disabled ? "  DISABLED" : ""}`;
+  const models = v.allowed_models === null ? "" : `  models=${v.allowed_models.join(",") || "(none)"}`;
+  return `${v.id}  ${v.prefix}…  ${v.name ?? "(no name)"}  used=${v.used_tokens}  ${limit}  ${describeBudget(k)}${models}${v.disabled ? "  DISABLED" : ""}`;
+}
+
+/**
+ * `--models a,b`: the key's own list of models; "all" (null) returns to every model of its
+ * plan. Where the file is the catalog, each must be a model of the account's plan there (with
+ * the catalog in the store, the running gateways hold it and the admin API checks it).
+ */
+function parseModels(
+  ctx: CliContext,
+  value: string | undefined,
+  planId: string,
+): string[] | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === "all") return null;
+  const models = value
+    .split(",")
+    .map((m) => m.trim())
+    .filter(Boolean);
+  if (!models.length) throw new UsageError('--models needs model ids separated by commas, or "all"');
+  if (ctx.config.catalog.source === "file") {
+    const plan = ctx.config.plans.find((p) => p.id === planId);
+    const unknown = models.find((m) => !plan?.models.includes(m));
+    if (unknown !== undefined)
+      throw new UsageError(
+        `the plan "${planId}" has no model "${unknown}" (its models: ${plan?.models.join(", ") ?? "none"})`,
+      );
+  }
+  return models;
 }
 
 function one(positionals: string[], usage: string): string {
@@ -81,6 +112,7 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
         account: { type: "string" },
         name: { type: "string" },
         limit: { type: "string" },
+        models: { type: "string" },
       } as const;
       const { values } = parseArgs({ args: negativeAmounts(rest, options), options, strict: true });
       if (!values.account) throw new UsageError("keys create needs --account ID|NAME");
@@ -89,6 +121,7 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
         account_id: account.id,
         name: values.name ?? null,
         limit_tokens: parseTokens(values.limit, "--limit") ?? null,
+        allowed_models: parseModels(ctx, values.models, account.plan_id) ?? null,
       });
       const v = { ...keyView(key), secret };
       return print(
@@ -135,6 +168,18 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
       const v = await keyDetail(ctx, updated);
       return print(ctx, v, () => `updated key ${humanDetail(v, updated)}`);
     }
+    case "set-models": {
+      const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
+      if (positionals.length !== 2)
+        throw new UsageError("keys set-models needs the key's id or name and MODEL,MODEL…|all");
+      const key = await findKey(db, positionals[0]!);
+      const account = await findAccount(db, key.account_id);
+      const models = parseModels(ctx, positionals[1], account.plan_id) ?? null;
+      await updateKey(db, key.id, { allowed_models: models });
+      const updated = await findKey(db, key.id);
+      const v = keyView(updated);
+      return print(ctx, v, () => `updated key ${human(v, updated)}`);
+    }
     case "disable":
     case "enable": {
       const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
@@ -180,7 +225,7 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
     }
     default:
       throw new UsageError(
-        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit, set-rate, set-budget)`,
+        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit, set-rate, set-budget, set-models)`,
       );
   }
 }

@@ -283,14 +283,14 @@ export const catalog = {
     "invalid_request_error",
     "not_found",
     "No such object.",
-    "a console call naming an account, key, user or ticket that does not exist or is not yours",
+    "a console or admin API call naming an account, key, user, ticket or admin token that does not exist or is not yours",
   ),
   conflict: entry(
     409,
     "invalid_request_error",
     "conflict",
     "The change conflicts with the current state.",
-    "a console change that clashes with what exists (e.g. the e-mail or account name is taken)",
+    "a console or admin API change that clashes with what exists (e.g. the e-mail or account name is taken)",
   ),
   malformed_http: entry(
     400,

@@ -44,13 +44,21 @@ export class Plans {
     return this.#plans.get(planId)?.allowed.has(modelId) ?? false;
   }
 
-  /** The JSON body of GET /v1/models for a plan. */
-  modelListJson(planId: string): string {
-    return this.#plans.get(planId)?.list ?? '{"object":"list","data":[]}';
+  /**
+   * The JSON body of GET /v1/models for a plan, within a key's own list of models (null: the
+   * plan's every model, the answer serialised once).
+   */
+  modelListJson(planId: string, keyModels: readonly string[] | null = null): string {
+    const plan = this.#plans.get(planId);
+    if (!plan) return '{"object":"list","data":[]}';
+    if (keyModels === null) return plan.list;
+    const data = [...plan.objects].filter(([id]) => keyModels.includes(id)).map(([, json]) => json);
+    return `{"object":"list","data":[${data.join(",")}]}`;
   }
 
-  /** The JSON body of GET /v1/models/{model}: the model object, if the plan includes it. */
-  modelJson(planId: string, modelId: string): string | undefined {
+  /** The JSON body of GET /v1/models/{model}: the model object, if the plan (and the key's list) includes it. */
+  modelJson(planId: string, modelId: string, keyModels: readonly string[] | null = null): string | undefined {
+    if (keyModels !== null && !keyModels.includes(modelId)) return undefined;
     return this.#plans.get(planId)?.objects.get(modelId);
   }
 }

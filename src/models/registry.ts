@@ -107,9 +107,18 @@ export class Registry {
     }));
   }
 
-  /** The model if it exists and the plan includes it. */
-  resolve(planId: string, modelId: string): ResolvedModel | undefined {
+  /**
+   * The model if it exists, the plan includes it, and so does the key's own list (`keyModels`;
+   * null: the plan's every model). Outside the key's list answers as outside the plan: a key
+   * learns nothing of the models its plan has beyond its own.
+   */
+  resolve(
+    planId: string,
+    modelId: string,
+    keyModels: readonly string[] | null = null,
+  ): ResolvedModel | undefined {
     if (!this.plans.includes(planId, modelId)) return undefined;
+    if (keyModels !== null && !keyModels.includes(modelId)) return undefined;
     return this.#models.get(modelId);
   }
 

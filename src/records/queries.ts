@@ -12,6 +12,7 @@ import type { ApiName } from "../domain/api-names.ts";
 import type { CallStatus } from "../domain/outcomes.ts";
 import { usd } from "../prices/usd.ts";
 import type { Database } from "../store/schema.ts";
+import type { AdminRecordView } from "../views/admin.ts";
 import type { CallRecordView, DailyRow } from "../views/console.ts";
 import { startOfUtcDay, utcDay, windowStart } from "./days.ts";
 
@@ -118,18 +119,21 @@ async function scopeOf(db: Db, query: RecordQuery): Promise<Scope> {
   return { query, from, boundary: row && { created_at: Number(row.created_at), request_id: row.request_id } };
 }
 
-async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefined) {
-  const { query, from, boundary } = scope;
-  let q = db
+/** The columns of a record as the console and the admin API show it. */
+function recordSelect(db: Db) {
+  return db
     .selectFrom("call_records as r")
     .leftJoin("api_keys as k", "k.id", "r.key_id")
     .select([
       "r.request_id",
       "r.created_at",
+      "r.account_id",
       "r.key_id",
       "k.prefix as key_prefix",
       "k.name as key_name",
       "r.public_model",
+      "r.provider",
+      "r.upstream_model",
       "r.api",
       "r.prompt_tokens",
       "r.completion_tokens",
@@ -149,24 +153,13 @@ async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefi
       "r.reasoning_tokens",
       "r.cost_nanos",
       "r.cost_source",
-    ])
-    .where("r.account_id", "=", query.accountId)
-    .where("r.created_at", ">=", boundary ? Math.max(from, boundary.created_at) : from);
-  if (query.view === "year") q = q.where(consumption);
-  if (boundary) q = q.where((eb) => after(eb, boundary, ">="));
-  if (before)
-    // the plain bound lets every planner use the index range; the row comparison breaks ties
-    q = q.where("r.created_at", "<=", before.created_at).where((eb) => after(eb, before, "<"));
-  if (query.keyId !== undefined) q = q.where("r.key_id", "=", query.keyId);
-  if (query.model !== undefined) q = q.where("r.public_model", "=", query.model);
-  if (query.status !== undefined) q = q.where("r.status", "=", query.status);
-  const rows = await q
-    .orderBy("r.created_at", "desc")
-    .orderBy("r.request_id", "desc")
-    .limit(limit + 1)
-    .execute();
-  const more = rows.length > limit;
-  const data: CallRecordView[] = rows.slice(0, limit).map((r) => ({
+    ]);
+}
+
+type RecordRow = Awaited<ReturnType<ReturnType<typeof recordSelect>["executeTakeFirstOrThrow"]>>;
+
+function asRecord(r: RecordRow): CallRecordView {
+  return {
     request_id: r.request_id,
     created_at: Number(r.created_at),
     key_id: r.key_id,
@@ -196,9 +189,109 @@ async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefi
     cost_nanos: Number(r.cost_nanos),
     // written only from a Pricing's source (records/draft.ts)
     cost_source: r.cost_source as CallRecordView["cost_source"],
-  }));
+  };
+}
+
+/** A page's rows and the cursor after its last one (null: the last page). */
+function paged<T extends { created_at: number; request_id: string }>(rows: T[], limit: number) {
+  const data = rows.slice(0, limit);
   const last = data.at(-1);
-  return { data, next: more && last ? { created_at: last.created_at, request_id: last.request_id } : null };
+  return {
+    data,
+    next: rows.length > limit && last ? { created_at: last.created_at, request_id: last.request_id } : null,
+  };
+}
+
+async function page(db: Db, scope: Scope, limit: number, before: Cursor | undefined) {
+  const { query, from, boundary } = scope;
+  let q = recordSelect(db)
+    .where("r.account_id", "=", query.accountId)
+    .where("r.created_at", ">=", boundary ? Math.max(from, boundary.created_at) : from);
+  if (query.view === "year") q = q.where(consumption);
+  if (boundary) q = q.where((eb) => after(eb, boundary, ">="));
+  if (before)
+    // the plain bound lets every planner use the index range; the row comparison breaks ties
+    q = q.where("r.created_at", "<=", before.created_at).where((eb) => after(eb, before, "<"));
+  if (query.keyId !== undefined) q = q.where("r.key_id", "=", query.keyId);
+  if (query.model !== undefined) q = q.where("r.public_model", "=", query.model);
+  if (query.status !== undefined) q = q.where("r.status", "=", query.status);
+  const rows = await q
+    .orderBy("r.created_at", "desc")
+    .orderBy("r.request_id", "desc")
+    .limit(limit + 1)
+    .execute();
+  return paged(rows.map(asRecord), limit);
+}
+
+/** What the admin API filters every account's records by; each filter left out: any. */
+export interface RecordSearch {
+  /** Unix ms, inclusive */
+  from?: number | undefined;
+  /** Unix ms, exclusive */
+  to?: number | undefined;
+  accountId?: string | undefined;
+  keyId?: string | undefined;
+  model?: string | undefined;
+  status?: CallStatus | undefined;
+  requestId?: string | undefined;
+  api?: ApiName | undefined;
+}
+
+/** The columns of the admin API's export: the console's, then what only an operator sees. */
+export const ADMIN_RECORD_FIELDS = [
+  ...RECORD_FIELDS,
+  "account_id",
+  "provider",
+  "upstream_model",
+] as const satisfies readonly (keyof AdminRecordView)[];
+
+async function searchPage(db: Db, s: RecordSearch, limit: number, before: Cursor | undefined) {
+  let q = recordSelect(db);
+  if (s.from !== undefined) q = q.where("r.created_at", ">=", s.from);
+  if (s.to !== undefined) q = q.where("r.created_at", "<", s.to);
+  if (s.accountId !== undefined) q = q.where("r.account_id", "=", s.accountId);
+  if (s.keyId !== undefined) q = q.where("r.key_id", "=", s.keyId);
+  if (s.model !== undefined) q = q.where("r.public_model", "=", s.model);
+  if (s.status !== undefined) q = q.where("r.status", "=", s.status);
+  if (s.requestId !== undefined) q = q.where("r.request_id", "=", s.requestId);
+  if (s.api !== undefined) q = q.where("r.api", "=", s.api);
+  if (before) q = q.where("r.created_at", "<=", before.created_at).where((eb) => after(eb, before, "<"));
+  const rows = await q
+    .orderBy("r.created_at", "desc")
+    .orderBy("r.request_id", "desc")
+    .limit(limit + 1)
+    .execute();
+  return paged(
+    rows.map(
+      (r): AdminRecordView => ({
+        ...asRecord(r),
+        account_id: r.account_id,
+        provider: r.provider,
+        upstream_model: r.upstream_model,
+      }),
+    ),
+    limit,
+  );
+}
+
+/** One page of every account's records that match, newest first; `next` continues it. */
+export async function searchRecords(
+  db: Db,
+  search: RecordSearch,
+  options: { limit: number; before?: Cursor | undefined },
+): Promise<{ data: AdminRecordView[]; next: Cursor | null }> {
+  return searchPage(db, search, options.limit, options.before);
+}
+
+/** Every record that matches, newest first, in pages of EXPORT_PAGE (read as they are asked for). */
+export async function* exportSearch(db: Db, search: RecordSearch): AsyncGenerator<AdminRecordView[]> {
+  let before: Cursor | undefined;
+  for (;;) {
+    const { data, next } = await searchPage(db, search, EXPORT_PAGE, before);
+    if (data.length) yield data;
+    if (!next) return;
+    before = next;
+  }
 }
 
 /** (created_at, request_id) compared with a cursor, as one row value. */

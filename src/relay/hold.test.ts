@@ -61,6 +61,7 @@ function auth(account: Partial<Account> = {}, key: Partial<ApiKey> = {}): AuthCo
       created_at: 0,
       rpm_limit: null,
       tpm_limit: null,
+      allowed_models: null,
       ...key,
     },
   };

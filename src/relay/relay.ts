@@ -132,7 +132,7 @@ export class Relay {
   }
 
   #resolve(deps: RelayDeps, ctx: CallContext, req: ChatRequest): ResolvedModel {
-    const model = deps.registry.resolve(ctx.auth.account.plan_id, req.model);
+    const model = deps.registry.resolve(ctx.auth.account.plan_id, req.model, ctx.auth.key.allowed_models);
     if (!model)
       throw new GatewayError("model_not_found", {
         message: `The model '${req.model}' does not exist or your plan does not include it.`,

@@ -23,6 +23,7 @@ import * as ledgerCharges from "./migrations/016-ledger-charges.ts";
 import * as storedResponseOwners from "./migrations/017-stored-response-owners.ts";
 import * as loginThrottle from "./migrations/018-login-throttle.ts";
 import * as controlPlane from "./migrations/019-control-plane.ts";
+import * as keyModels from "./migrations/020-key-models.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -60,6 +61,7 @@ const migrations: Record<string, Migration> = {
   "017-stored-response-owners": storedResponseOwners,
   "018-login-throttle": loginThrottle,
   "019-control-plane": controlPlane,
+  "020-key-models": keyModels,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

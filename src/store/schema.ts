@@ -62,6 +62,8 @@ export interface ApiKeysTable {
   tpm_limit: number | null;
   /** set when the key was deleted: it no longer authenticates, its records stay */
   deleted_at: number | null;
+  /** JSON array of the public models the key may call; null: every model of its plan */
+  allowed_models: string | null;
 }
 
 export interface LiveUsageTable {

@@ -2,9 +2,11 @@
 // what support needs to find the problem: when it happened, the key, the model, the main
 // parameters, the error returned and the request id; plan upgrades, older history and extra
 // exports are asked for as tickets of their own kind (spec 8).
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Role } from "../accounts/roles.ts";
 import { newConsoleId } from "../accounts/users.ts";
+import { lockRow } from "../audit/lock.ts";
+import { writeAudit } from "../audit/log.ts";
 import type { TicketKind, TicketStatus } from "../domain/ticket-kinds.ts";
 import type { Database } from "../store/schema.ts";
 import type { TicketMessageView, TicketView } from "../views/console.ts";
@@ -101,10 +103,10 @@ export async function getTicket(db: Db, id: string): Promise<TicketView | undefi
   return row && asTicket(row);
 }
 
-/** Tickets of one account (or of every account), newest activity first. */
+/** Tickets of one account (or of every account), newest activity first, TICKET_LIST_LIMIT unless `limit` says. */
 export async function listTickets(
   db: Db,
-  filter: { accountId?: string | undefined; status?: TicketStatus | undefined },
+  filter: { accountId?: string | undefined; status?: TicketStatus | undefined; limit?: number },
 ): Promise<TicketView[]> {
   let q = ticketQuery(db);
   if (filter.accountId !== undefined) q = q.where("t.account_id", "=", filter.accountId);
@@ -112,16 +114,19 @@ export async function listTickets(
   const rows = await q
     .orderBy("t.updated_at", "desc")
     .orderBy("t.id", "desc")
-    .limit(TICKET_LIST_LIMIT)
+    .limit(filter.limit ?? TICKET_LIST_LIMIT)
     .execute();
   return rows.map(asTicket);
 }
 
+// A reply through the admin API is by an admin token, whose id is its author: it shows as
+// support's, as an admin's would, without an e-mail.
 function messageQuery(db: Db) {
   return db
     .selectFrom("ticket_messages as m")
     .leftJoin("users as u", "u.id", "m.author_id")
-    .select(["m.id", "u.email", "u.role", "m.body", "m.created_at"]);
+    .leftJoin("admin_tokens as at", "at.id", "m.author_id")
+    .select(["m.id", "u.email", "u.role", "at.id as token_id", "m.body", "m.created_at"]);
 }
 
 function asMessage(
@@ -130,7 +135,7 @@ function asMessage(
   return {
     id: r.id,
     author_email: r.email ?? null,
-    author_role: (r.role as Role | null) ?? null,
+    author_role: (r.role as Role | null) ?? (r.token_id === null ? null : "admin"),
     body: r.body,
     created_at: Number(r.created_at),
   };
@@ -146,14 +151,35 @@ export async function listMessages(db: Db, ticketId: string): Promise<TicketMess
   return rows.map(asMessage);
 }
 
-/** Adds a reply and moves the ticket to `status`, in one transaction. */
+/** A ticket as the audit log records it: its state, not its text. */
+function ticketAudit(t: { id: string; account_id: string; status: string }) {
+  return { id: t.id, account_id: t.account_id, status: t.status };
+}
+
+async function ticketState(trx: Transaction<Database>, id: string) {
+  return trx
+    .selectFrom("tickets")
+    .select(["id", "account_id", "status"])
+    .where("id", "=", id)
+    .executeTakeFirst();
+}
+
+/**
+ * Adds a reply and moves the ticket to `status`, in one transaction. `author_id`: a user's
+ * id, or an admin token's for a reply through the admin API.
+ */
 export async function addMessage(
   db: Db,
   input: { ticket_id: string; author_id: string; body: string; status: TicketStatus },
+  actor?: string,
 ): Promise<TicketMessageView> {
   const now = Date.now();
   const id = newConsoleId("msg");
   await db.transaction().execute(async (trx) => {
+    const before =
+      actor && (await lockRow(trx, "tickets", input.ticket_id))
+        ? await ticketState(trx, input.ticket_id)
+        : undefined;
     await trx
       .insertInto("ticket_messages")
       .values({
@@ -169,10 +195,36 @@ export async function addMessage(
       .set({ status: input.status, updated_at: now })
       .where("id", "=", input.ticket_id)
       .execute();
+    if (actor && before)
+      await writeAudit(trx, {
+        actor,
+        action: "reply",
+        resource: "tickets",
+        resourceId: input.ticket_id,
+        before: ticketAudit(before),
+        after: { ...ticketAudit({ ...before, status: input.status }), message_id: id },
+      });
   });
   return asMessage(await messageQuery(db).where("m.id", "=", id).executeTakeFirstOrThrow());
 }
 
-export async function setTicketStatus(db: Db, id: string, status: TicketStatus): Promise<void> {
-  await db.updateTable("tickets").set({ status, updated_at: Date.now() }).where("id", "=", id).execute();
+export async function setTicketStatus(
+  db: Db,
+  id: string,
+  status: TicketStatus,
+  actor?: string,
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const before = actor && (await lockRow(trx, "tickets", id)) ? await ticketState(trx, id) : undefined;
+    await trx.updateTable("tickets").set({ status, updated_at: Date.now() }).where("id", "=", id).execute();
+    if (actor && before)
+      await writeAudit(trx, {
+        actor,
+        action: "update",
+        resource: "tickets",
+        resourceId: id,
+        before: ticketAudit(before),
+        after: ticketAudit({ ...before, status }),
+      });
+  });
 }

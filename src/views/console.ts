@@ -76,6 +76,8 @@ export interface KeyView extends BudgetView {
   prefix: string;
   limit_tokens: number | null;
   used_tokens: number;
+  /** the public models the key may call, within its plan's; null: every model of the plan */
+  allowed_models: string[] | null;
   disabled: boolean;
   created_at: number;
 }

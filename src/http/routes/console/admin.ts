@@ -4,23 +4,10 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { createAccount, listAccounts, updateAccount } from "../../../accounts/accounts.ts";
-import { setBudget } from "../../../accounts/budgets.ts";
-import { LookupError } from "../../../accounts/errors.ts";
-import { listEveryKey } from "../../../accounts/keys.ts";
-import { PASSWORD_MAX_LENGTH } from "../../../accounts/password.ts";
+import { listEveryKey, updateKey } from "../../../accounts/keys.ts";
 import { ROLES } from "../../../accounts/roles.ts";
-import {
-  ConflictError,
-  createUser,
-  findUserById,
-  listUsers,
-  UserInputError,
-  updateUser,
-} from "../../../accounts/users.ts";
+import { createUser, findUserById, listUsers, locksOutSelf, updateUser } from "../../../accounts/users.ts";
 import { GatewayError } from "../../../errors/index.ts";
-import { BudgetChangeError, type BudgetColumns, changedBudget } from "../../../prices/budgets.ts";
-import { BUDGET_PERIODS, type BudgetPeriod } from "../../../prices/period.ts";
-import { MAX_BUDGET_NANOS } from "../../../prices/usd.ts";
 import type {
   AccountAnswer,
   AccountView,
@@ -32,6 +19,16 @@ import type {
 } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import {
+  accountName,
+  budgetNanos,
+  budgetPeriod,
+  changeRefused,
+  checkPlan,
+  password,
+  planId,
+  quota,
+} from "../fields.ts";
+import {
   accountView,
   adminKeyView,
   findAccountById,
@@ -39,32 +36,24 @@ import {
   notFound,
   parseInput,
   requireRole,
+  userActor,
   userOf,
   userView,
 } from "./context.ts";
 
 const noQuery = z.object({}).strict();
 const idPath = z.object({ id: z.string() }).strict();
-const quota = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
-/** A money budget in nanodollars; null: none. */
-const budgetNanos = z
-  .number()
-  .int("must be a whole number of nanodollars")
-  .nonnegative()
-  .max(MAX_BUDGET_NANOS, `must be at most ${MAX_BUDGET_NANOS} nanodollars ($9,000,000)`)
-  .nullable();
-const budgetPeriod = z.enum(BUDGET_PERIODS);
 
 const accountCreate = z
   .object({
-    name: z.string().trim().min(1).max(100),
-    plan_id: z.string().min(1).max(128).optional(),
+    name: accountName,
+    plan_id: planId.optional(),
     quota_tokens: quota.nullable().optional(),
   })
   .strict();
 const accountPatch = z
   .object({
-    plan_id: z.string().min(1).max(128).optional(),
+    plan_id: planId.optional(),
     quota_tokens: quota.nullable().optional(),
     disabled: z.boolean().optional(),
     budget_nanos: budgetNanos.optional(),
@@ -83,29 +72,7 @@ const keyBudgetPatch = z
     message: "give at least one of budget_nanos, budget_period",
   });
 
-/**
- * The budget a change leaves (undefined: the change has none), or invalid_request naming
- * budget_period when a period is given without an amount to apply to.
- */
-function budgetAfter(
-  current: BudgetColumns,
-  change: { budget_nanos?: number | null | undefined; budget_period?: BudgetPeriod | undefined },
-): { nanos: number | null; period: BudgetPeriod } | undefined {
-  if (change.budget_nanos === undefined && change.budget_period === undefined) return undefined;
-  try {
-    return changedBudget(current, { nanos: change.budget_nanos, period: change.budget_period });
-  } catch (err) {
-    if (err instanceof BudgetChangeError)
-      throw new GatewayError("invalid_request", {
-        message: `Invalid parameter 'budget_period': ${err.message}.`,
-        param: "budget_period",
-      });
-    throw err;
-  }
-}
-
 const usersQuery = z.object({ account: idParam.optional() }).strict();
-const password = z.string().min(1).max(PASSWORD_MAX_LENGTH);
 const userCreate = z
   .object({
     email: z.string().min(1).max(320),
@@ -121,30 +88,11 @@ const userPatch = z
     message: "give at least one of role, password, disabled",
   });
 
-/** invalid_request naming the field a user change got wrong. */
-function userInput(err: unknown): never {
-  if (err instanceof UserInputError)
-    throw new GatewayError("invalid_request", {
-      message: `Invalid parameter '${err.field}': ${err.message}.`,
-      param: err.field,
-    });
-  if (err instanceof ConflictError) throw new GatewayError("conflict", { message: err.message });
-  throw err;
-}
-
 export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   // before the body is read: a non-admin learns nothing about what the call would have done
   app.addHook("onRequest", async (request: FastifyRequest) => {
     requireRole(userOf(request), "admin");
   });
-
-  function checkPlan(plan: string | undefined): void {
-    if (plan !== undefined && !deps.registry.plans.get(plan))
-      throw new GatewayError("invalid_request", {
-        message: `Invalid parameter 'plan_id': no plan "${plan}" (plans: ${deps.config.plans.map((p) => p.id).join(", ")}).`,
-        param: "plan_id",
-      });
-  }
 
   app.get("/admin/accounts", async (request): Promise<List<AccountView>> => {
     parseInput(noQuery, request.query, "query");
@@ -154,20 +102,17 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
   app.post("/admin/accounts", async (request, reply) => {
     parseInput(noQuery, request.query, "query");
     const body = parseInput(accountCreate, request.body, "body");
-    checkPlan(body.plan_id);
-    try {
-      const account = await createAccount(deps.store.db, {
+    checkPlan(deps, body.plan_id);
+    const account = await createAccount(
+      deps.store.db,
+      {
         name: body.name,
         plan_id: body.plan_id ?? deps.config.default_plan,
         quota_tokens: body.quota_tokens ?? null,
-      });
-      return reply.code(201).send({ account: accountView(deps, account) } satisfies AccountAnswer);
-    } catch (err) {
-      // the only LookupError createAccount throws: the name is taken
-      if (err instanceof LookupError)
-        throw new GatewayError("conflict", { message: err.message, param: "name" });
-      throw err;
-    }
+      },
+      userActor(request),
+    ).catch(changeRefused);
+    return reply.code(201).send({ account: accountView(deps, account) } satisfies AccountAnswer);
   });
 
   app.patch("/admin/accounts/:id", async (request): Promise<AccountAnswer> => {
@@ -176,16 +121,13 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
     const account = idParam.safeParse(id).success ? await findAccountById(deps, id) : undefined;
     if (!account) throw notFound("account");
     const body = parseInput(accountPatch, request.body, "body");
-    checkPlan(body.plan_id);
-    const budget = budgetAfter(account, body);
-    await updateAccount(deps.store.db, account.id, {
-      ...(body.plan_id === undefined ? {} : { plan_id: body.plan_id }),
-      ...(body.quota_tokens === undefined ? {} : { quota_tokens: body.quota_tokens }),
-      ...(body.disabled === undefined ? {} : { disabled: body.disabled }),
-    });
-    if (budget) await setBudget(deps.store.db, "accounts", account.id, budget.nanos, budget.period);
+    checkPlan(deps, body.plan_id);
+    const updated = await updateAccount(deps.store.db, account.id, body, userActor(request)).catch(
+      changeRefused,
+    );
+    if (!updated) throw notFound("account");
     deps.keys.clear();
-    return { account: accountView(deps, (await findAccountById(deps, account.id))!) };
+    return { account: accountView(deps, updated) };
   });
 
   app.get("/admin/keys", async (request): Promise<List<AdminKeyView>> => {
@@ -200,9 +142,8 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
       idParam.safeParse(id).success ? (await listEveryKey(deps.store.db, { keyId: id }))[0] : undefined;
     const key = await keyOf();
     if (!key) throw notFound("key");
-    // the schema asks for at least one of the two fields, so there is a budget to set
-    const budget = budgetAfter(key, parseInput(keyBudgetPatch, request.body, "body"))!;
-    await setBudget(deps.store.db, "api_keys", key.id, budget.nanos, budget.period);
+    const body = parseInput(keyBudgetPatch, request.body, "body");
+    await updateKey(deps.store.db, key.id, body, userActor(request)).catch(changeRefused);
     deps.keys.clear();
     return { key: adminKeyView((await keyOf())!) };
   });
@@ -220,7 +161,7 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
         message: "Invalid parameter 'account_id': no such account.",
         param: "account_id",
       });
-    const user = await createUser(deps.store.db, body).catch(userInput);
+    const user = await createUser(deps.store.db, body, userActor(request)).catch(changeRefused);
     return reply.code(201).send({ user: userView(user) } satisfies UserAnswer);
   });
 
@@ -231,11 +172,11 @@ export async function adminRoutes(app: FastifyInstance, deps: GatewayDeps): Prom
     if (!target) throw notFound("user");
     const body = parseInput(userPatch, request.body, "body");
     // An admin cannot lock themselves out; another admin can change them.
-    if (target.id === userOf(request).id && ((body.role && body.role !== "admin") || body.disabled))
+    if (locksOutSelf(userOf(request).id, target.id, body))
       throw new GatewayError("conflict", {
         message: "You cannot remove your own admin role or disable yourself; another admin can.",
       });
-    const user = await updateUser(deps.store.db, target.id, body).catch(userInput);
+    const user = await updateUser(deps.store.db, target.id, body, userActor(request)).catch(changeRefused);
     if (!user) throw notFound("user");
     return { user: userView(user) };
   });

@@ -99,6 +99,11 @@ export function userOf(request: FastifyRequest): User {
   return user;
 }
 
+/** Who the audit log says made a change through the console. */
+export function userActor(request: FastifyRequest): string {
+  return `user:${userOf(request).email}`;
+}
+
 /** Owners and admins manage an account's keys and close its tickets. */
 export function requireRole(user: User, role: Exclude<Role, "member">): void {
   const allowed = role === "owner" ? user.role === "owner" || user.role === "admin" : user.role === "admin";
@@ -194,6 +199,7 @@ export function keyView(k: ApiKey): KeyView {
     prefix: k.prefix,
     limit_tokens: k.limit_tokens === null ? null : Number(k.limit_tokens),
     used_tokens: Number(k.used_tokens),
+    allowed_models: k.allowed_models === null ? null : [...k.allowed_models],
     ...budgetView(k),
     disabled: Number(k.disabled) === 1,
     created_at: Number(k.created_at),

@@ -20,7 +20,7 @@ import { ticketRoutes } from "./tickets.ts";
 export const CONSOLE_PREFIX = "/api/console";
 /** routes that need no session */
 const PUBLIC = new Set([`${CONSOLE_PREFIX}/login`, `${CONSOLE_PREFIX}/logout`]);
-const STATE_CHANGING = new Set(["POST", "PATCH", "DELETE", "PUT"]);
+export const STATE_CHANGING: ReadonlySet<string> = new Set(["POST", "PATCH", "DELETE", "PUT"]);
 
 /**
  * The request's Origin is the gateway's own: the scheme of this socket and the Host the
@@ -28,7 +28,7 @@ const STATE_CHANGING = new Set(["POST", "PATCH", "DELETE", "PUT"]);
  * Origin over a plain socket, which is TLS ended by a reverse proxy in front of the gateway
  * (the browser saw https; the host still has to match, which is what keeps other sites out).
  */
-function sameOrigin(request: FastifyRequest): boolean {
+export function sameOrigin(request: FastifyRequest): boolean {
   const origin = request.headers.origin;
   const host = request.headers.host;
   if (typeof origin !== "string" || !host) return false;

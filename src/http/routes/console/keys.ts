@@ -1,11 +1,13 @@
 // The account's API keys: list (everyone), create, change and delete (owners and admins).
 // Every change bumps the store's revision (other instances drop their key caches within a
-// poll) and clears this instance's cache at once, so /v1 honours it on the next request.
+// poll) and clears this instance's cache at once, so /v1 honours it on the next request;
+// each is written to the audit log with the user who made it.
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { createKey, deleteKey, listKeys, updateKey } from "../../../accounts/keys.ts";
 import type { KeyAnswer, KeyCreated, KeyView, List } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
+import { allowedModels, checkModels, keyName, limitTokens } from "../fields.ts";
 import {
   accountFor,
   accountQuery,
@@ -14,23 +16,28 @@ import {
   notFound,
   parseInput,
   requireRole,
+  userActor,
   userOf,
 } from "./context.ts";
 
 const scopeQuery = z.object(accountQuery).strict();
-const keyName = z.string().trim().min(1).max(100).nullable();
-const limitTokens = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).nullable();
-
-const createBody = z.object({ name: keyName.optional(), limit_tokens: limitTokens.optional() }).strict();
+const createBody = z
+  .object({
+    name: keyName.optional(),
+    limit_tokens: limitTokens.optional(),
+    allowed_models: allowedModels.optional(),
+  })
+  .strict();
 const patchBody = z
   .object({
     name: keyName.optional(),
     limit_tokens: limitTokens.optional(),
+    allowed_models: allowedModels.optional(),
     disabled: z.boolean().optional(),
   })
   .strict()
-  .refine((b) => b.name !== undefined || b.limit_tokens !== undefined || b.disabled !== undefined, {
-    message: "give at least one of name, limit_tokens, disabled",
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    message: "give at least one of name, limit_tokens, allowed_models, disabled",
   });
 const keyPath = z.object({ id: z.string() }).strict();
 
@@ -57,11 +64,17 @@ export async function keyRoutes(app: FastifyInstance, deps: GatewayDeps): Promis
     const account = await accountFor(deps, user, query.account);
     requireRole(user, "owner");
     const body = parseInput(createBody, request.body, "body");
-    const { key, secret } = await createKey(deps.store.db, {
-      account_id: account.id,
-      name: body.name ?? null,
-      limit_tokens: body.limit_tokens ?? null,
-    });
+    checkModels(deps, account.plan_id, body.allowed_models);
+    const { key, secret } = await createKey(
+      deps.store.db,
+      {
+        account_id: account.id,
+        name: body.name ?? null,
+        limit_tokens: body.limit_tokens ?? null,
+        allowed_models: body.allowed_models ?? null,
+      },
+      userActor(request),
+    );
     deps.keys.clear();
     return reply.code(201).send({ key: keyView(key), secret } satisfies KeyCreated);
   });
@@ -74,11 +87,8 @@ export async function keyRoutes(app: FastifyInstance, deps: GatewayDeps): Promis
     const key = await keyOf(account.id, id);
     requireRole(user, "owner");
     const body = parseInput(patchBody, request.body, "body");
-    await updateKey(deps.store.db, key.id, {
-      ...(body.name === undefined ? {} : { name: body.name }),
-      ...(body.limit_tokens === undefined ? {} : { limit_tokens: body.limit_tokens }),
-      ...(body.disabled === undefined ? {} : { disabled: body.disabled }),
-    });
+    checkModels(deps, account.plan_id, body.allowed_models);
+    await updateKey(deps.store.db, key.id, body, userActor(request));
     deps.keys.clear();
     return { key: keyView(await keyOf(account.id, key.id)) };
   });
@@ -90,7 +100,7 @@ export async function keyRoutes(app: FastifyInstance, deps: GatewayDeps): Promis
     const account = await accountFor(deps, user, query.account);
     const key = await keyOf(account.id, id);
     requireRole(user, "owner");
-    if (!(await deleteKey(deps.store.db, key.id))) throw notFound("key");
+    if (!(await deleteKey(deps.store.db, key.id, userActor(request)))) throw notFound("key");
     deps.keys.clear();
     return reply.code(204).send();
   });

@@ -17,7 +17,16 @@ import {
 } from "../../../tickets/repository.ts";
 import type { List, MessageAnswer, TicketAnswer, TicketThread, TicketView } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
-import { accountFor, accountQuery, forbidden, idParam, notFound, parseInput, userOf } from "./context.ts";
+import {
+  accountFor,
+  accountQuery,
+  forbidden,
+  idParam,
+  notFound,
+  parseInput,
+  userActor,
+  userOf,
+} from "./context.ts";
 
 const listQuery = z.object({ ...accountQuery, status: z.enum(TICKET_STATUSES).optional() }).strict();
 const scopeQuery = z.object(accountQuery).strict();
@@ -107,12 +116,17 @@ export async function ticketRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
     const user = userOf(request);
     const ticket = await ticketFor(user, id);
     const body = parseInput(messageBody, request.body, "body");
-    const message = await addMessage(deps.store.db, {
-      ticket_id: ticket.id,
-      author_id: user.id,
-      body: body.body,
-      status: user.role === "admin" ? "answered" : "open",
-    });
+    // an admin's reply is support's, audited as the admin API's are; a member's is not
+    const message = await addMessage(
+      deps.store.db,
+      {
+        ticket_id: ticket.id,
+        author_id: user.id,
+        body: body.body,
+        status: user.role === "admin" ? "answered" : "open",
+      },
+      user.role === "admin" ? userActor(request) : undefined,
+    );
     return reply.code(201).send({ message } satisfies MessageAnswer);
   });
 
@@ -126,7 +140,7 @@ export async function ticketRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
       throw forbidden("Only the account's owners (and admins) may change a ticket.");
     if (user.role === "owner" && body.status !== "closed")
       throw forbidden("Owners may close a ticket; a reply reopens it.");
-    await setTicketStatus(deps.store.db, ticket.id, body.status);
+    await setTicketStatus(deps.store.db, ticket.id, body.status, userActor(request));
     return { ticket: (await getTicket(deps.store.db, ticket.id))! };
   });
 }

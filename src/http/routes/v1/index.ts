@@ -88,14 +88,17 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
   app.get("/v1/models", read, async (request, reply) => {
     return reply
       .type("application/json")
-      .send(deps.registry.plans.modelListJson(request.auth!.account.plan_id));
+      .send(
+        deps.registry.plans.modelListJson(request.auth!.account.plan_id, request.auth!.key.allowed_models),
+      );
   });
 
   // Model ids may contain "/" (meta-llama/…): the SDKs send it encoded or not, so the rest of
   // the path is the id.
   app.get("/v1/models/*", read, async (request, reply) => {
     const id = (request.params as { "*": string })["*"];
-    const json = deps.registry.plans.modelJson(request.auth!.account.plan_id, id);
+    const { account, key } = request.auth!;
+    const json = deps.registry.plans.modelJson(account.plan_id, id, key.allowed_models);
     if (json === undefined)
       throw new GatewayError("model_not_found", {
         message: `The model '${id.slice(0, 128)}' does not exist or your plan does not include it.`,
@@ -131,7 +134,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
         account: auth.account.id,
         signal: client.signal,
       });
-      if (!deps.registry.resolve(auth.account.plan_id, model))
+      if (!deps.registry.resolve(auth.account.plan_id, model, auth.key.allowed_models))
         throw new GatewayError("model_not_found", {
           message: `The model '${model}' does not exist or your plan does not include it.`,
           param: "model",

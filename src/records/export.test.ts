@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { csvCell } from "./records.ts";
+import { csvCell } from "./export.ts";
 
 test("cells a spreadsheet would run as a formula get a leading quote", () => {
   for (const text of ["=1+2", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"])
