@@ -182,5 +182,6 @@ export interface AdminTokenView {
 
 /** POST /admin/v1/admin-tokens: the only answer with the token itself */
 export interface AdminTokenCreated extends AdminTokenView {
-  token: string;
+  /** the token itself, shown once */
+  secret: string;
 }

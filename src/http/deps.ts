@@ -32,8 +32,6 @@ export interface GatewayDeps {
   /** traces of calls: NO_TRACING unless `tracing.enabled` */
   tracing: Tracing;
   logger: Logger;
-  /** the catalog in the store (providers, models, plans), whose admin API routes need it; none: not served */
-  catalog?: CatalogService | undefined;
   /** the bearer token GET /metrics requires (from metrics.token_env); none: open */
   metricsToken?: string | undefined;
   /** the providers, models and plans as the admin API reads and changes them */

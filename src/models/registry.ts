@@ -48,7 +48,7 @@ export class Registry {
   readonly #models = new Map<string, ResolvedModel>();
   /** the plans, each with the models it may use and its GET /v1/models answers */
   readonly plans: Plans;
-  readonly #providers: Provider[] = [];
+  readonly #providers = new Map<string, Provider>();
 
   /** `created`: when each model record was first registered (see store models_seen). */
   constructor(config: Config, created: ReadonlyMap<string, number>, env: Record<string, string | undefined>) {
@@ -70,7 +70,7 @@ export class Registry {
         totalMs: "timeouts" in p ? p.timeouts.total_ms : undefined,
         priceTable: priceTableOf(p.type),
       });
-      this.#providers.push(provider);
+      this.#providers.set(p.id, provider);
     }
     // Two models listing the same provider and upstream model name one upstream: same id,
     // one health; each keeps its own settings.
@@ -127,7 +127,12 @@ export class Registry {
     return this.#models.get(modelId);
   }
 
+  /** A provider in service (not disabled), by id: its upstream keys' states for the dashboard. */
+  provider(id: string): Provider | undefined {
+    return this.#providers.get(id);
+  }
+
   async close(): Promise<void> {
-    await Promise.all(this.#providers.map((p) => p.close()));
+    await Promise.all([...this.#providers.values()].map((p) => p.close()));
   }
 }

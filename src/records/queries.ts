@@ -241,12 +241,14 @@ export interface RecordSearch {
 export const ADMIN_RECORD_FIELDS = [
   ...RECORD_FIELDS,
   "account_id",
+  "account_name",
   "provider",
   "upstream_model",
 ] as const satisfies readonly (keyof AdminRecordView)[];
 
 async function searchPage(db: Db, s: RecordSearch, limit: number, before: Cursor | undefined) {
-  let q = recordSelect(db);
+  // across accounts, each record says whose it is by name too
+  let q = recordSelect(db).leftJoin("accounts as a", "a.id", "r.account_id").select("a.name as account_name");
   if (s.from !== undefined) q = q.where("r.created_at", ">=", s.from);
   if (s.to !== undefined) q = q.where("r.created_at", "<", s.to);
   if (s.accountId !== undefined) q = q.where("r.account_id", "=", s.accountId);
@@ -266,6 +268,7 @@ async function searchPage(db: Db, s: RecordSearch, limit: number, before: Cursor
       (r): AdminRecordView => ({
         ...asRecord(r),
         account_id: r.account_id,
+        account_name: r.account_name,
         provider: r.provider,
         upstream_model: r.upstream_model,
       }),

@@ -41,6 +41,8 @@ export type AdminUser = UserView;
 /** A call record of any account: the console's, with the account and the deployment that answered. */
 export interface AdminRecordView extends CallRecordView {
   account_id: string | null;
+  /** the account's name (null: no account, or deleted) */
+  account_name: string | null;
   provider: string | null;
   upstream_model: string | null;
 }

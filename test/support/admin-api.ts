@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { type AdminScope, createAdminToken } from "../../src/accounts/admin-tokens.ts";
+import type { ConfigInput } from "../../src/config/schema.ts";
 import {
   type ConsoleSession,
   type StoreKind,
@@ -169,7 +170,10 @@ export function documentChecker(document: any): Checker {
  * Starts the suite's gateway and parties in a before() of the describe() it is called in, and
  * closes them after.
  */
-export function adminApiSuite(store: StoreKind): AdminApi {
+export function adminApiSuite(
+  store: StoreKind,
+  options: { config?: Partial<ConfigInput>; upstreamKeys?: string[] } = {},
+): AdminApi {
   const api = { secrets: [] as string[], seen: new Set<string>() } as unknown as AdminApi;
   let checker: Checker | undefined;
 
@@ -221,11 +225,17 @@ export function adminApiSuite(store: StoreKind): AdminApi {
   };
 
   before(async () => {
-    api.upstream = await startMockUpstream({ apiKey: "sk-upstream-secret-123" });
+    api.upstream = await startMockUpstream({
+      apiKey: ["sk-upstream-secret-123", ...(options.upstreamKeys ?? [])],
+    });
     const models = testConfig(api.upstream).models.map((m) =>
       m.id === TEST_MODEL ? { ...m, pricing: { input: 2, output: 8 } } : m,
     );
-    const gw = await startTestGateway({ upstream: api.upstream, store, config: { models } });
+    const gw = await startTestGateway({
+      upstream: api.upstream,
+      store,
+      config: { models, ...options.config },
+    });
     api.gw = gw;
     api.acme = await gw.account("acme");
     api.other = await gw.account("other");

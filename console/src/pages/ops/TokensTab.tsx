@@ -147,7 +147,7 @@ export function TokensTab() {
         description="Copy it now: this is the only time the gateway shows it. It keeps only a hash."
       >
         {created && (
-          <SecretView label="Admin token" secret={created.token} onDone={() => setCreated(null)}>
+          <SecretView label="Admin token" secret={created.secret} onDone={() => setCreated(null)}>
             Keep it where your automation keeps secrets, and give each script or pipeline its own, with the
             smallest scopes it needs, so you can revoke one alone.
           </SecretView>

@@ -69,14 +69,11 @@ export interface RouteInput<O extends Operation> {
 }
 
 /**
- * What the handler returns: the answer (the schema's shape), nothing for 204, or the reply
- * when it answered itself (a stream). A catalog entry's shape is the catalog service's.
+ * What the handler returns: the answer (the schema's shape); without an answer schema,
+ * nothing (204), the reply when it answered itself (a stream), or a catalog entry or list,
+ * whose shape is the catalog service's (the configuration's schemas).
  */
-export type RouteOutput<O extends Operation> = O["answer"] extends z.ZodType
-  ? z.input<O["answer"]>
-  : O["catalog"] extends { answer: string }
-    ? unknown
-    : FastifyReply | undefined;
+export type RouteOutput<O extends Operation> = O["answer"] extends z.ZodType ? z.input<O["answer"]> : unknown;
 
 /** Fastify's form of an OpenAPI path: "/accounts/{id}" -> "/accounts/:id". */
 export function fastifyPath(path: string): string {

@@ -23,6 +23,20 @@ export const operations = {
     answer: s.openApiAnswer,
   }),
 
+  getCatalog: operation({
+    id: "getCatalog",
+    method: "GET",
+    path: "/catalog",
+    tag: "providers",
+    summary: "Where the catalog is managed, and its revision",
+    description:
+      "`source: file`: the configuration file's providers, models and plans, read-only here; `store`: edited through this API and the console, every instance following the revision.",
+    scope: "read",
+    query: s.noQuery,
+    body: undefined,
+    status: 200,
+    answer: s.catalogStateAnswer,
+  }),
   listAccounts: operation({
     id: "listAccounts",
     method: "GET",
@@ -429,9 +443,11 @@ export const catalogOperationsByKind = {
       path: "/providers/{id}/test",
       tag: "providers",
       summary: "Send a provider a small request and say how it answered",
+      description:
+        "A one-token chat call outside any account (nothing charged or recorded), through a provider built from the catalog's entry, disabled or not.",
       scope: "catalog",
       query: s.noQuery,
-      body: undefined,
+      body: s.providerTestBody,
       status: 200,
       answer: s.providerTestAnswer,
     }),

@@ -377,6 +377,7 @@ export const recordAnswer = named(
     request_id: z.string(),
     created_at: time,
     account_id: z.string().nullable(),
+    account_name: z.string().nullable(),
     key_id: z.string().nullable(),
     key_prefix: z.string().nullable(),
     key_name: z.string().nullable(),
@@ -537,10 +538,44 @@ export const providerKeyStateAnswer = named(
 export const providerTestAnswer = named(
   answerSchemas,
   "ProviderTest",
-  z.looseObject({ ok: z.boolean().describe("whether the provider answered as it should") }),
+  z.strictObject({
+    ok: z.boolean().describe("whether the provider answered as it should"),
+    latency_ms: int.nonnegative().describe("from sending the request to its answer or failure"),
+    model: z.string().describe("the upstream model asked"),
+    status: int
+      .nullable()
+      .describe("the upstream's HTTP status when it refused; null: it answered, or never did"),
+    error: z
+      .string()
+      .nullable()
+      .describe("what went wrong, in the gateway's words (never the upstream's key)"),
+  }),
 );
 
 export const accountList = named(answerSchemas, "AccountList", list(accountAnswer));
+export const providerTestBody = named(
+  requestSchemas,
+  "ProviderTestRequest",
+  z.strictObject({
+    model: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe("the upstream model to ask; default: the first deployment's on this provider"),
+  }),
+);
+export const catalogStateAnswer = named(
+  answerSchemas,
+  "CatalogState",
+  z.strictObject({
+    source: z.enum(["file", "store"]).describe("where providers, models and plans are managed"),
+    revision: int
+      .nonnegative()
+      .nullable()
+      .describe("the store's catalog revision, which every instance follows; null: the file is the source"),
+  }),
+);
 export const providerKeyStateList = named(
   answerSchemas,
   "ProviderKeyStateList",
