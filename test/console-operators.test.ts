@@ -463,6 +463,8 @@ describe("the operators' pages of the console in Chromium", { timeout: 240_000 }
       .click();
     await settled(page);
     const row = page.getByRole("row").filter({ hasText: "ops-app" });
+    // the limits come from the admin API, after the row the console API drew
+    await row.getByText("(plan)").first().waitFor();
     assert.match(await row.innerText(), /\(plan\)[\s\S]*the plan's/);
     await row.getByRole("button", { name: /^Limits/ }).click();
     const dialog = page.getByRole("dialog", { name: /^Limits of sk-/ });
