@@ -617,6 +617,44 @@ for (const store of STORES) {
       assert.equal(data.usage.prompt_tokens, Number(row.prompt_tokens));
     });
 
+    test("a client that leaves while the upstream works: recorded as gone, charged the inputs it sent", async () => {
+      const account = await gw.account("embed-gone");
+      const key = await gw.key(account);
+      const input = "wait for me mock:hang";
+      const before = openai.aborted();
+      const leave = new AbortController();
+      const pending = fetch(`${gw.baseURL}/embeddings`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "embed", input }),
+        signal: leave.signal,
+      }).catch(() => undefined);
+      const until = Date.now() + 5_000;
+      while (openai.inFlight() === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      leave.abort();
+      await pending;
+      let row: CallRecordsTable | undefined;
+      while (!row && Date.now() < until) {
+        row = await gw.gateway.deps.store.db
+          .selectFrom("call_records")
+          .selectAll()
+          .where("account_id", "=", account)
+          .executeTakeFirst();
+        if (!row) await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.ok(row, "the call was recorded");
+      assert.equal(row.api, "embeddings");
+      assert.equal(row.status, "client_disconnect");
+      assert.equal(row.usage_source, "estimated");
+      assert.ok(Number(row.prompt_tokens) > 0, "charged the inputs the upstream read");
+      assert.deepEqual(await gw.ledger("key", key.id), {
+        used: Number(row.total_tokens),
+        reserved: 0,
+      });
+      while (openai.aborted() === before && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(openai.aborted(), before + 1, "the upstream call was cut");
+    });
+
     test("metrics count embeddings calls and tokens under api=embeddings", async () => {
       await client.embeddings.create({ model: "embed", input: "metered text" });
       const text = await (await fetch(`${gw.origin}/metrics`)).text();
