@@ -612,12 +612,12 @@ describe("config check", () => {
     const c = await ok(["config", "check"], dataEnv());
     assert.equal(c.ok, true);
     assert.equal(c.source, "embedded defaults");
-    assert.deepEqual(c.models, ["demo"]);
+    assert.deepEqual(c.models, ["demo", "demo-embedding"]);
     assert.deepEqual(c.providers, [{ id: "demo", type: "demo" }]);
     assert.equal(c.default_plan, "default");
     assert.deepEqual(
       c.plans.map((p: any) => [p.id, p.models]),
-      [["default", ["demo"]]],
+      [["default", ["demo", "demo-embedding"]]],
     );
     assert.throws(() => readdirSync(dataEnv().GATEWAY_DATA_DIR), /ENOENT/, "config check opens no store");
   });

@@ -386,7 +386,7 @@ describe("the package", () => {
       const client = new OpenAI({ baseURL: gateway.answer.url, apiKey: key, maxRetries: 0 });
       const models = [];
       for await (const model of client.models.list()) models.push(model.id);
-      assert.deepEqual(models, ["demo"]);
+      assert.deepEqual(models, ["demo", "demo-embedding"]);
       const completion = await client.chat.completions.create({
         model: "demo",
         messages: [{ role: "user", content: "Hello!" }],

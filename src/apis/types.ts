@@ -34,6 +34,7 @@ import type { AuthContext } from "../auth/key-cache.ts";
 import type { ApiName } from "../domain/api-names.ts";
 import type { ChatRequest } from "../domain/chat-request.ts";
 import type { Chunk, Completion, Usage } from "../domain/completion.ts";
+import type { EmbeddingRequest } from "../domain/embedding-request.ts";
 import type { GatewayError } from "../errors/index.ts";
 import type { NativeRequest } from "../providers/types.ts";
 import type { ReviewOutcome } from "../safety/policy.ts";
@@ -129,6 +130,24 @@ export interface ClientCall {
   stream(context: AnswerContext): StreamRenderer;
 }
 
+/** The embeddings of a call to render: in the order of the request's inputs. */
+export interface EmbeddingAnswer {
+  /** the public model the client asked for */
+  model: string;
+  /** floats, or base64 where the upstream already encoded them so (the client asked for it) */
+  vectors: ReadonlyArray<readonly number[] | string>;
+  /** the input tokens as charged */
+  promptTokens: number;
+}
+
+/** One embeddings call, validated: the request and how to answer it (src/apis/embeddings/). */
+export interface EmbeddingsCall {
+  readonly api: ClientEdge;
+  readonly request: EmbeddingRequest;
+  /** the whole answer as the API's JSON body */
+  json(answer: EmbeddingAnswer): string;
+}
+
 /** An error as this API answers it before the answer started. */
 export interface ErrorAnswer {
   status: number;
@@ -136,7 +155,13 @@ export interface ErrorAnswer {
   body: string;
 }
 
-export interface ClientApi {
+/**
+ * What the HTTP layer needs of an API around its calls: where its key travels, how its errors
+ * are answered, its name in records and metrics. Every API is one; an API whose calls are not
+ * conversations (embeddings: src/apis/embeddings/) is only this, and runs its own way
+ * through the relay.
+ */
+export interface ClientEdge {
   readonly name: ApiName;
   /** the client's key, from the headers this API sends it in */
   credential(headers: IncomingHttpHeaders): Credential;
@@ -146,6 +171,9 @@ export interface ClientApi {
   readonly requestIdHeader?: string | undefined;
   /** the status and envelope of an error answered before any byte of the answer */
   error(error: GatewayError): ErrorAnswer;
+}
+
+export interface ClientApi extends ClientEdge {
   /**
    * Validates a parsed JSON body (and reads the headers the API defines); throws
    * GatewayError invalid_request naming the bad parameter. `caller` is the authenticated key

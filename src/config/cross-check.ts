@@ -2,6 +2,7 @@
 // and reviewer named where it is used exists, settings that contradict each other. Applied
 // once, where the configuration is parsed (configSchema).
 import type { z } from "zod";
+import { EMBEDDING_TYPES, embedsOf } from "../providers/catalog.ts";
 import { modelDeployments } from "./deployments.ts";
 import { type Config, configSections } from "./schema.ts";
 
@@ -30,7 +31,20 @@ export function crossCheck(cfg: Config, ctx: z.RefinementCtx): void {
       });
   };
   const models = new Set(cfg.models.map((m) => m.id));
+  const providerTypes = new Map(cfg.providers.map((p) => [p.id, p.type]));
+  const kinds = new Map(cfg.models.map((m) => [m.id, m.kind]));
   cfg.models.forEach((m, i) => {
+    // An embedding model answers through its providers' embed(): one without it could never answer.
+    if (m.kind === "embedding")
+      modelDeployments(m).forEach((d, j) => {
+        const type = providerTypes.get(d.providerId);
+        if (type !== undefined && !embedsOf(type))
+          ctx.addIssue({
+            code: "custom",
+            path: ["models", i, ...(m.deployments ? ["deployments", j] : []), "provider"],
+            message: `provider "${d.providerId}" is of type ${type}, which does not embed (embedding providers: ${EMBEDDING_TYPES.join(", ")})`,
+          });
+      });
     if (m.deployments) {
       if (m.provider !== undefined || m.upstream_model !== undefined)
         ctx.addIssue({
@@ -63,6 +77,12 @@ export function crossCheck(cfg: Config, ctx: z.RefinementCtx): void {
           path: ["models", i, "fallbacks", j],
           message: f === m.id ? "a model cannot be its own fallback" : `unknown model "${f}"`,
         });
+      else if (kinds.get(f) !== m.kind)
+        ctx.addIssue({
+          code: "custom",
+          path: ["models", i, "fallbacks", j],
+          message: `model "${f}" is of kind ${kinds.get(f)}: a model's fallbacks must be of its own kind (${m.kind})`,
+        });
     });
   });
   cfg.plans.forEach((p, i) => {
@@ -77,6 +97,12 @@ export function crossCheck(cfg: Config, ctx: z.RefinementCtx): void {
         code: "custom",
         path: ["safety", "reviewers", i, "model"],
         message: `unknown model "${r.model}"`,
+      });
+    else if (r.type === "model-judge" && kinds.get(r.model) !== "chat")
+      ctx.addIssue({
+        code: "custom",
+        path: ["safety", "reviewers", i, "model"],
+        message: `model "${r.model}" is an embedding model: a judge must be a chat model`,
       });
   });
   const safetyAnywhere = cfg.safety.enabled || cfg.plans.some((p) => p.safety.enabled);

@@ -115,19 +115,22 @@ function assertLine(message: string, source: string, path: string, problem: RegE
 }
 
 describe("loadConfig: embedded defaults", () => {
-  test("with no file and no environment, the demo model on the default plan", () => {
+  test("with no file and no environment, the demo models on the default plan", () => {
     const c = loadConfig({});
     assert.deepEqual(
       c.providers.map((p) => [p.id, p.type]),
       [["demo", "demo"]],
     );
     assert.deepEqual(
-      c.models.map((m) => [m.id, m.provider, m.upstream_model]),
-      [["demo", "demo", "demo-echo"]],
+      c.models.map((m) => [m.id, m.kind, m.provider, m.upstream_model]),
+      [
+        ["demo", "chat", "demo", "demo-echo"],
+        ["demo-embedding", "embedding", "demo", "demo-embedding"],
+      ],
     );
     assert.equal(c.plans.length, 1);
     assert.equal(c.plans[0]!.id, "default");
-    assert.deepEqual(c.plans[0]!.models, ["demo"]);
+    assert.deepEqual(c.plans[0]!.models, ["demo", "demo-embedding"]);
     assert.ok(c.plans[0]!.quota_tokens > 0);
     assert.equal(c.default_plan, "default");
     assert.deepEqual(c.server, {
@@ -215,6 +218,7 @@ describe("loadConfig: the YAML file", () => {
     assert.equal(openai.max_connections, 64);
     assert.deepEqual(c.models[1], {
       id: "gpt-4o-mini",
+      kind: "chat",
       provider: "openai",
       upstream_model: "gpt-4o-mini-2024-07-18",
       owned_by: "openai",
@@ -563,6 +567,57 @@ plans:
     assertLine(m, path, "models[0].deployments[0].provider", /unknown provider "nowhere"/);
     assertLine(m, path, "models[0].fallbacks[0]", /cannot be its own fallback/);
     assertLine(m, path, "models[0].fallbacks[1]", /unknown model "missing"/);
+  });
+
+  test("an embedding model: only on providers that embed, with embedding fallbacks; a judge is a chat model", () => {
+    const path = file(`providers:
+  - id: demo
+    type: demo
+  - id: claude
+    type: anthropic
+    base_url: https://api.anthropic.com
+models:
+  - id: chat
+    provider: demo
+  - id: embed
+    kind: embedding
+    deployments: [{ provider: demo }, { provider: claude }]
+    fallbacks: [chat]
+  - id: chat-too
+    provider: demo
+    fallbacks: [embed]
+plans:
+  - id: default
+    quota_tokens: 10
+safety:
+  reviewers: [{ type: model-judge, model: embed }]
+`);
+    const m = failure({}, path);
+    assertLine(
+      m,
+      path,
+      "models[1].deployments[1].provider",
+      /provider "claude" is of type anthropic, which does not embed \(embedding providers: openai-compatible, gemini, azure-openai, demo\)/,
+    );
+    assertLine(
+      m,
+      path,
+      "models[1].fallbacks[0]",
+      /"chat" is of kind chat: a model's fallbacks must be of its own kind \(embedding\)/,
+    );
+    assertLine(
+      m,
+      path,
+      "models[2].fallbacks[0]",
+      /"embed" is of kind embedding: a model's fallbacks must be of its own kind \(chat\)/,
+    );
+    assertLine(
+      m,
+      path,
+      "safety.reviewers[0].model",
+      /"embed" is an embedding model: a judge must be a chat model/,
+    );
+    assert.doesNotMatch(m, /models\[1\]\.deployments\[0\]/, "demo embeds");
   });
 
   test("a bad base_url", () => {

@@ -6,15 +6,24 @@ import type { z } from "zod";
 import { configSchema } from "./cross-check.ts";
 import type { Config, ConfigInput } from "./schema.ts";
 
-/** What `npm start` serves with no config file: the offline demo model on a default plan. */
+/** What `npm start` serves with no config file: the offline demo models on a default plan. */
 export const EMBEDDED_DEFAULTS: ConfigInput = {
   providers: [{ id: "demo", type: "demo" }],
-  models: [{ id: "demo", provider: "demo", upstream_model: "demo-echo", owned_by: "chat-gateway" }],
+  models: [
+    { id: "demo", provider: "demo", upstream_model: "demo-echo", owned_by: "chat-gateway" },
+    {
+      id: "demo-embedding",
+      kind: "embedding",
+      provider: "demo",
+      upstream_model: "demo-embedding",
+      owned_by: "chat-gateway",
+    },
+  ],
   plans: [
     {
       id: "default",
       quota_tokens: 1_000_000,
-      models: ["demo"],
+      models: ["demo", "demo-embedding"],
       rate_limits: { key: { rpm: 600, tpm: 200_000 }, account: { rpm: 1_200, tpm: 400_000 } },
     },
   ],

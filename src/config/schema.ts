@@ -3,6 +3,7 @@
 // (`npm run docs:config`, src/config/reference.ts).
 import { z } from "zod";
 import { configId as id } from "../domain/config-id.ts";
+import { MODEL_KINDS } from "../domain/model-kinds.ts";
 import { capabilitiesSchema } from "../providers/capabilities.ts";
 import { providerSchema } from "../providers/catalog.ts";
 import { outputBoundField } from "../providers/config-fields.ts";
@@ -100,6 +101,12 @@ export type PricingConfig = z.output<typeof pricingSchema>;
 export const modelSchema = z
   .object({
     id: id.describe("the public name clients send and see"),
+    kind: z
+      .enum(MODEL_KINDS)
+      .default("chat")
+      .describe(
+        "`chat`: answers chat completions, Messages and Responses calls; `embedding`: answers `POST /v1/embeddings` (its providers must embed: openai-compatible, azure-openai, gemini, demo; its `pricing.input` is the price per input token). Each API refuses a model of the other kind.",
+      ),
     provider: id
       .optional()
       .describe(

@@ -179,6 +179,13 @@ export const catalog = {
     "The model does not exist or your plan does not include it.",
     "`model` is unknown or not in the account's plan",
   ),
+  wrong_model_kind: entry(
+    400,
+    "invalid_request_error",
+    "wrong_model_kind",
+    "This model is not served by this API.",
+    "`model` is an embedding model sent to a chat API (chat completions, Messages, Responses, count_tokens), or a chat model sent to `POST /v1/embeddings` (`param`: `model`; the message says which API serves it)",
+  ),
   response_not_found: entry(
     404,
     "invalid_request_error",

@@ -3,13 +3,13 @@
 // disabled, or is over its limit is refused; so is a key of a disabled or exhausted account.
 import type { FastifyRequest } from "fastify";
 import { looksLikeKey } from "../accounts/key-format.ts";
-import type { ClientApi } from "../apis/types.ts";
+import type { ClientEdge } from "../apis/types.ts";
 import { GatewayError } from "../errors/index.ts";
 import type { GatewayDeps } from "./deps.ts";
 
 export function authHook(deps: GatewayDeps) {
   /** `api`: the client API of the route, which says where its key travels */
-  return async function authenticate(request: FastifyRequest, api: ClientApi): Promise<void> {
+  return async function authenticate(request: FastifyRequest, api: ClientEdge): Promise<void> {
     const bearer = api.credential(request.headers);
     if (bearer.kind === "missing") throw new GatewayError("missing_api_key", { message: api.missingKey });
     if (!looksLikeKey(bearer.token)) throw new GatewayError("invalid_api_key");

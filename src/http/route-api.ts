@@ -5,12 +5,12 @@
 import type { FastifyRequest } from "fastify";
 import { chatCompletions } from "../apis/chat-completions/api.ts";
 import { messages } from "../apis/messages/api.ts";
-import type { ClientApi } from "../apis/types.ts";
+import type { ClientEdge } from "../apis/types.ts";
 
 declare module "fastify" {
   interface FastifyContextConfig {
     /** the client API a route serves */
-    api?: ClientApi;
+    api?: ClientEdge;
     /** the route runs a call: it is recorded from its first moment, refused calls too */
     records?: boolean;
     /**
@@ -21,7 +21,7 @@ declare module "fastify" {
   }
 }
 
-export function routeApi(request: FastifyRequest): ClientApi {
+export function routeApi(request: FastifyRequest): ClientEdge {
   return request.routeOptions.config?.api ?? chatCompletions;
 }
 
@@ -30,7 +30,7 @@ export function routeApi(request: FastifyRequest): ClientApi {
  * `POST /v1/messages/batches` come from Anthropic's SDK, which reads an error only from
  * Anthropic's envelope. The Responses API's envelope is OpenAI's, as for any other path.
  */
-export function pathApi(url: string): ClientApi {
+export function pathApi(url: string): ClientEdge {
   const path = url.split("?")[0]!;
   return path === "/v1/messages" || path.startsWith("/v1/messages/") ? messages : chatCompletions;
 }

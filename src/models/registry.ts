@@ -2,6 +2,8 @@
 // is this, and may this plan use it" (the plans: ./plans.ts).
 import { modelDeployments } from "../config/deployments.ts";
 import type { Config, ModelConfig } from "../config/schema.ts";
+import type { ModelKind } from "../domain/model-kinds.ts";
+import { GatewayError } from "../errors/index.ts";
 import { configuredPricing, type Pricing, UNPRICED } from "../prices/pricing.ts";
 import { tablePricing } from "../prices/table.ts";
 import { createProvider, priceTableOf } from "../providers/catalog.ts";
@@ -135,4 +137,21 @@ export class Registry {
   async close(): Promise<void> {
     await Promise.all([...this.#providers.values()].map((p) => p.close()));
   }
+}
+
+/** Which API serves a model of each kind, as a refusal tells the client. */
+const SERVED_BY: Record<ModelKind, string> = {
+  chat: "a chat API (POST /v1/chat/completions, /v1/messages or /v1/responses)",
+  embedding: "POST /v1/embeddings",
+};
+
+/**
+ * The refusal of `model` by an API that serves the other kind: the model exists and the plan
+ * may include it, so it is not model_not_found; the client sent it to the wrong place.
+ */
+export function wrongModelKind(modelId: string, kind: ModelKind): GatewayError {
+  return new GatewayError("wrong_model_kind", {
+    message: `The model '${modelId}' is ${kind === "chat" ? "a chat" : "an embedding"} model: call it through ${SERVED_BY[kind]}.`,
+    param: "model",
+  });
 }

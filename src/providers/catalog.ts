@@ -31,3 +31,14 @@ export function priceTableOf(type: ProviderConfig["type"]): string | undefined {
   const module: ProviderModule = PROVIDER_MODULES.find((m) => m.type === type)!;
   return module.priceTable;
 }
+
+/** Whether a provider type's adapter embeds, so embedding models may be deployed on it. */
+export function embedsOf(type: ProviderConfig["type"]): boolean {
+  const module: ProviderModule = PROVIDER_MODULES.find((m) => m.type === type)!;
+  return module.embeddings === true;
+}
+
+/** The provider types whose adapters embed, for messages that name them. */
+export const EMBEDDING_TYPES: readonly string[] = PROVIDER_MODULES.filter(
+  (m: ProviderModule) => m.embeddings === true,
+).map((m) => m.type);

@@ -16,7 +16,7 @@ import { GatewayError } from "../errors/index.ts";
 import { withoutDearOptions } from "./billed-options.ts";
 import { BUILTIN_REFUSAL, withoutDisallowedTools } from "./builtin-tools.ts";
 import { type Capabilities, fitCapabilities } from "./capabilities.ts";
-import type { NativeRequest, Provider, UpstreamCall } from "./types.ts";
+import type { EmbeddingCall, NativeRequest, Provider, UpstreamCall } from "./types.ts";
 
 /** One construct of the client's body the canonical request does not carry. */
 export interface Untranslated {
@@ -87,7 +87,7 @@ export function describe(u: Untranslated): string {
 }
 
 /** Records a dropped construct on the attempt's call (its notices reach the header and the record). */
-export function noteDropped(call: UpstreamCall, what: string): void {
+export function noteDropped(call: UpstreamCall | EmbeddingCall, what: string): void {
   if (call.dropped) call.dropped.push(what);
   else call.dropped = [what];
 }
@@ -231,3 +231,36 @@ export function prepareAttempt(
 }
 
 const NONE: ReadonlySet<string> = new Set();
+
+/**
+ * The fields of an embeddings request the gateway does not read, as this attempt's provider
+ * takes them: an adapter that speaks OpenAI's embeddings API (`native`) sends all but what
+ * the operator denies; a translating one sends none. What is left out is dropped with a
+ * notice, or refused by a strict provider, before anything is sent.
+ */
+export function embeddingExtras(
+  call: EmbeddingCall,
+  provider: string,
+  settings: PassthroughSettings,
+  native: boolean,
+): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  const extra = call.request.extra;
+  for (const name in extra) {
+    if (native && !denies(settings.deny, name)) {
+      kept[name] = extra[name];
+      continue;
+    }
+    const u = { param: name, name };
+    if (settings.strict)
+      throw refusal(
+        u,
+        provider,
+        native
+          ? "the gateway's operator does not pass it to this upstream"
+          : "the upstream's API has no counterpart for it",
+      );
+    noteDropped(call, name);
+  }
+  return kept;
+}

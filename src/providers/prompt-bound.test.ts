@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { type ChatRequest, parseChatRequest } from "../domain/chat-request.ts";
+import { parseEmbeddingRequest } from "../domain/embedding-request.ts";
 import { countText } from "../tokens/count.ts";
-import { DEFAULT_PROMPT_OVERHEADS, localPromptTokens, promptUpperBound } from "./prompt-bound.ts";
+import {
+  DEFAULT_PROMPT_OVERHEADS,
+  embeddingPromptBound,
+  localPromptTokens,
+  promptUpperBound,
+} from "./prompt-bound.ts";
 
 const O = DEFAULT_PROMPT_OVERHEADS;
 const req = (fields: Record<string, unknown>): ChatRequest => parseChatRequest({ model: "m", ...fields });
@@ -229,5 +235,45 @@ describe("promptUpperBound", () => {
     const zero = { ...O, per_request: 0, per_message: 0 };
     assert.equal(promptUpperBound(r, zero), 2);
     assert.equal(promptUpperBound(r, { ...zero, per_request: 100, per_message: 10 }), 122);
+  });
+});
+
+describe("embeddingPromptBound", () => {
+  const embed = (body: Record<string, unknown>) => parseEmbeddingRequest({ model: "m", ...body });
+
+  test("each text's UTF-8 bytes plus its markers, token ids as given, the request's share once", () => {
+    const texts = ["héllo wörld", "日本語のテキスト", "emoji 🙂🙂", "plain"];
+    assert.equal(
+      embeddingPromptBound(embed({ input: texts }), O),
+      O.per_request + texts.reduce((n, t) => n + O.per_message + bytes(t), 0),
+    );
+    assert.equal(embeddingPromptBound(embed({ input: [1, 2, 3] }), O), O.per_request + O.per_message + 3);
+    assert.equal(
+      embeddingPromptBound(embed({ input: [[1, 2], [3]] }), O),
+      O.per_request + 2 * O.per_message + 3,
+    );
+  });
+
+  test("never below what a byte-level tokenizer counts, with a BOS and an EOS per input", () => {
+    const texts = [
+      "The quick brown fox",
+      "Ünïcödé everywhere",
+      "数学と物理",
+      "🙂".repeat(40),
+      "a".repeat(500),
+    ];
+    for (const text of texts)
+      assert.ok(
+        embeddingPromptBound(embed({ input: text }), O) >= countText(text) + 2,
+        `the bound of ${JSON.stringify(text.slice(0, 20))} covers its count`,
+      );
+  });
+
+  test("fields the gateway does not read count: a server may read them as input", () => {
+    const extra = { instruction: "Represent this sentence for retrieval:" };
+    assert.equal(
+      embeddingPromptBound(embed({ input: "a", ...extra }), O),
+      O.per_request + O.per_message + 1 + bytes(extra.instruction),
+    );
   });
 });

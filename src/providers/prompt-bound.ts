@@ -5,6 +5,7 @@
 // per message and per request, bound what it can count. Non-text parts (images, audio, files)
 // have a bound of their own per part. The local tokenizer stays for estimates only.
 import type { ChatRequest } from "../domain/chat-request.ts";
+import type { EmbeddingRequest } from "../domain/embedding-request.ts";
 import { countPromptTokens } from "../tokens/count.ts";
 import { customToolsAsFunctions } from "./custom-tools.ts";
 
@@ -161,5 +162,19 @@ export function nativeBodyBound(body: Readonly<Record<string, unknown>>, o: Prom
   for (const item of items) parts((item as { content?: unknown } | null)?.content);
   const tools = body.tools;
   if (Array.isArray(tools) && tools.length) n += o.tools + toolsBound(tools);
+  return n;
+}
+
+/**
+ * The most input tokens an upstream can count for an embeddings request: each text's UTF-8
+ * bytes, or its token ids (counted as given), plus `per_message` per input for the markers an
+ * embedding model adds around each (BERT's [CLS] and [SEP], a BOS and EOS), `per_request`
+ * once, and the bytes of the fields the gateway does not read, which a server may read as
+ * input. There is no output.
+ */
+export function embeddingPromptBound(request: EmbeddingRequest, o: PromptOverheads): number {
+  let n = o.per_request + o.per_message * request.inputs.length;
+  for (const input of request.inputs) n += typeof input === "string" ? utf8(input) : input.length;
+  for (const field in request.extra) n += fieldBytes(request.extra[field]);
   return n;
 }

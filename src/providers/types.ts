@@ -9,6 +9,7 @@ import type { z } from "zod";
 import type { ApiName } from "../domain/api-names.ts";
 import type { ChatRequest } from "../domain/chat-request.ts";
 import type { Chunk, Completion } from "../domain/completion.ts";
+import type { EmbeddingRequest } from "../domain/embedding-request.ts";
 import type { BuiltinToolUse } from "./builtin-tools.ts";
 import type { FieldRules } from "./field-policy.ts";
 import type { PassthroughSettings, Untranslated } from "./passthrough.ts";
@@ -68,6 +69,29 @@ export interface UpstreamCall {
   dropped?: string[] | undefined;
 }
 
+/** One embeddings call to an upstream (POST /v1/embeddings), as the relay asks for it. */
+export interface EmbeddingCall {
+  /** the validated client request */
+  request: EmbeddingRequest;
+  /** the upstream's name for the model */
+  upstreamModel: string;
+  /** aborts the upstream call: client gone, total timeout, shutdown */
+  signal: AbortSignal;
+  /** what this attempt leaves out of the client's request, as for UpstreamCall */
+  dropped?: string[] | undefined;
+}
+
+/** An upstream's embeddings, in the order of the request's inputs. */
+export interface EmbeddingResult {
+  /**
+   * One vector per input: floats, or the base64 of little-endian float32s where the upstream
+   * was asked for that encoding and gave it (the edge encodes floats itself otherwise).
+   */
+  vectors: Array<readonly number[] | string>;
+  /** the input tokens the upstream counted; undefined when it reports none (Gemini) */
+  promptTokens: number | undefined;
+}
+
 export interface Provider {
   readonly id: string;
   /**
@@ -99,6 +123,14 @@ export interface Provider {
   complete(call: UpstreamCall): Promise<Completion>;
   /** Chunks in upstream order, the last carrying usage where the upstream reports it. */
   stream(call: UpstreamCall): AsyncIterable<Chunk>;
+  /**
+   * Embeds the call's inputs (POST /v1/embeddings); absent: the provider serves no embedding
+   * models (the configuration refuses an embedding model on it, see ProviderModule.embeddings).
+   * Throws as `complete` does.
+   */
+  embed?(call: EmbeddingCall): Promise<EmbeddingResult>;
+  /** whether `embed` takes inputs given as token ids; absent: text only, token ids are refused */
+  readonly embedsTokenIds?: boolean | undefined;
   /**
    * Its upstream keys' states, for the dashboard (./key-pool.ts); absent: the provider holds no
    * keys (the demo).
@@ -138,5 +170,7 @@ export interface ProviderModule<Config extends { id: string; type: string } = { 
    * its table of docs/providers.md (./docs-tables.ts); absent: it has no table there.
    */
   readonly fieldRules?: FieldRules;
+  /** whether its adapter embeds (Provider.embed), so embedding models may be deployed on it */
+  readonly embeddings?: boolean;
   create(config: Config, env: Record<string, string | undefined>): Provider;
 }

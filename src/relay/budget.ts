@@ -3,11 +3,17 @@
 // choice. The ledger may hold less than wanted (down to the minimum); the output bound sent
 // upstream is then cut to what was held, so no upstream can produce more than was reserved.
 import type { ChatRequest } from "../domain/chat-request.ts";
+import type { EmbeddingRequest } from "../domain/embedding-request.ts";
 import type { CostRule } from "../ledger/types.ts";
 import type { ResolvedModel } from "../models/registry.ts";
 import { costRule } from "../prices/pricing.ts";
 import type { NativeRequest } from "../providers/types.ts";
-import { candidatePromptBound, candidates, largestOutputBound } from "../routing/candidates.ts";
+import {
+  candidateEmbeddingBound,
+  candidatePromptBound,
+  candidates,
+  largestOutputBound,
+} from "../routing/candidates.ts";
 
 /** the smallest answer worth sending upstream; below it the request is refused */
 export const MIN_OUTPUT_TOKENS = 16;
@@ -45,6 +51,23 @@ export function reservationBudget(
     choices,
     wanted: promptBound + outputBound * choices,
     minimum: promptBound + Math.min(MIN_OUTPUT_TOKENS, outputBound) * choices,
+    cost: candidateCost(model, promptBound, priceMultiplier),
+  };
+}
+
+/**
+ * What an embeddings call reserves: its inputs' bound and no output, so the least it can hold
+ * is all it wants; its money at the dearest input price among the candidates.
+ */
+export function embeddingBudget(model: ResolvedModel, req: EmbeddingRequest, priceMultiplier = 1): Budget {
+  const promptBound = candidateEmbeddingBound(model, req);
+  return {
+    promptBound,
+    perRequestOverhead: model.overheads.per_request,
+    outputBound: 0,
+    choices: 1,
+    wanted: promptBound,
+    minimum: promptBound,
     cost: candidateCost(model, promptBound, priceMultiplier),
   };
 }

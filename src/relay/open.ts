@@ -10,7 +10,7 @@ import type { Metrics } from "../observability/metrics.ts";
 import type { AttemptFailure, AttemptSpan, CallSpan } from "../observability/tracing.ts";
 import { type Capabilities, capabilitiesOf } from "../providers/capabilities.ts";
 import { droppedHeader, prepareAttempt } from "../providers/passthrough.ts";
-import type { UpstreamCall } from "../providers/types.ts";
+import type { EmbeddingCall, EmbeddingResult, UpstreamCall } from "../providers/types.ts";
 import { judge } from "../routing/failure.ts";
 import type { Attempt, Route } from "../routing/route.ts";
 import type { CallContext } from "./call.ts";
@@ -64,18 +64,69 @@ export async function openAnswer(
       return opened;
     });
   } finally {
-    // Before the first byte either way: the record and the headers say what was tried.
-    const { draft } = ctx;
-    draft.attempts = route.attempts;
-    if (route.deployment) {
-      draft.provider = route.deployment.providerId;
-      draft.upstreamModel = route.deployment.upstreamModel;
-      draft.pricing = route.deployment.pricing;
-    }
-    draft.dropped = dropped;
-    const notice = droppedHeader(dropped);
-    ctx.setHeaders(notice ? { ...route.headers(), "x-gateway-dropped": notice } : route.headers());
+    noteRoute(ctx, route, dropped);
   }
+}
+
+/**
+ * The embeddings of a call, routed as a chat call is (deployments, retries, fallbacks, each
+ * attempt a whole answer). Nothing has reached the client when it returns or throws.
+ */
+export async function openEmbeddings(
+  metrics: Metrics,
+  ctx: RouteContext,
+  route: Route,
+  base: EmbeddingCall,
+): Promise<EmbeddingResult> {
+  let dropped: readonly string[] = [];
+  try {
+    return await route.openWith(
+      (deployment): EmbeddingCall => ({
+        ...base,
+        upstreamModel: deployment.upstreamModel,
+        signal: route.signal,
+        dropped: undefined,
+      }),
+      async ({ deployment, call }) => {
+        const watch = watchAttempt(metrics, deployment, false, ctx.draft.span, call.signal);
+        try {
+          // the configuration deploys embedding models only where the adapter embeds
+          if (!deployment.provider.embed) throw new Error(`provider ${deployment.providerId} does not embed`);
+          const result = await deployment.provider.embed(call);
+          watch.firstByte();
+          watch.span?.answered({
+            choices: NO_CHOICES,
+            usage:
+              result.promptTokens === undefined ? undefined : { prompt: result.promptTokens, completion: 0 },
+          });
+          watch.observe("ok");
+          dropped = call.dropped ?? [];
+          return result;
+        } catch (err) {
+          watch.failed(err);
+          throw err;
+        }
+      },
+    );
+  } finally {
+    noteRoute(ctx, route, dropped);
+  }
+}
+
+const NO_CHOICES: readonly never[] = [];
+
+/** Before the first byte either way: the record and the headers say what was tried. */
+function noteRoute(ctx: RouteContext, route: Route, dropped: readonly string[]): void {
+  const { draft } = ctx;
+  draft.attempts = route.attempts;
+  if (route.deployment) {
+    draft.provider = route.deployment.providerId;
+    draft.upstreamModel = route.deployment.upstreamModel;
+    draft.pricing = route.deployment.pricing;
+  }
+  draft.dropped = dropped;
+  const notice = droppedHeader(dropped);
+  ctx.setHeaders(notice ? { ...route.headers(), "x-gateway-dropped": notice } : route.headers());
 }
 
 /** Each deployment's capabilities, inferred once: a deployment is rebuilt with its configuration. */
@@ -98,36 +149,18 @@ async function openAttempt(
   parent: CallSpan | undefined,
 ): Promise<Opened> {
   const { deployment, call } = attempt;
-  const provider = deployment.providerId;
-  const model = deployment.model.id;
-  const started = performance.now();
-  const span = parent?.attempt({
-    providerId: provider,
-    providerType: deployment.providerType,
-    deployment: deployment.id,
-    model,
-    upstreamModel: deployment.upstreamModel,
-    stream,
-  });
-  const observe = (outcome: "ok" | "error") => {
-    metrics.observeUpstream(provider, model, outcome, (performance.now() - started) / 1000);
-    // An upstream that failed ended the span with its cause already (below): an error here
-    // that did not is the client gone or a fault of the gateway's.
-    span?.end(
-      outcome === "ok" ? undefined : { type: call.signal.aborted ? "aborted" : "internal", status: null },
-    );
-  };
+  const { span, observe, firstByte, failed } = watchAttempt(metrics, deployment, stream, parent, call.signal);
   try {
     if (!stream) {
       const completion = await deployment.provider.complete(call);
-      metrics.observeFirstByte(provider, model, (performance.now() - started) / 1000);
+      firstByte();
       span?.answered(completion);
       observe("ok");
       return { kind: "completion", completion };
     }
     const iterator = deployment.provider.stream(call)[Symbol.asyncIterator]();
     const first = await iterator.next();
-    metrics.observeFirstByte(provider, model, (performance.now() - started) / 1000);
+    firstByte();
     span?.firstChunk();
     const continues = attempt.continues();
     const ended = span
@@ -146,10 +179,46 @@ async function openAttempt(
       observe,
     };
   } catch (err) {
-    span?.end(failureOf(err, call.signal));
-    observe("error");
+    failed(err);
     throw err;
   }
+}
+
+/** What an attempt reports as it goes: its times (metrics) and its span, when the call is traced. */
+function watchAttempt(
+  metrics: Metrics,
+  deployment: Deployment,
+  stream: boolean,
+  parent: CallSpan | undefined,
+  signal: AbortSignal,
+) {
+  const provider = deployment.providerId;
+  const model = deployment.model.id;
+  const started = performance.now();
+  const span = parent?.attempt({
+    providerId: provider,
+    providerType: deployment.providerType,
+    deployment: deployment.id,
+    model,
+    upstreamModel: deployment.upstreamModel,
+    stream,
+  });
+  const observe = (outcome: "ok" | "error") => {
+    metrics.observeUpstream(provider, model, outcome, (performance.now() - started) / 1000);
+    // An upstream that failed ended the span with its cause already (failed): an error here
+    // that did not is the client gone or a fault of the gateway's.
+    span?.end(outcome === "ok" ? undefined : { type: signal.aborted ? "aborted" : "internal", status: null });
+  };
+  return {
+    span,
+    observe,
+    firstByte: () => metrics.observeFirstByte(provider, model, (performance.now() - started) / 1000),
+    /** the attempt failed before its answer */
+    failed: (err: unknown) => {
+      span?.end(failureOf(err, signal));
+      observe("error");
+    },
+  };
 }
 
 const NO_RETRIES: ReadonlySet<RetryOn> = new Set();

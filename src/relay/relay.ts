@@ -4,21 +4,24 @@
 // a stream, rendered by the API's edge) -> finish (settle and record). Every hold is closed
 // exactly once and every call recorded once, on every path.
 
-import type { ClientCall } from "../apis/types.ts";
+import type { ClientCall, EmbeddingsCall } from "../apis/types.ts";
 import type { ChatRequest } from "../domain/chat-request.ts";
+import type { ModelKind } from "../domain/model-kinds.ts";
 import { CLIENT_GONE } from "../domain/outcomes.ts";
 import { fromUpstream, GatewayError } from "../errors/index.ts";
 import type { Swappable } from "../lib/swappable.ts";
-import type { ResolvedModel } from "../models/registry.ts";
+import { type ResolvedModel, wrongModelKind } from "../models/registry.ts";
 import { formatUsd } from "../prices/usd.ts";
 import type { UpstreamCall } from "../providers/types.ts";
 import type { Route } from "../routing/route.ts";
+import { holdFor } from "./admission.ts";
 import { answerFor } from "./answer-mode.ts";
 import { cappedOutput, reservationBudget } from "./budget.ts";
 import type { CallContext, RelayDeps, StreamSink, SwappedSettings } from "./call.ts";
 import { deliverJson } from "./deliver-json.ts";
 import { deliverStream } from "./deliver-stream.ts";
-import { admit, type Hold } from "./hold.ts";
+import { runEmbedding } from "./embed.ts";
+import type { Hold } from "./hold.ts";
 import { type OpenedCompletion, openAnswer } from "./open.ts";
 import { recordedParams } from "./recorded-params.ts";
 import { reviewInput } from "./review.ts";
@@ -46,10 +49,25 @@ export class Relay {
    * to answer.
    */
   run(ctx: CallContext, call: ClientCall, sink: StreamSink): Promise<string | undefined> {
+    return this.#track((deps) => this.#run(deps, ctx, call, sink));
+  }
+
+  /**
+   * Runs an embeddings call (./embed.ts): returns its JSON body, or undefined when the client
+   * left. Failures as for run().
+   */
+  embed(ctx: CallContext, call: EmbeddingsCall): Promise<string | undefined> {
+    return this.#track((deps) =>
+      runEmbedding(deps, ctx, call, (model) => this.#resolve(deps, ctx, { model }, "embedding")),
+    );
+  }
+
+  /** Runs a call with the settings it takes at its start, counted among the calls in flight. */
+  #track<T>(run: (deps: RelayDeps) => Promise<T>): Promise<T> {
     // A reload meanwhile does not touch this call: the old settings are retired after it.
     const held = this.#settings.hold();
     const { registry, router, safety, withheld } = held.value;
-    const running = this.#run({ ...this.#deps, registry, router, safety, withheld }, ctx, call, sink);
+    const running = run({ ...this.#deps, registry, router, safety, withheld });
     this.#running.add(running);
     const forget = () => {
       this.#running.delete(running);
@@ -89,15 +107,8 @@ export class Relay {
     if (safety.enabled) deps.withheld.check(auth.key.id);
 
     const budget = reservationBudget(model, req, client.native, draft.priceMultiplier);
-    let hold: Hold;
-    try {
-      hold = await admit(deps, auth, plan, ctx.rateTicket, budget, ctx.setHeaders, ctx.clientSignal);
-    } catch (err) {
-      // The client left while its request waited for tokens held by calls in flight.
-      if (!ctx.clientSignal.aborted) throw err;
-      await deps.finisher.finish(draft, CLIENT_GONE);
-      return undefined;
-    }
+    const hold = await holdFor(deps, ctx, plan, budget);
+    if (!hold) return undefined;
     const route = deps.router.route(model, ctx.clientSignal);
     const call: UpstreamCall = {
       request: req,
@@ -131,13 +142,19 @@ export class Relay {
     }
   }
 
-  #resolve(deps: RelayDeps, ctx: CallContext, req: ChatRequest): ResolvedModel {
+  #resolve(
+    deps: RelayDeps,
+    ctx: CallContext,
+    req: Pick<ChatRequest, "model">,
+    kind: ModelKind = "chat",
+  ): ResolvedModel {
     const model = deps.registry.resolve(ctx.auth.account.plan_id, req.model, ctx.auth.key.allowed_models);
     if (!model)
       throw new GatewayError("model_not_found", {
         message: `The model '${req.model}' does not exist or your plan does not include it.`,
         param: "model",
       });
+    if (model.config.kind !== kind) throw wrongModelKind(req.model, model.config.kind);
     // Until an attempt is made: the first deployment (routing records the one that answers).
     ctx.draft.upstreamModel = model.upstreamModel;
     ctx.draft.provider = model.deployments[0]!.providerId;

@@ -1,7 +1,9 @@
 // What a call may need of any of its candidates (the model's deployments and its fallbacks'),
 // so its one reservation covers whichever answers.
 import type { ChatRequest } from "../domain/chat-request.ts";
+import type { EmbeddingRequest } from "../domain/embedding-request.ts";
 import type { Deployment, ResolvedModel } from "../models/registry.ts";
+import { embeddingPromptBound } from "../providers/prompt-bound.ts";
 import type { NativeRequest, Provider } from "../providers/types.ts";
 
 /** The largest prompt bound the candidates' providers state for the request, each with its model's overheads. */
@@ -17,6 +19,14 @@ export function candidatePromptBound(
     for (const d of m.deployments) rules.add(d.provider.promptBound);
     for (const rule of rules) bound = Math.max(bound, rule(request, m.overheads, native));
   }
+  return bound;
+}
+
+/** The largest input bound of an embeddings request among the model and its fallbacks, each with its overheads. */
+export function candidateEmbeddingBound(model: ResolvedModel, request: EmbeddingRequest): number {
+  let bound = 0;
+  for (const m of [model, ...model.fallbacks])
+    bound = Math.max(bound, embeddingPromptBound(request, m.overheads));
   return bound;
 }
 

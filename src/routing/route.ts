@@ -33,10 +33,10 @@ export interface RouterDeps {
 }
 
 /** One attempt, as the opener (src/relay/open.ts) sees it. */
-export interface Attempt {
+export interface Attempt<Call = UpstreamCall> {
   deployment: Deployment;
   /** the call translated for this deployment: its upstream model, output bound and field */
-  call: UpstreamCall;
+  call: Call;
   /**
    * Says the answer goes on after the opener returns (a stream): the attempt stays in flight
    * until the returned function is called, with the error if the stream failed.
@@ -132,7 +132,18 @@ export class Route {
    * Resolves with the first answer; throws the failure that ends the call (the last cause,
    * or upstream_rate_limited when every attempt was rate-limited), or the client's abort.
    */
-  async open<T>(base: UpstreamCall, opener: (attempt: Attempt) => Promise<T>): Promise<T> {
+  open<T>(base: UpstreamCall, opener: (attempt: Attempt) => Promise<T>): Promise<T> {
+    return this.openWith((deployment) => this.#callFor(base, deployment), opener);
+  }
+
+  /**
+   * open() for a call of any kind (a chat completion, embeddings): `callFor` makes the call a
+   * deployment is sent, whose signal must be the route's (`signal`).
+   */
+  async openWith<Call, T>(
+    callFor: (deployment: Deployment) => Call,
+    opener: (attempt: Attempt<Call>) => Promise<T>,
+  ): Promise<T> {
     let last: unknown;
     let lastOther: unknown;
     for (;;) {
@@ -158,7 +169,7 @@ export class Route {
       try {
         const result = await opener({
           deployment,
-          call: this.#callFor(base, deployment),
+          call: callFor(deployment),
           continues: () => {
             continues = true;
             return (err?: unknown) => this.#end(active, err);

@@ -158,6 +158,8 @@ export interface CountJob {
   extra?: unknown;
   /** text the model wrote */
   text?: string;
+  /** an embeddings request's inputs, counted as prompt: each text, or its token ids as given */
+  inputs?: ReadonlyArray<string | readonly number[]>;
 }
 
 export interface Counted {
@@ -187,6 +189,9 @@ export function* countSteps(job: CountJob): Generator<void, Counted, undefined> 
     // tools and response_format schemas are sent to the model too
     if (job.extra) prompt += yield* textSteps(JSON.stringify(job.extra));
   }
+  // each input on its own: an embedding model reads them apart, so no token spans two
+  for (const input of job.inputs ?? [])
+    prompt += typeof input === "string" ? yield* textSteps(input) : input.length;
   return { prompt, completion: yield* textSteps(job.text ?? "") };
 }
 
@@ -225,5 +230,6 @@ export function boundJob(job: CountJob): Counted {
     }
     if (job.extra) prompt += utf8(JSON.stringify(job.extra));
   }
+  for (const input of job.inputs ?? []) prompt += typeof input === "string" ? utf8(input) : input.length;
   return { prompt, completion: utf8(job.text ?? "") };
 }

@@ -23,6 +23,14 @@
  *   hang, drop-after=K, latency=MS
  * Prompt tokens are the words of the system instruction and all contents (at least 1).
  *
+ * Embeddings: `models/{model}:embedContent` (`{content, taskType?, title?,
+ * outputDimensionality?}`, `model` optional) answers `{embedding: {values}}`;
+ * `:batchEmbedContents` (`{requests: [...]}`, at most 100, each with `model` naming the
+ * path's model as `models/{model}`) answers `{embeddings: [{values}]}`, each
+ * mockVector(text, outputDimensionality ?? 16) (./mock-provider.ts). Unknown fields are 400 as
+ * above; a content must have parts, the parts text; outputDimensionality from 1 to 3072. As
+ * Gemini, no usage is reported. Directives in the texts: status=CODE, hang.
+ *
  * Run as a process: node test/support/mock-gemini-upstream.ts --port 0 --latency 20
  */
 import type { MockUpstream, MockUpstreamOptions } from "./mock-openai-upstream.ts";
@@ -32,9 +40,11 @@ import {
   directives,
   isMain,
   keySet,
+  MOCK_DIMENSIONS,
   type MockRequest,
   mockArguments,
   mockId,
+  mockVector,
   type Reply,
   replyWords,
   runMockCli,
@@ -320,13 +330,91 @@ function streamEvents(p: Plan): string[] {
   return out;
 }
 
+const EMBED = new Set(["model", "content", "taskType", "title", "outputDimensionality"]);
+const TASK_TYPES = new Set([
+  "TASK_TYPE_UNSPECIFIED",
+  "RETRIEVAL_QUERY",
+  "RETRIEVAL_DOCUMENT",
+  "SEMANTIC_SIMILARITY",
+  "CLASSIFICATION",
+  "CLUSTERING",
+  "QUESTION_ANSWERING",
+  "FACT_VERIFICATION",
+  "CODE_RETRIEVAL_QUERY",
+]);
+/** The most requests one batchEmbedContents takes. */
+const MAX_BATCH = 100;
+
+/** One EmbedContentRequest checked as Gemini does: its text and the dimensions asked for. */
+function embedRequest(r: any, path: string, model: string, batched: boolean): { text: string; dims: number } {
+  checkKeys(r, EMBED, path);
+  if (batched && r.model === undefined) invalid(`* ${path}.model: model is required`);
+  if (r.model !== undefined && r.model !== `models/${model}`)
+    invalid(`* ${path}.model: model must match the model of the request (models/${model})`);
+  if (r.content === undefined) invalid(`* ${path}.content: content is not specified`);
+  checkKeys(r.content, new Set(["parts", "role"]), `${path}.content`);
+  if (!Array.isArray(r.content.parts) || !r.content.parts.length)
+    invalid(`* ${path}.content.parts: contents.parts must not be empty`);
+  let text = "";
+  r.content.parts.forEach((p: any, j: number) => {
+    checkKeys(p, PART, `${path}.content.parts[${j}]`);
+    if (typeof p.text !== "string") invalid(`* ${path}.content.parts[${j}]: only text can be embedded`);
+    text += (j ? " " : "") + p.text;
+  });
+  if (r.taskType !== undefined && !TASK_TYPES.has(r.taskType))
+    invalid(
+      `Invalid value at '${path}.task_type' (type.googleapis.com/google.ai.generativelanguage.v1beta.TaskType), "${r.taskType}"`,
+    );
+  const dims = r.outputDimensionality;
+  if (dims !== undefined && (!Number.isInteger(dims) || dims < 1 || dims > 3072))
+    invalid(`* ${path}.output_dimensionality: must be between 1 and 3072`);
+  return { text, dims: dims ?? MOCK_DIMENSIONS };
+}
+
+function answerEmbeddings(request: MockRequest, reply: Reply, model: string, batch: boolean) {
+  let asked: Array<{ text: string; dims: number }>;
+  try {
+    const body = request.body;
+    if (!batch) asked = [embedRequest(body, "EmbedContentRequest", model, false)];
+    else {
+      checkKeys(body, new Set(["requests"]), "BatchEmbedContentsRequest");
+      if (!Array.isArray(body.requests) || !body.requests.length)
+        invalid("* BatchEmbedContentsRequest.requests: requests is not specified");
+      if (body.requests.length > MAX_BATCH)
+        invalid(`* BatchEmbedContentsRequest.requests: at most ${MAX_BATCH} requests can be in one batch`);
+      asked = body.requests.map((r: unknown, i: number) =>
+        embedRequest(r, `BatchEmbedContentsRequest.requests[${i}]`, model, true),
+      );
+    }
+  } catch (err) {
+    if (err instanceof Invalid) return reply.json(400, errorBody(400, err.message));
+    throw err;
+  }
+  const d = directives(asked.map((a) => a.text).join(" "));
+  if (d.has("hang")) return reply.hang();
+  const status = countOf(d, "status");
+  if (status !== undefined && status >= 400)
+    return reply.json(
+      status,
+      errorBody(
+        status,
+        status === 429 ? "Resource has been exhausted (e.g. check quota)." : `The mock answered ${status}.`,
+      ),
+    );
+  const vectors = asked.map((a) => ({ values: mockVector(a.text, a.dims) }));
+  reply.json(200, batch ? { embeddings: vectors } : { embedding: vectors[0] });
+}
+
 function answer(
   request: MockRequest,
   reply: Reply,
   validKeys: ReadonlySet<string> | undefined,
   rateLimited: ReadonlySet<string> | undefined,
 ) {
-  const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(request.path);
+  const match =
+    /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent|embedContent|batchEmbedContents)$/.exec(
+      request.path,
+    );
   if (request.method !== "POST" || !match) return reply.json(404, errorBody(404, "Not found"));
   const key = request.headers["x-goog-api-key"];
   if (validKeys !== undefined && !key)
@@ -350,6 +438,8 @@ function answer(
     );
   if (typeof key === "string" && rateLimited?.has(key))
     return reply.json(429, errorBody(429, "Resource has been exhausted (e.g. check quota)."));
+  if (match[2] === "embedContent" || match[2] === "batchEmbedContents")
+    return answerEmbeddings(request, reply, decodeURIComponent(match[1]!), match[2] === "batchEmbedContents");
   const stream = match[2] === "streamGenerateContent";
   if (stream && request.query.get("alt") !== "sse")
     return reply.json(400, errorBody(400, "the mock streams SSE only: ?alt=sse"));

@@ -34,6 +34,20 @@
  *                       `reasoning_content` on the message (stream: its own deltas before the
  *                       content), its words counted as completion and as reasoning_tokens
  *
+ * `POST /v1/embeddings` (Azure: `/openai/deployments/{deployment}/embeddings?api-version=…` and
+ * `/openai/v1/embeddings`) answers as OpenAI does: `{object: "list", data: [{object:
+ * "embedding", index, embedding}], model, usage: {prompt_tokens, total_tokens}}`, each vector
+ * mockVector(input, dimensions ?? 16) (./mock-provider.ts), base64 (float32, little-endian)
+ * when `encoding_format` says so. The request is checked as OpenAI checks it: only `model`,
+ * `input`, `dimensions`, `encoding_format` and `user` (anything else: 400 "Unrecognized
+ * request argument supplied"), `input` a non-empty string, or 1 to 2048 non-empty strings, or
+ * token ids, or non-empty arrays of token ids, never mixed ("'$.input' is invalid"),
+ * `encoding_format` float or base64, `dimensions` from 1 to 3072 and refused by models named
+ * `*ada-002`, at most 8192 tokens an input. Tokens: the words of each text, the length of
+ * each token array. Directives in the inputs' texts (and the mock's own, and the
+ * `x-mock-directives` header): mock:status=CODE, mock:retry-after=S, mock:latency=MS,
+ * mock:hang, mock:no-usage.
+ *
  * Azure OpenAI mode (`azure: true`): the routes are Azure's,
  * `/openai/deployments/{deployment}/chat/completions?api-version=…` (a missing api-version is
  * 404 "Resource not found", as Azure answers) and `/openai/v1/chat/completions`; the key is the
@@ -97,8 +111,10 @@ import {
   directives as directiveMap,
   isMain,
   keySet,
+  MOCK_DIMENSIONS,
   MOCK_TOOL_TEXT,
   mockArguments,
+  mockVector,
   requestTracker,
   runMockCli,
 } from "./mock-provider.ts";
@@ -781,6 +797,88 @@ function buildStreamSteps(plan: Plan): { steps: string[]; contentSteps: number }
 }
 
 // ---------------------------------------------------------------------------
+// Embeddings
+// ---------------------------------------------------------------------------
+
+/** OpenAI's limit on one embedding input (text-embedding-3-*, ada-002). */
+const MAX_EMBEDDING_INPUT_TOKENS = 8192;
+const EMBEDDING_FIELDS = new Set(["model", "input", "dimensions", "encoding_format", "user"]);
+const INVALID_INPUT: ErrorSpec = [
+  "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+  "invalid_request_error",
+  null,
+  null,
+];
+
+/** OpenAI's float32s, little-endian, in base64. */
+export function float32Base64(vector: readonly number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  vector.forEach((x, i) => {
+    bytes.writeFloatLE(x, i * 4);
+  });
+  return bytes.toString("base64");
+}
+
+/** What OpenAI says of an embeddings request it refuses; undefined when it takes it. */
+function embeddingsProblem(body: any): ErrorSpec | undefined {
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    return ["The request body must be a JSON object.", "invalid_request_error", null, null];
+  for (const field of Object.keys(body))
+    if (!EMBEDDING_FIELDS.has(field))
+      return [`Unrecognized request argument supplied: ${field}`, "invalid_request_error", null, null];
+  if (typeof body.model !== "string" || body.model === "")
+    return ["you must provide a model parameter", "invalid_request_error", null, null];
+  const input = body.input;
+  if (input === undefined)
+    return [
+      "Missing required parameter: 'input'.",
+      "invalid_request_error",
+      "input",
+      "missing_required_parameter",
+    ];
+  const isId = (x: unknown) => Number.isInteger(x) && (x as number) >= 0;
+  const ok =
+    (typeof input === "string" && input.length > 0) ||
+    (Array.isArray(input) &&
+      input.length > 0 &&
+      input.length <= 2048 &&
+      (input.every((x) => typeof x === "string" && x.length > 0) ||
+        input.every(isId) ||
+        input.every((x) => Array.isArray(x) && x.length > 0 && x.every(isId))));
+  if (!ok) return INVALID_INPUT;
+  const format = body.encoding_format;
+  if (format !== undefined && format !== "float" && format !== "base64")
+    return [
+      `Invalid value: '${format}'. Supported values are: 'float' and 'base64'.`,
+      "invalid_request_error",
+      "encoding_format",
+      "invalid_value",
+    ];
+  const dims = body.dimensions;
+  if (dims !== undefined) {
+    if (/ada-002/.test(body.model))
+      return ["This model does not support specifying dimensions.", "invalid_request_error", null, null];
+    if (!Number.isInteger(dims) || dims < 1)
+      return [
+        `Invalid 'dimensions': integer below minimum value. Expected a value >= 1, but got ${dims} instead.`,
+        "invalid_request_error",
+        "dimensions",
+        "integer_below_min_value",
+      ];
+    if (dims > 3072)
+      return [
+        `Invalid value for 'dimensions' = ${dims}. Must be less than or equal to 3072.`,
+        "invalid_request_error",
+        "dimensions",
+        null,
+      ];
+  }
+  if (body.user !== undefined && typeof body.user !== "string")
+    return ["Invalid type for 'user': expected a string.", "invalid_request_error", "user", "invalid_type"];
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------
 // Server
 // ---------------------------------------------------------------------------
 
@@ -929,6 +1027,82 @@ export function startMockUpstream(
       const latency = Number.parseInt(d.get("latency") ?? "", 10);
       const wait = Number.isFinite(latency) ? latency : defaultLatency;
       if (wait > 0) state.timer = setTimeout(go, wait);
+      else go();
+    });
+  }
+
+  /** `deployment`: Azure's deployment path names the model, not the body */
+  function handleEmbeddings(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    deployment?: string,
+  ): void {
+    receive(req, res, path, (state, parsed, body) => {
+      if (!authorized(req, res)) {
+        state.done = true;
+        return;
+      }
+      if (deployment !== undefined && parsed && body && typeof body === "object") body.model ??= deployment;
+      const problem = parsed
+        ? embeddingsProblem(body)
+        : ([INVALID_JSON_MESSAGE, "invalid_request_error", null, null] as ErrorSpec);
+      if (problem) {
+        state.done = true;
+        sendError(res, 400, ...problem);
+        return;
+      }
+      const inputs: Array<string | number[]> =
+        typeof body.input === "string"
+          ? [body.input]
+          : typeof body.input[0] === "number"
+            ? [body.input]
+            : body.input;
+      const texts = inputs.filter((i): i is string => typeof i === "string").join(" ");
+      const fromHeader = req.headers["x-mock-directives"];
+      const d = parseDirectives(
+        `${texts} ${tracker.ownDirectives()} ${typeof fromHeader === "string" ? fromHeader : ""}`,
+      );
+      if (d.hang) return;
+      const go = () => {
+        state.timer = undefined;
+        if (state.closed) return;
+        state.done = true;
+        if (d.status !== undefined) {
+          const headers = d.retryAfter === undefined ? undefined : { "retry-after": d.retryAfter };
+          return sendError(res, d.status, ...statusError(d.status, body.model), headers);
+        }
+        const counts = inputs.map((i) => (typeof i === "string" ? countWords(i) : i.length));
+        const over = counts.find((n) => n > MAX_EMBEDDING_INPUT_TOKENS);
+        if (over !== undefined)
+          return sendError(
+            res,
+            400,
+            `This model's maximum context length is ${MAX_EMBEDDING_INPUT_TOKENS} tokens, however you requested ${over} tokens (${over} in your prompt; 0 for the completion). Please reduce your prompt; or completion length.`,
+            "invalid_request_error",
+            null,
+            null,
+          );
+        const dims = body.dimensions ?? MOCK_DIMENSIONS;
+        const base64 = body.encoding_format === "base64";
+        const data = inputs.map((input, index) => {
+          const vector = mockVector(input, dims);
+          return { object: "embedding", index, embedding: base64 ? float32Base64(vector) : vector };
+        });
+        const prompt = counts.reduce((a, b) => a + b, 0);
+        sendJson(
+          res,
+          200,
+          JSON.stringify({
+            object: "list",
+            data,
+            model: body.model,
+            ...(d.noUsage ? {} : { usage: { prompt_tokens: prompt, total_tokens: prompt } }),
+          }),
+        );
+      };
+      const latency = d.latency ?? defaultLatency;
+      if (latency > 0) state.timer = setTimeout(go, latency);
       else go();
     });
   }
@@ -1314,14 +1488,21 @@ export function startMockUpstream(
     const path = q === -1 ? url : url.slice(0, q);
     const method = req.method ?? "GET";
     if (azure) {
-      const deployment = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(path);
+      const deployment = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings)$/.exec(path);
       if (method === "POST" && deployment && /[?&]api-version=[^&]/.test(url))
-        return handleChat(req, res, path, decodeURIComponent(deployment[1]!));
+        return (deployment[2] === "embeddings" ? handleEmbeddings : handleChat)(
+          req,
+          res,
+          path,
+          decodeURIComponent(deployment[1]!),
+        );
       if (method === "POST" && path === "/openai/v1/chat/completions") return handleChat(req, res, path);
+      if (method === "POST" && path === "/openai/v1/embeddings") return handleEmbeddings(req, res, path);
       return sendJson(res, 404, JSON.stringify({ error: { code: "404", message: "Resource not found" } }));
     }
     if (path === "/v1/chat/completions" && method === "POST") return handleChat(req, res, path);
     if (path === "/v1/responses" && method === "POST") return handleResponses(req, res, path);
+    if (path === "/v1/embeddings" && method === "POST") return handleEmbeddings(req, res, path);
     if (method === "GET" && (path === "/v1/models" || path === "/v1/models/mock-model")) {
       if (!authorized(req, res)) return;
       return sendJson(

@@ -52,6 +52,28 @@ export function countWords(text: string): number {
   return trimmed ? trimmed.split(/\s+/).length : 0;
 }
 
+/** The size of a mock's embeddings when the request asks for none. */
+export const MOCK_DIMENSIONS = 16;
+
+/**
+ * A mock embedding model's vector of an input (a text, or token ids): deterministic, each
+ * value a multiple of 1/1024 in [-1, 1), exact in float32, so a base64 encoding of it decodes
+ * to the same numbers. The OpenAI and Gemini mocks embed alike, so a test expects the same
+ * vector whichever answered.
+ */
+export function mockVector(input: string | readonly number[], dims: number): number[] {
+  const seed = typeof input === "string" ? input : `ids:${input.join(",")}`;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 0x01000193);
+  const out = new Array<number>(dims);
+  for (let i = 0; i < dims; i++) {
+    h = Math.imul(h ^ (i + 1), 0x01000193);
+    h ^= h >>> 15;
+    out[i] = (((h >>> 0) % 2048) - 1024) / 1024;
+  }
+  return out;
+}
+
 /**
  * What a mock model writes into a tool's string arguments (`mock:call=NAME`): several lines
  * with quotes, so every translation of it (JSON strings, custom tool input) is exercised.

@@ -8,7 +8,7 @@ import type { Chunk, Completion } from "../../domain/completion.ts";
 import { type FieldRules, mapped } from "../field-policy.ts";
 import { OpenAICompatibleProvider, type OpenAIEndpoint } from "../openai-compatible/adapter.ts";
 import { promptUpperBound } from "../prompt-bound.ts";
-import type { KeyState, Provider, UpstreamCall } from "../types.ts";
+import type { EmbeddingCall, EmbeddingResult, KeyState, Provider, UpstreamCall } from "../types.ts";
 import type { AzureOpenAIConfig } from "./config.ts";
 
 /** Azure speaks OpenAI's API: every field goes as it is, and Azure answers for what a deployment lacks. */
@@ -29,10 +29,10 @@ export function azureEndpoint(apiVersion: string): OpenAIEndpoint {
   return {
     path:
       apiVersion === "v1"
-        ? (basePath) => `${basePath}/openai/v1/chat/completions`
+        ? (basePath, _model, operation) => `${basePath}/openai/v1/${operation}`
         : // the deployment name is the model: Azure routes and meters by it
-          (basePath, call) =>
-            `${basePath}/openai/deployments/${encodeURIComponent(call.upstreamModel)}/chat/completions?api-version=${encodeURIComponent(apiVersion)}`,
+          (basePath, model, operation) =>
+            `${basePath}/openai/deployments/${encodeURIComponent(model)}/${operation}?api-version=${encodeURIComponent(apiVersion)}`,
     auth: (key) => ({ "api-key": key }),
   };
 }
@@ -55,6 +55,13 @@ export class AzureOpenAIProvider implements Provider {
 
   async *stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     for await (const chunk of this.#openai.stream(call)) if (chunk.choices.length || chunk.usage) yield chunk;
+  }
+
+  /** Azure's embeddings are OpenAI's, at its deployment's path: token ids and base64 included. */
+  readonly embedsTokenIds = true;
+
+  embed(call: EmbeddingCall): Promise<EmbeddingResult> {
+    return this.#openai.embed(call);
   }
 
   keyStates(): KeyState[] {

@@ -6,6 +6,7 @@ export const azureOpenAI = {
   type: "azure-openai",
   priceTable: "azure",
   config: azureOpenAIConfig,
+  embeddings: true,
   fieldRules: AZURE_RULES,
   create: (config: AzureOpenAIConfig, env: Record<string, string | undefined>) =>
     new AzureOpenAIProvider(config, env),

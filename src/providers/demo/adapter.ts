@@ -7,8 +7,9 @@
 import type { Chunk, Completion, FinishReason, Usage } from "../../domain/completion.ts";
 import { messageText, tokenizer } from "../../tokens/count.ts";
 import { estimator } from "../../tokens/estimator.ts";
+import { embeddingExtras } from "../passthrough.ts";
 import { promptParts, promptUpperBound } from "../prompt-bound.ts";
-import type { Provider, UpstreamCall } from "../types.ts";
+import type { EmbeddingCall, EmbeddingResult, Provider, UpstreamCall } from "../types.ts";
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
 
@@ -85,5 +86,54 @@ export class DemoProvider implements Provider {
     yield { ...base, created, choices: [], usage: await usage(call, tokens) };
   }
 
+  /** Token ids are hashed as texts' pieces are: the demo has no vocabulary to decode them with. */
+  readonly embedsTokenIds = true;
+
+  /**
+   * A deterministic embedding, offline: each text's character trigrams (each token id, for
+   * token ids) hashed into signed buckets, the vector of unit length, so texts that share
+   * pieces point alike. DEMO_DIMENSIONS unless `dimensions` asks for fewer or more. Usage is
+   * the inputs counted as estimates are.
+   */
+  async embed(call: EmbeddingCall): Promise<EmbeddingResult> {
+    call.signal.throwIfAborted();
+    embeddingExtras(call, this.id, DEMO_PASSTHROUGH, false);
+    const { inputs, dimensions } = call.request;
+    const size = Math.min(dimensions ?? DEMO_DIMENSIONS, MAX_DEMO_DIMENSIONS);
+    const vectors = inputs.map((input) => demoVector(input, size));
+    const { prompt } = await estimator.count({ inputs }, { signal: call.signal });
+    return { vectors, promptTokens: prompt };
+  }
+
   async close(): Promise<void> {}
+}
+
+/** The demo's vectors' size when the request names none. */
+export const DEMO_DIMENSIONS = 64;
+/** The most the demo builds, whatever is asked: it builds them on the gateway's own thread. */
+const MAX_DEMO_DIMENSIONS = 4_096;
+const DEMO_PASSTHROUGH = { strict: false, deny: [] };
+
+/** FNV-1a, 32 bits: a stable hash of a piece. */
+function fnv(piece: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < piece.length; i++) h = Math.imul(h ^ piece.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+export function demoVector(input: string | readonly number[], size: number): number[] {
+  const v = new Array<number>(size).fill(0);
+  const add = (piece: string) => {
+    const h = fnv(piece);
+    v[h % size]! += h & 0x8000_0000 ? -1 : 1;
+  };
+  if (typeof input === "string") {
+    const text = ` ${input.toLowerCase()} `;
+    for (let i = 0; i + 3 <= text.length; i++) add(text.slice(i, i + 3));
+  } else for (const id of input) add(String(id));
+  let squares = 0;
+  for (const x of v) squares += x * x;
+  const norm = Math.sqrt(squares) || 1;
+  // rounded to float32, as vectors travel: the same numbers as JSON and as base64
+  return v.map((x) => Math.fround(x / norm));
 }

@@ -3,12 +3,14 @@
 // usage (thinking included) in our convention.
 
 import type { Chunk, Completion, FinishReason } from "../../domain/completion.ts";
+import { unsupportedPart } from "../field-policy.ts";
 import { HttpUpstream, type Opened, parseShape, UpstreamHeaders } from "../http-upstream.ts";
-import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
+import { embeddingExtras, type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { type StreamReader, streamChunks } from "../stream-loop.ts";
-import type { KeyState, Provider, UpstreamCall } from "../types.ts";
+import type { EmbeddingCall, EmbeddingResult, KeyState, Provider, UpstreamCall } from "../types.ts";
 import type { GeminiConfig } from "./config.ts";
-import { geminiPromptBound, generateBody } from "./request.ts";
+import { embedContentRequest, MAX_BATCH, readBatch, readEmbedContent } from "./embeddings.ts";
+import { geminiPromptBound, generateBody, PROVIDER } from "./request.ts";
 import { answerPrefix, toolCallId } from "./tool-ids.ts";
 import {
   finishReason,
@@ -90,11 +92,41 @@ export class GeminiProvider implements Provider {
     );
   }
 
+  /**
+   * One input is one embedContent; several go as batchEmbedContents of at most MAX_BATCH
+   * each, a few batches at a time. `user` changes nothing there; the fields the gateway does
+   * not read have no counterpart (dropped with a notice, or refused when strict). Gemini
+   * reports no usage.
+   */
+  async embed(call: EmbeddingCall): Promise<EmbeddingResult> {
+    const { request } = call;
+    // Token ids are another tokenizer's numbers: Gemini takes text, and a text cannot be made of them.
+    if (request.tokenIds)
+      throw unsupportedPart("input", PROVIDER, "Input given as token ids (it embeds text)");
+    embeddingExtras(call, this.id, this.passthrough, false);
+    const texts = request.inputs as readonly string[];
+    const dims = request.dimensions;
+    if (texts.length === 1) {
+      const body = JSON.stringify(embedContentRequest(texts[0]!, dims));
+      const raw = await this.#http.json(await this.#post(call, "embedContent", body));
+      return { vectors: [readEmbedContent(raw)], promptTokens: undefined };
+    }
+    const batches: string[][] = [];
+    for (let i = 0; i < texts.length; i += MAX_BATCH) batches.push(texts.slice(i, i + MAX_BATCH));
+    const vectors = await inTurn(batches, BATCHES_IN_FLIGHT, call.signal, async (batch, signal) => {
+      const requests = batch.map((text) => embedContentRequest(text, dims, call.upstreamModel));
+      const body = JSON.stringify({ requests });
+      const raw = await this.#http.json(await this.#post({ ...call, signal }, "batchEmbedContents", body));
+      return readBatch(raw, batch.length);
+    });
+    return { vectors: vectors.flat(), promptTokens: undefined };
+  }
+
   #body(call: UpstreamCall): string {
     return JSON.stringify(generateBody(call, this.passthrough.strict));
   }
 
-  #post(call: UpstreamCall, method: string, body: string): Promise<Opened> {
+  #post(call: { upstreamModel: string; signal: AbortSignal }, method: string, body: string): Promise<Opened> {
     const path = `${this.#http.basePath}/v1beta/models/${encodeURIComponent(call.upstreamModel)}:${method}`;
     return this.#http.post(path, body, call.signal, geminiError);
   }
@@ -106,6 +138,38 @@ export class GeminiProvider implements Provider {
   async close(): Promise<void> {
     await this.#http.close();
   }
+}
+
+/** Batches of one call sent at once: 2048 inputs are 21 batches, which one by one would add up. */
+const BATCHES_IN_FLIGHT = 4;
+
+/**
+ * `run` over each of `items`, at most `limit` at a time, the results in the items' order. The
+ * first failure aborts the others (their signal) and is thrown.
+ */
+async function inTurn<T, R>(
+  items: readonly T[],
+  limit: number,
+  signal: AbortSignal,
+  run: (item: T, signal: AbortSignal) => Promise<R>,
+): Promise<R[]> {
+  const stop = new AbortController();
+  const both = AbortSignal.any([signal, stop.signal]);
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await run(items[i]!, both);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  } catch (err) {
+    stop.abort(err);
+    throw err;
+  }
+  return results;
 }
 
 interface ToolCallDelta {

@@ -8,7 +8,7 @@ export const geminiConfig = z
     base_url: httpProviderFields.base_url
       .default("https://generativelanguage.googleapis.com")
       .describe(
-        "the adapter appends /v1beta/models/{model}:generateContent (or :streamGenerateContent?alt=sse)",
+        "the adapter appends /v1beta/models/{model}:generateContent (or :streamGenerateContent?alt=sse; embedding models: :embedContent and :batchEmbedContents)",
       ),
   })
   .strict();

@@ -7,6 +7,7 @@ export const gemini = {
   type: "gemini",
   priceTable: "google",
   config: geminiConfig,
+  embeddings: true,
   fieldRules: GEMINI_RULES,
   create: (config: GeminiConfig, env: Record<string, string | undefined>) => new GeminiProvider(config, env),
 } as const satisfies ProviderModule<GeminiConfig>;

@@ -11,8 +11,16 @@ import { HttpUpstream, type StatusReader, UpstreamHeaders } from "../http-upstre
 import { type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { sanitizeUpstreamMessage, wireCode, wireParam } from "../sanitize.ts";
 import { type StreamReader, streamChunks } from "../stream-loop.ts";
-import type { KeyState, NativeRequest, Provider, UpstreamCall } from "../types.ts";
+import type {
+  EmbeddingCall,
+  EmbeddingResult,
+  KeyState,
+  NativeRequest,
+  Provider,
+  UpstreamCall,
+} from "../types.ts";
 import type { OpenAICompatibleConfig } from "./config.ts";
+import { embeddingsBody, readEmbeddings } from "./embeddings.ts";
 import { openaiPromptBound, responsesBody, wireBody } from "./request.ts";
 import { ResponsesStreamState, responseCompletion } from "./responses.ts";
 import { errorSchema, readChunk, readCompletion, readUsage } from "./wire.ts";
@@ -20,16 +28,19 @@ import { errorSchema, readChunk, readCompletion, readUsage } from "./wire.ts";
 /** OpenAI's own API, whose reasoning models take the bound only as max_completion_tokens. */
 const OPENAI_HOST = "api.openai.com";
 
+/** The operations of OpenAI's API the adapter calls, by their path under the base URL. */
+export type OpenAIOperation = "chat/completions" | "embeddings";
+
 /** Where and how an OpenAI-shaped upstream is called; Azure OpenAI differs in both. */
 export interface OpenAIEndpoint {
-  /** the request path (with its query) of one call, given base_url's path */
-  path(basePath: string, call: UpstreamCall): string;
+  /** the request path (with its query) of one call of `operation` to `upstreamModel`, given base_url's path */
+  path(basePath: string, upstreamModel: string, operation: OpenAIOperation): string;
   /** the headers that carry the upstream key */
   auth(key: string): Record<string, string>;
 }
 
 const OPENAI_ENDPOINT: OpenAIEndpoint = {
-  path: (basePath) => `${basePath}/chat/completions`,
+  path: (basePath, _model, operation) => `${basePath}/${operation}`,
   auth: (key) => ({ authorization: `Bearer ${key}` }),
 };
 
@@ -150,7 +161,7 @@ export class OpenAICompatibleProvider implements Provider {
 
   #send(call: UpstreamCall, stream: boolean) {
     return this.#http.post(
-      this.#endpoint.path(this.#http.basePath, call),
+      this.#endpoint.path(this.#http.basePath, call.upstreamModel, "chat/completions"),
       JSON.stringify(
         wireBody(
           this.#customAsFunctions ? { ...call, request: customToolsAsFunctions(call.request) } : call,
@@ -162,6 +173,16 @@ export class OpenAICompatibleProvider implements Provider {
       call.signal,
       readStatus,
     );
+  }
+
+  /** OpenAI's embeddings take token ids, and so do the servers that copy its API (vLLM, …). */
+  readonly embedsTokenIds = true;
+
+  async embed(call: EmbeddingCall): Promise<EmbeddingResult> {
+    const body = JSON.stringify(embeddingsBody(call, this.passthrough, this.id));
+    const path = this.#endpoint.path(this.#http.basePath, call.upstreamModel, "embeddings");
+    const raw = await this.#http.json(await this.#http.post(path, body, call.signal, readStatus));
+    return readEmbeddings(raw, call.request.inputs.length);
   }
 
   keyStates(): KeyState[] {

@@ -7,7 +7,7 @@ export const openaiCompatibleConfig = z
     type: z.literal("openai-compatible").describe("any server speaking OpenAI's chat completions API"),
     ...httpProviderFields,
     base_url: httpProviderFields.base_url.describe(
-      "the server's base URL, with its /v1 (e.g. http://127.0.0.1:9000/v1); the adapter appends /chat/completions",
+      "the server's base URL, with its /v1 (e.g. http://127.0.0.1:9000/v1); the adapter appends /chat/completions (embedding models: /embeddings)",
     ),
     output_bound_field: z
       .union([z.literal("auto"), outputBoundField])

@@ -6,6 +6,7 @@ export const openaiCompatible = {
   type: "openai-compatible",
   priceTable: "openai",
   config: openaiCompatibleConfig,
+  embeddings: true,
   create: (config: OpenAICompatibleConfig, env: Record<string, string | undefined>) =>
     new OpenAICompatibleProvider(config, env),
 } as const satisfies ProviderModule<OpenAICompatibleConfig>;

@@ -3,12 +3,14 @@
 // a call (route config `records`) get a call record from their first moment.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { chatCompletions } from "../../../apis/chat-completions/api.ts";
+import { embeddings } from "../../../apis/embeddings/api.ts";
 import { messages } from "../../../apis/messages/api.ts";
 import { countTokens } from "../../../apis/messages/count-tokens.ts";
 import { responsesApi } from "../../../apis/responses/api.ts";
 import { ResponseStore } from "../../../apis/responses/stored.ts";
 import { CLIENT_GONE } from "../../../domain/outcomes.ts";
 import { GatewayError } from "../../../errors/index.ts";
+import { wrongModelKind } from "../../../models/registry.ts";
 import { rateHeaders, rateSubjects } from "../../../rate-limits/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
 import { ClientGone } from "../../../relay/call.ts";
@@ -18,7 +20,7 @@ import { authHook } from "../../auth-hook.ts";
 import { agentBody } from "../../body-limits.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { routeApi } from "../../route-api.ts";
-import { callRoute, relayRoute } from "./relay-route.ts";
+import { callRoute, embeddingsRoute, relayRoute } from "./relay-route.ts";
 
 export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
   const authenticate = authHook(deps);
@@ -134,11 +136,13 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
         account: auth.account.id,
         signal: client.signal,
       });
-      if (!deps.registry.resolve(auth.account.plan_id, model, auth.key.allowed_models))
+      const resolved = deps.registry.resolve(auth.account.plan_id, model, auth.key.allowed_models);
+      if (!resolved)
         throw new GatewayError("model_not_found", {
           message: `The model '${model}' does not exist or your plan does not include it.`,
           param: "model",
         });
+      if (resolved.config.kind !== "chat") throw wrongModelKind(model, resolved.config.kind);
       return reply.type("application/json").send(JSON.stringify({ input_tokens: inputTokens }));
     } catch (err) {
       // nobody to answer: not the gateway's failure either
@@ -149,6 +153,9 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
       reply.raw.off("close", onClose);
     }
   });
+
+  // OpenAI's embeddings (docs/apis.md): a call of its own kind through the same relay.
+  app.post("/v1/embeddings", callRoute(embeddings), embeddingsRoute(deps));
 
   // OpenAI's Responses API (docs/apis.md): calls through the relay, and the account's stored
   // responses. Another account's id answers as an unknown one.
