@@ -3,6 +3,7 @@
 // forms and filters offer, come from modules that import nothing.
 
 export { ROLES } from "../../src/accounts/roles.ts";
+export { API_NAMES } from "../../src/domain/api-names.ts";
 export { CALL_STATUSES } from "../../src/domain/outcomes.ts";
 export { TICKET_STATUSES } from "../../src/domain/ticket-kinds.ts";
 export { BUDGET_PERIODS } from "../../src/prices/period.ts";

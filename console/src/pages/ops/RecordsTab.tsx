@@ -7,13 +7,11 @@ import { Dialog } from "../../components/Dialog.tsx";
 import { Empty } from "../../components/Notice.tsx";
 import { fmtInt, fmtShortDateTime, timeZone } from "../../format.ts";
 import { navigate, useLocation } from "../../router.tsx";
-import { type AccountView, type AdminKeyView, CALL_STATUSES, type List } from "../../types.ts";
+import { type AccountView, type AdminKeyView, API_NAMES, CALL_STATUSES, type List } from "../../types.ts";
 import { RecordDetail, recordColumns } from "../Records.tsx";
 
 const PAGE = 100;
 const DAY = 86_400_000;
-/** The client APIs a record's `api` names (src/domain/api-names.ts). */
-const APIS = ["chat.completions", "messages", "responses"] as const;
 
 const FILTERS = ["from", "to", "account", "key", "model", "status", "request_id", "api"] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;
@@ -154,7 +152,7 @@ export function RecordsTab() {
           <label htmlFor={`${id}-api`}>API</label>
           <select id={`${id}-api`} value={draft.api} onChange={set("api")}>
             <option value="">All APIs</option>
-            {APIS.map((a) => (
+            {API_NAMES.map((a) => (
               <option key={a} value={a}>
                 {a}
               </option>
