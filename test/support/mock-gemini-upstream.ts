@@ -34,7 +34,8 @@
  *
  * Agent mode (`agent: true`, ./mock-agent.ts): directives are not read; a turn whose last user
  * turn holds function responses is answered with the text quoting them, any other with a call
- * of the shell tool among the declarations (Gemini CLI's `run_shell_command`).
+ * of the shell tool among the declarations (Gemini CLI's `run_shell_command`); a request for
+ * JSON of a schema (Gemini CLI's model router) with a JSON document of it.
  *
  * Run as a process: node test/support/mock-gemini-upstream.ts --port 0 --latency 20
  */
@@ -306,10 +307,14 @@ function lowerTypes(schema: any): any {
 /** A function's parameters as JSON Schema, whichever way it declared them. */
 const parametersOf = (f: any) => f.parametersJsonSchema ?? lowerTypes(f.parameters);
 
-/** The schema of a structured answer, when the request asks for JSON of one. */
+/**
+ * The schema of a structured answer, when the request asks for JSON of one (Google's clients
+ * send upper-case types in a JSON schema too: Gemini CLI's router does).
+ */
 function answerSchema(g: any): unknown {
   if (g.responseMimeType !== "application/json") return undefined;
-  return g.responseJsonSchema ?? (g.responseSchema ? lowerTypes(g.responseSchema) : undefined);
+  const schema = g.responseJsonSchema ?? g.responseSchema;
+  return schema ? lowerTypes(schema) : undefined;
 }
 
 function plan(body: any, model: string, promptWords: number, d: Map<string, string>): Plan {
@@ -436,6 +441,20 @@ function agentPlan(body: any, model: string, promptWords: number): Plan {
       description: f.description,
     })),
   );
+  // a structured request (Gemini CLI's model router) gets JSON of its schema, as a model writes it
+  const schema = answerSchema(body.generationConfig ?? {});
+  if (schema && !results.length) {
+    const json = JSON.stringify(mockArguments(schema));
+    return {
+      candidates: 1,
+      words: [json],
+      calls: [],
+      finish: "STOP",
+      model,
+      id: mockId("resp_"),
+      usage: { promptTokenCount: promptWords, candidatesTokenCount: 1, totalTokenCount: promptWords + 1 },
+    };
+  }
   const found = results.length ? undefined : agentCall(declared);
   // Gemini has no free-form tools: their calls take the one string as arguments
   const call = found && ("text" in found ? { name: found.name, args: { input: found.text } } : found);
