@@ -544,6 +544,41 @@ describe("errors through the SDK", () => {
   });
 });
 
+describe("API versions", () => {
+  test("the SDK's v1beta (Gemini CLI's, older SDKs') is served as its default v1 is", async () => {
+    const beta = new GoogleGenAI({
+      apiKey: key.secret,
+      httpOptions: { baseUrl: gw.origin, apiVersion: "v1beta" },
+    });
+    const response = await beta.models.generateContent({ model: "gpt-test", contents: "Hi mock:tokens=2" });
+    assert.equal(response.text, REPLY(2));
+    assert.equal((await recordOf(response)).api, "gemini");
+    let text = "";
+    for await (const chunk of await beta.models.generateContentStream({
+      model: "gemini-test",
+      contents: "Hi mock:tokens=3",
+    }))
+      text += chunk.text ?? "";
+    assert.equal(text, REPLY(3));
+    assert.equal((await beta.models.countTokens({ model: "gemini-test", contents: "a b c" })).totalTokens, 3);
+  });
+
+  test("GET /v1/models: Google's list to a Google key, OpenAI's to a Bearer one", async () => {
+    const google = (await (
+      await fetch(`${gw.origin}/v1/models`, { headers: { "x-goog-api-key": key.secret } })
+    ).json()) as any;
+    assert.equal(google.models[0].name, "models/gemini-test");
+    const openai = (await (
+      await fetch(`${gw.origin}/v1/models`, { headers: { authorization: `Bearer ${key.secret}` } })
+    ).json()) as any;
+    assert.equal(openai.object, "list");
+    assert.equal(openai.data[0].id, "gemini-test");
+    // a Google client without a key is told in Google's envelope where its key goes
+    const missing = (await (await fetch(`${gw.origin}/v1/models?key=`)).json()) as any;
+    assert.equal(missing.error.status, "UNAUTHENTICATED");
+  });
+});
+
 describe("models", () => {
   test("models.list: the plan's models in Google's shape, paged", async () => {
     const names: string[] = [];
