@@ -44,6 +44,8 @@ describe("the canonical request", () => {
             { text: "Checking." },
             { functionCall: { name: "get_weather", args: { city: "Paris" } }, thoughtSignature: "sig" },
             { functionCall: { id: "fc-2", name: "get_weather", args: { city: "Rome" } } },
+            // a signature alone, as a model turn may end: nothing to carry, nothing to say
+            { thoughtSignature: "sig-end" },
           ],
         },
         {

@@ -72,9 +72,6 @@ const part = gObject({
       code: "custom",
       message: `a part holds one datum, it has ${data.join(" and ")}`,
     });
-  // a part of a kind newer than the gateway holds its datum under a name it does not know
-  else if (!data.length && Object.keys(p).every((k) => k === "thought" || k === "thoughtSignature"))
-    ctx.addIssue({ code: "custom", message: "a part must hold text or another datum" });
 });
 export type Part = z.output<typeof part>;
 
@@ -283,14 +280,22 @@ function userTurn(c: Content, i: number, open: OpenCall[], notes: Untranslatable
       if (mime.startsWith("image/") && /^https?:\/\//i.test(p.fileData.fileUri))
         parts.push({ type: "image_url", image_url: { url: p.fileData.fileUri } });
       else notes.add(at, "fileData");
-    } else notes.add(at, dataName(p));
+    } else noteData(notes, at, p);
   });
   if (parts.length) out.push({ role: "user", content: chatContent(parts) } as Message);
 }
 
-/** The name of the datum of a part the gateway does not read. */
-function dataName(p: Part): string {
-  return Object.keys(p).find((k) => k !== "thought" && k !== "thoughtSignature") ?? "part";
+/**
+ * The name of the datum of a part the gateway does not read; undefined for a part that holds
+ * none (a signature alone, which a model turn may end with), which has nothing to carry.
+ */
+function dataName(p: Part): string | undefined {
+  return Object.keys(p).find((k) => k !== "thought" && k !== "thoughtSignature");
+}
+
+function noteData(notes: Untranslatable, at: PropertyKey[], p: Part): void {
+  const name = dataName(p);
+  if (name) notes.add(at, name);
 }
 
 function modelTurn(c: Content, i: number, notes: Untranslatable, out: Message[]): OpenCall[] {
@@ -307,7 +312,7 @@ function modelTurn(c: Content, i: number, notes: Untranslatable, out: Message[])
     } else if (p.thought) {
       // thought summaries are the model's own; no other upstream reads them back
     } else if (p.text !== undefined) text += p.text;
-    else notes.add(at, dataName(p));
+    else noteData(notes, at, p);
   });
   out.push({
     role: "assistant",
@@ -525,7 +530,7 @@ export function canonicalRequest(
     const texts: string[] = [];
     req.systemInstruction.parts.forEach((p, j) => {
       if (p.text !== undefined) texts.push(p.text);
-      else notes.add(["systemInstruction", "parts", j], dataName(p));
+      else noteData(notes, ["systemInstruction", "parts", j], p);
     });
     const text = texts.join("\n");
     if (text) messages.push({ role: "system", content: text });
