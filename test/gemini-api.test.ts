@@ -393,15 +393,15 @@ describe("the translation", () => {
 });
 
 describe("the native path", () => {
-  test("safety settings, Google's tools and thought signatures pass as they came", async () => {
+  test("safety settings, Google's tools and thought summaries pass as they came; search grounding, billed per request, does not", async () => {
     const res = await post("/v1beta/models/gemini-test:generateContent", {
       contents: [{ role: "user", parts: [{ text: "Think mock:thinking=7 mock:tokens=2" }] }],
       safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_NONE" }],
-      tools: [{ googleSearch: {} }],
+      tools: [{ codeExecution: {} }, { googleSearch: {} }],
       generationConfig: { topK: 40, thinkingConfig: { includeThoughts: true } },
     });
     assert.equal(res.status, 200);
-    assert.equal(res.headers.get("x-gateway-dropped"), null);
+    assert.equal(res.headers.get("x-gateway-dropped"), "tools[1].googleSearch");
     const answer = (await res.json()) as any;
     assert.deepEqual(answer.candidates[0].content.parts[0], {
       text: "Let me think this through.",
@@ -412,7 +412,7 @@ describe("the native path", () => {
     assert.deepEqual(body.safetySettings, [
       { category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_NONE" },
     ]);
-    assert.deepEqual(body.tools, [{ googleSearch: {} }]);
+    assert.deepEqual(body.tools, [{ codeExecution: {} }]);
     assert.deepEqual(body.generationConfig, {
       topK: 40,
       thinkingConfig: { includeThoughts: true },
