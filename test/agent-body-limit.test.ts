@@ -1,6 +1,6 @@
 // The agent APIs' own body limit (`server.agent_body_limit_bytes`, 32 MiB by default): a long
-// Claude Code, Codex or Gemini CLI session sends its whole history every turn, past the general 1 MiB
-// limit long before Anthropic's own 32 MB. A body over a limit gets 413 in the envelope of
+// Claude Code, Codex or Gemini CLI session sends its whole history every turn, past the
+// general 1 MiB limit long before Anthropic's own 32 MB. A body over a limit gets 413 in the envelope of
 // the route's API, naming the limit and the setting that raises it (Claude Code shows the
 // message; an operator reading a log learns what to change). The protection stays: a 40 MB
 // body is refused from its content-length before a byte of it is read, and a chunked one as

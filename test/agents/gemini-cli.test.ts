@@ -22,7 +22,8 @@ defineClientSuite({
       output: ["result", "events"],
       safety: ["off", "reviewed"],
     }),
-    // the router's structured request: the Gemini mock answers it as a model does; the others' agent mode does not
+    // its default model's router asks for JSON of a schema, which the Gemini mock answers as a
+    // model does and the other mocks' agent mode does not
     ...matrix({ model: ["default"], upstream: ["gemini"], output: ["events"], safety: ["off"] }),
   ],
 });
