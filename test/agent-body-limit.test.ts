@@ -1,6 +1,6 @@
 // The agent APIs' own body limit (`server.agent_body_limit_bytes`, 32 MiB by default): a long
-// Claude Code or Codex session sends its whole history every turn, past the general 1 MiB
-// limit long before Anthropic's own 32 MB. A body over a limit gets 413 in the envelope of
+// Claude Code, Codex or Gemini CLI session sends its whole history every turn, past the
+// general 1 MiB limit long before Anthropic's own 32 MB. A body over a limit gets 413 in the envelope of
 // the route's API, naming the limit and the setting that raises it (Claude Code shows the
 // message; an operator reading a log learns what to change). The protection stays: a 40 MB
 // body is refused from its content-length before a byte of it is read, and a chunked one as
@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
 import Anthropic, { APIError as AnthropicAPIError } from "@anthropic-ai/sdk";
+import { ApiError as GoogleApiError, GoogleGenAI } from "@google/genai";
 import OpenAI, { APIError } from "openai";
 import { configSchema } from "../src/config/cross-check.ts";
 import { startTestGateway, type TestGateway, testConfig } from "./support/gateway.ts";
@@ -100,6 +101,26 @@ describe("bodies over and under the limits (the demo model, no upstream)", () =>
       );
     assert.ok(counted instanceof AnthropicAPIError);
     assert.equal(counted.status, 413);
+  });
+
+  test("the Gemini API takes the agent limit too; over it, Google's SDK gets the 413 in Google's envelope", async () => {
+    const google = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gw.origin } });
+    const contents = (bytes: number) =>
+      history(bytes).map((m) => ({
+        role: m.role === "assistant" ? "model" : "user",
+        parts: [{ text: m.content }],
+      }));
+    const answer = await google.models.generateContent({ model: "demo", contents: contents(128 * 1024) });
+    assert.ok(answer.text);
+    const err = await google.models.generateContent({ model: "demo", contents: contents(300 * 1024) }).then(
+      () => assert.fail("the body is over the limit"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof GoogleApiError);
+    assert.equal(err.status, 413);
+    const { error } = JSON.parse(err.message);
+    assert.equal(error.status, "INVALID_ARGUMENT");
+    assert.match(error.message, /256 KiB \(262144 bytes\).*server\.agent_body_limit_bytes/);
   });
 
   test("over the agent limit, the openai SDK gets the 413 on /v1/responses in OpenAI's envelope", async () => {

@@ -1,10 +1,15 @@
-// The requests the real Claude Code and Codex CLI sent (recorded by `npm run test:agents --
-// --record`, test/fixtures/agents/), through each edge without the clients: every one is
+// The requests the real Claude Code, Codex CLI and Gemini CLI sent (recorded by `npm run
+// test:agents -- --record`, test/fixtures/agents/), through each edge without the clients: every one is
 // accepted, and what a translation cannot carry is exactly what is listed for a notice. The
 // suite that runs the clients takes minutes; these take milliseconds and name the construct
 // when a re-recorded release sends something the edges handle differently.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import {
+  canonicalRequest as geminiCanonical,
+  generateContentSchema,
+  parseBody as parseGemini,
+} from "../src/apis/gemini/request.ts";
 import {
   canonicalRequest,
   checkMessages,
@@ -87,5 +92,36 @@ describe("Codex CLI's recorded requests on /v1/responses", () => {
             untranslated.some((u) => u.name === field),
             field,
           );
+    });
+});
+
+describe("Gemini CLI's recorded requests on /v1beta/models/{model}:…", () => {
+  const names = agentFixtureNames("gemini-cli");
+  test("there are recorded requests to check", () => assert.ok(names.length >= 4, names.join(", ")));
+  for (const name of names)
+    test(name, () => {
+      const fixture = loadAgentFixture("gemini-cli", name);
+      const path = /^\/v1beta\/models\/([^:]+):(generateContent|streamGenerateContent\?alt=sse)$/.exec(
+        fixture.path,
+      );
+      assert.ok(path, fixture.path);
+      const req = parseGemini(generateContentSchema, fixture.body);
+      const { request, untranslated } = geminiCanonical(req, path[1]!, path[2] !== "generateContent");
+      const body = fixture.body as Record<string, any>;
+      const declared = (body.tools ?? []).flatMap(
+        (t: { functionDeclarations?: unknown[] }) => t.functionDeclarations ?? [],
+      );
+      assert.equal(request.tools?.length ?? 0, declared.length, "every declaration is a function tool");
+      // what only Gemini takes: its sampling's topK, nothing else
+      assert.deepEqual(
+        untranslated.map((u) => u.param),
+        body.generationConfig?.topK === undefined ? [] : ["generationConfig.topK"],
+      );
+      // its router asks for JSON of a schema
+      if (body.generationConfig?.responseJsonSchema)
+        assert.equal(request.response_format?.type, "json_schema");
+      // every function response answers a call of the turn before it (by its id)
+      for (const m of request.messages)
+        if (m.role === "tool") assert.match(m.tool_call_id, /^run_shell_command_/);
     });
 });

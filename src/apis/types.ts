@@ -163,8 +163,11 @@ export interface ErrorAnswer {
  */
 export interface ClientEdge {
   readonly name: ApiName;
-  /** the client's key, from the headers this API sends it in */
-  credential(headers: IncomingHttpHeaders): Credential;
+  /**
+   * the client's key, from the headers this API sends it in, or the URL (path and query) for
+   * an API whose clients may put it in the query (Gemini's `?key=`)
+   */
+  credential(headers: IncomingHttpHeaders, url?: string): Credential;
   /** the message of a missing key, naming those headers (default: the catalog's) */
   readonly missingKey?: string | undefined;
   /** a header the API's SDKs read the request id from, sent besides `x-request-id` */

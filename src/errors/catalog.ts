@@ -36,7 +36,7 @@ export const catalog = {
     "authentication_error",
     "missing_api_key",
     "No API key provided. Send it as the header 'Authorization: Bearer sk-...'.",
-    "no Authorization header, or one that is not `Bearer sk-…` (`POST /v1/messages`: nor an `x-api-key` header)",
+    "no Authorization header, or one that is not `Bearer sk-…` (`POST /v1/messages`: nor an `x-api-key` header; the Gemini API: nor an `x-goog-api-key` header or a `key` query parameter)",
   ),
   invalid_api_key: entry(
     401,

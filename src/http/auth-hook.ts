@@ -10,7 +10,7 @@ import type { GatewayDeps } from "./deps.ts";
 export function authHook(deps: GatewayDeps) {
   /** `api`: the client API of the route, which says where its key travels */
   return async function authenticate(request: FastifyRequest, api: ClientEdge): Promise<void> {
-    const bearer = api.credential(request.headers);
+    const bearer = api.credential(request.headers, request.url);
     if (bearer.kind === "missing") throw new GatewayError("missing_api_key", { message: api.missingKey });
     if (!looksLikeKey(bearer.token)) throw new GatewayError("invalid_api_key");
     const found = await deps.keys.resolve(bearer.token);

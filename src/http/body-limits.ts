@@ -1,10 +1,10 @@
 // How large a request body may be, per route. Coding agents (Claude Code on /v1/messages,
-// Codex on /v1/responses) send the whole conversation with every turn, so a long session
-// passes the general `server.body_limit_bytes` (1 MiB) long before it passes Anthropic's own
-// request limit (32 MB); their routes take `server.agent_body_limit_bytes` instead. Both are
-// enforced by Fastify while the body streams in: a `content-length` over the limit is refused
-// before a byte is read, a chunked body as soon as it passes the limit, and nothing beyond the
-// limit is ever buffered.
+// Codex on /v1/responses, Gemini CLI on /v1beta/models/…) send the whole conversation with
+// every turn, so a long session passes the general `server.body_limit_bytes` (1 MiB) long
+// before it passes Anthropic's own request limit (32 MB); their routes take
+// `server.agent_body_limit_bytes` instead. Both are enforced by Fastify while the body streams
+// in: a `content-length` over the limit is refused before a byte is read, a chunked body as
+// soon as it passes the limit, and nothing beyond the limit is ever buffered.
 import type { FastifyRequest } from "fastify";
 import type { Config } from "../config/schema.ts";
 import { GatewayError } from "../errors/index.ts";
@@ -14,6 +14,8 @@ export const AGENT_BODY_ROUTES: ReadonlySet<string> = new Set([
   "/v1/messages",
   "/v1/messages/count_tokens",
   "/v1/responses",
+  "/v1beta/models/*",
+  "/v1/models/*",
 ]);
 
 /** The route options that give an agent API's route its own body limit. */

@@ -135,7 +135,7 @@ export class Metrics {
   }
   readonly calls = new Counter({
     name: "gateway_calls_total",
-    help: "Calls recorded, by client API (chat.completions, messages, responses, embeddings) and record status",
+    help: "Calls recorded, by client API (chat.completions, messages, responses, embeddings, gemini) and record status",
     labelNames: ["api", "status"] as const,
     registers: [this.registry],
   });

@@ -5,7 +5,10 @@
 // gateway never charges less than the upstream will: such options are taken out of the request
 // (the upstream then bills the standard rate the gateway charges), named in `x-gateway-dropped`;
 // a strict provider refuses the call instead. The prices of these options are not configured
-// anywhere yet, which is why they are not passed on priced.
+// anywhere yet, which is why they are not passed on priced. Google bills grounding with Google
+// Search and Google Maps per request or per query, beyond the tokens: a Gemini API body sent
+// natively goes without those tools (its other tools, code execution and URL context, are
+// billed as tokens).
 import { GatewayError } from "../errors/index.ts";
 import { noteDropped } from "./passthrough.ts";
 import type { NativeRequest, UpstreamCall } from "./types.ts";
@@ -15,6 +18,34 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
 
 /** Service tiers billed above the standard price (OpenAI's priority processing). */
 const DEAR_TIERS: ReadonlySet<string> = new Set(["priority"]);
+
+/** Gemini's tools billed per grounded request or query, in both spellings of Google's JSON. */
+const BILLED_GOOGLE_TOOLS: ReadonlySet<string> = new Set([
+  "googleSearch",
+  "google_search",
+  "googleSearchRetrieval",
+  "google_search_retrieval",
+  "googleMaps",
+  "google_maps",
+]);
+
+/** A Gemini body's tools without those billed per request; the names taken out, by place. */
+function withoutBilledTools(tools: unknown): { tools: unknown[]; removed: string[] } | undefined {
+  if (!Array.isArray(tools)) return undefined;
+  const removed: string[] = [];
+  const kept = tools.flatMap((tool, i) => {
+    if (!isObject(tool)) return [tool];
+    const names = Object.keys(tool).filter((k) => BILLED_GOOGLE_TOOLS.has(k));
+    if (!names.length) return [tool];
+    const rest: Json = { ...tool };
+    for (const name of names) {
+      delete rest[name];
+      removed.push(`tools[${i}].${name}`);
+    }
+    return Object.keys(rest).length ? [rest] : [];
+  });
+  return removed.length ? { tools: kept, removed } : undefined;
+}
 
 /** Whether `entry` carries a cache marker of a longer, dearer lifetime than five minutes. */
 const longCache = (entry: unknown): boolean =>
@@ -62,6 +93,7 @@ function nativeWithout(
   call: UpstreamCall,
   provider: string,
   strict: boolean,
+  natively: boolean,
 ): NativeRequest {
   let body: Json = native.body as Json;
   if (typeof body.service_tier === "string" && DEAR_TIERS.has(body.service_tier)) {
@@ -69,6 +101,21 @@ function nativeWithout(
     const { service_tier: _tier, ...rest } = body;
     body = rest;
     noteDropped(call, `service_tier (${native.body.service_tier as string})`);
+  }
+  // (a translation carries none of Google's tools: it drops them with its own notice)
+  if (native.api === "gemini" && natively) {
+    const billed = withoutBilledTools(body.tools);
+    if (billed) {
+      if (strict)
+        throw refuse(
+          billed.removed[0]!,
+          provider,
+          `Google's ${billed.removed[0]!.split(".")[1]} tool (billed per request)`,
+        );
+      for (const place of billed.removed) noteDropped(call, place);
+      const { tools: _tools, ...rest } = body;
+      body = billed.tools.length ? { ...rest, tools: billed.tools } : rest;
+    }
   }
   if (native.api === "messages") {
     const count = { n: 0 };
@@ -90,7 +137,13 @@ function nativeWithout(
  * body sent natively and in the canonical request. Throws, before anything is sent, when the
  * provider is strict.
  */
-export function withoutDearOptions(call: UpstreamCall, provider: string, strict: boolean): UpstreamCall {
+export function withoutDearOptions(
+  call: UpstreamCall,
+  provider: string,
+  strict: boolean,
+  /** whether this attempt sends the native body as it is */
+  natively = true,
+): UpstreamCall {
   let out = call;
   const tier = call.request.service_tier;
   if (typeof tier === "string" && DEAR_TIERS.has(tier)) {
@@ -100,7 +153,7 @@ export function withoutDearOptions(call: UpstreamCall, provider: string, strict:
     if (!call.native) noteDropped(out, `service_tier (${tier})`);
   }
   if (out.native) {
-    const native = nativeWithout(out.native, out, provider, strict);
+    const native = nativeWithout(out.native, out, provider, strict, natively);
     if (native !== out.native) out = { ...out, native };
   }
   return out;

@@ -191,7 +191,8 @@ export function prepareAttempt(
   capabilities: Capabilities,
 ): UpstreamCall {
   const settings = provider.passthrough ?? DEFAULT_PASSTHROUGH;
-  call = withoutDearOptions(call, provider.id, settings.strict);
+  const natively = call.native !== undefined && provider.sendsNatively?.(call.native) === true;
+  call = withoutDearOptions(call, provider.id, settings.strict, natively);
   const native = call.native;
   if (!native || !provider.sendsNatively?.(native)) call = fitCapabilities(call, capabilities);
   if (!native) return call;

@@ -119,6 +119,12 @@ export interface Provider {
   sendsCustomToolsAsFunctions?(call: UpstreamCall): boolean;
   /** what it does with what it cannot carry; absent: drop with a notice, deny nothing */
   readonly passthrough?: PassthroughSettings | undefined;
+  /**
+   * The upstream's own count of the prompt of `native` (a client API's count request in the
+   * upstream's API: Gemini's countTokens), as the upstream answered it; absent: it counts
+   * nothing (the client API counts locally). Throws as `complete` does.
+   */
+  countTokens?(native: NativeRequest, upstreamModel: string, signal: AbortSignal): Promise<unknown>;
   /** Throws UpstreamError (./upstream-error.ts) or the signal's abort reason. */
   complete(call: UpstreamCall): Promise<Completion>;
   /** Chunks in upstream order, the last carrying usage where the upstream reports it. */

@@ -1,11 +1,12 @@
 // The clients' recorded requests (test/fixtures/agents/<client>-<version>/): what the pinned
-// Claude Code and Codex CLI sent, body and headers, for fast tests of each edge that need no
+// Claude Code, Codex CLI and Gemini CLI sent, body and headers, for fast tests of each edge that need no
 // client installed. The suite records them from a run straight against the mock (so they are
 // the clients' own requests whatever the gateway makes of them) when AGENTS_RECORD=1
 // (`npm run test:agents -- --record`), and otherwise compares what the clients send with them.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ClientName } from "./install.ts";
 import { agentsDir, versionOf } from "./install.ts";
@@ -71,6 +72,9 @@ export function scrubber(
 ): (text: string) => string {
   const dashed = (p: string) => p.replace(/[^A-Za-z0-9]/g, "-");
   const pairs: [string, string][] = [
+    // Gemini CLI's folder of the project under its home, named by the working folder's name:
+    // written so that no `/tmp/` or `/work/` is left for the leak check to take for this machine's
+    [join(run.home, ".gemini", "tmp", basename(run.workdir)), "/home/user/.gemini/tmp-project"],
     [run.workdir, "/home/user/project"],
     [dashed(run.workdir), dashed("/home/user/project")],
     [run.home, "/home/user"],
@@ -89,6 +93,13 @@ export function scrubber(
  */
 const LEAKS = [agentsDir(), `${homedir()}/.`, "/work/", `${tmpdir()}/`, "/var/tmp/", "chat-gateway-agents"];
 
+/** The model a request asks for: in its body (Messages, Responses), or its path (Gemini's `models/{model}:…`). */
+export function modelOf(e: { body?: any; path: string }): string | undefined {
+  if (typeof e.body?.model === "string") return e.body.model;
+  const path = /\/models\/(.+):[A-Za-z]+(?:\?|$)/.exec(e.path);
+  return path ? decodeURIComponent(path[1]!) : undefined;
+}
+
 /** A request as a fixture: headers of the client only, its key and this machine's paths replaced. */
 export function toFixture(
   e: Exchange,
@@ -106,7 +117,7 @@ export function toFixture(
         version: versionOf(meta.client),
         variant: meta.variant,
         turn: meta.turn,
-        model: e.body?.model,
+        model: modelOf(e),
         method: e.method,
         path: e.path,
         headers,

@@ -17,6 +17,7 @@ import type { CallRecord } from "../../src/records/call-record.ts";
 import { startTestGateway, type TestGateway } from "../support/gateway.ts";
 import { AGENT_DONE, AGENT_MARKER } from "../support/mock-agent.ts";
 import { startMockAnthropic } from "../support/mock-anthropic-upstream.ts";
+import { startMockGemini } from "../support/mock-gemini-upstream.ts";
 import { type MockUpstream, startMockUpstream } from "../support/mock-openai-upstream.ts";
 import { agentsDir, binOf, type ClientName, clientPath } from "./install.ts";
 import { type Exchange, type Recorder, startRecorder } from "./recorder.ts";
@@ -27,15 +28,20 @@ export const AGENT_PROMPT = "Write the marker file with the shell tool, then say
 /** How long one client run may take before it is stopped (a cell that hangs fails, it does not block). */
 const RUN_TIMEOUT_MS = 120_000;
 
-export const UPSTREAM_KEYS = { MOCK_UPSTREAM_KEY: "sk-upstream-agents-1", ANTHROPIC_KEY: "sk-ant-agents-1" };
+export const UPSTREAM_KEYS = {
+  MOCK_UPSTREAM_KEY: "sk-upstream-agents-1",
+  ANTHROPIC_KEY: "sk-ant-agents-1",
+  GEMINI_KEY: "AIzaAgents0123456789",
+};
 
 /** The kinds of upstream a cell reaches, and how the gateway gets there. */
-export type UpstreamKind = "anthropic" | "chat" | "responses";
+export type UpstreamKind = "anthropic" | "chat" | "responses" | "gemini";
 
 export const UPSTREAM_LABEL: Record<UpstreamKind, string> = {
   anthropic: "Anthropic upstream",
   chat: "chat completions upstream",
   responses: "Responses upstream",
+  gemini: "Gemini upstream",
 };
 
 export interface Mocks {
@@ -43,6 +49,8 @@ export interface Mocks {
   openai: MockUpstream;
   /** Anthropic's Messages API, in agent mode */
   anthropic: MockUpstream;
+  /** Google's Gemini API, in agent mode */
+  gemini: MockUpstream;
 }
 
 /** The mocks check no key: the clients reach them directly too (the baseline), with keys of their own. */
@@ -50,12 +58,13 @@ export async function startAgentMocks(): Promise<Mocks> {
   return {
     openai: await startMockUpstream({ agent: true }),
     anthropic: await startMockAnthropic({ agent: true }),
+    gemini: await startMockGemini({ agent: true }),
   };
 }
 
 /** The mock a kind of upstream is served by. */
 export const mockOf = (mocks: Mocks, kind: UpstreamKind): MockUpstream =>
-  kind === "anthropic" ? mocks.anthropic : mocks.openai;
+  kind === "anthropic" ? mocks.anthropic : kind === "gemini" ? mocks.gemini : mocks.openai;
 
 export interface AgentGateway {
   gw: TestGateway;
@@ -99,11 +108,13 @@ export async function startAgentGateway(
       timeouts,
       ...native,
     },
+    { id: "gem", type: "gemini", base_url: mocks.gemini.url, api_key_env: "GEMINI_KEY", timeouts },
   ] as NonNullable<ConfigInput["providers"]>;
   const upstreamModel: Record<UpstreamKind, [string, string]> = {
     anthropic: ["anth", "claude-sonnet-4-5"],
     chat: ["chat", "mock-model"],
     responses: ["responses", "mock-responses-model"],
+    gemini: ["gem", "gemini-2.5-flash"],
   };
   const ids = Object.keys(models);
   const config: Partial<ConfigInput> = {
@@ -198,8 +209,12 @@ export interface ClientRun {
  * runs without a prompt nobody answers. Codex: `codex exec` with a provider entry pointing at
  * the gateway (docs/coding-agents.md, "Codex CLI") in a config.toml of its own home, and the workspace-write
  * sandbox so the command may write its marker (the default, read-only, refuses), and its
- * plugins off. Both retry less than by default: a refused request fails the cell in seconds
- * rather than minutes. Neither reaches anything but the gateway.
+ * plugins off. Gemini CLI: `gemini -p` with the gateway as GOOGLE_GEMINI_BASE_URL and the key
+ * as GEMINI_API_KEY, the API-key sign-in chosen in its settings (docs/coding-agents.md, "Gemini
+ * CLI"), its usage statistics and update checks off, the working folder trusted and tools
+ * approved (`--approval-mode yolo`: headless, its shell tool is offered only so). All retry
+ * less than by default: a refused request fails the cell in seconds rather than minutes.
+ * None reaches anything but the gateway.
  */
 function command(options: RunOptions, home: string): { args: string[]; env: Record<string, string> } {
   const base = { PATH: clientPath(), HOME: home, LANG: "C.UTF-8", TERM: "dumb", NO_COLOR: "1" };
@@ -224,6 +239,34 @@ function command(options: RunOptions, home: string): { args: string[]; env: Reco
         DISABLE_TELEMETRY: "1",
         DISABLE_ERROR_REPORTING: "1",
         CLAUDE_CODE_MAX_RETRIES: "1",
+      },
+    };
+  }
+  if (options.client === "gemini-cli") {
+    mkdirSync(join(home, ".gemini"), { recursive: true });
+    writeFileSync(
+      join(home, ".gemini", "settings.json"),
+      JSON.stringify({
+        security: { auth: { selectedType: "gemini-api-key" } },
+        privacy: { usageStatisticsEnabled: false },
+        general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, maxAttempts: 1 },
+      }),
+    );
+    return {
+      args: [
+        "-p",
+        AGENT_PROMPT,
+        "--output-format",
+        options.output === "result" ? "json" : "stream-json",
+        "--approval-mode",
+        "yolo",
+        ...(options.model ? ["--model", options.model] : []),
+      ],
+      env: {
+        ...base,
+        GOOGLE_GEMINI_BASE_URL: options.origin,
+        GEMINI_API_KEY: options.key,
+        GEMINI_CLI_TRUST_WORKSPACE: "true",
       },
     };
   }
@@ -337,6 +380,22 @@ export function finalAnswer(client: ClientName, output: OutputMode, stdout: stri
     }
     return parsed.findLast((e) => e?.type === "result")?.result;
   }
+  if (client === "gemini-cli") {
+    if (output === "result") {
+      try {
+        return JSON.parse(stdout).response;
+      } catch {
+        return undefined;
+      }
+    }
+    // the assistant's message deltas after the last tool's result
+    const after = parsed.findLastIndex((e) => e?.type === "tool_result");
+    return parsed
+      .slice(after + 1)
+      .filter((e) => e?.type === "message" && e.role === "assistant")
+      .map((e) => e.content)
+      .join("");
+  }
   if (output === "events")
     return parsed.findLast((e) => e?.type === "item.completed" && e.item?.type === "agent_message")?.item
       ?.text;
@@ -417,6 +476,13 @@ export function reportedUsage(usage: Record<string, any>): CallUsage {
       cacheWrite: write,
     };
   }
+  if ("promptTokenCount" in usage)
+    return {
+      prompt: usage.promptTokenCount + (usage.toolUsePromptTokenCount ?? 0),
+      completion: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
+      cached: usage.cachedContentTokenCount ?? 0,
+      cacheWrite: 0,
+    };
   if ("prompt_tokens" in usage)
     return {
       prompt: usage.prompt_tokens,

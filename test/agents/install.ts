@@ -1,6 +1,6 @@
 // Installs the coding clients the conformance suite runs (test/agents/), at the versions
 // pinned in versions.json, into a cache outside the repository: together they are about
-// 650 MB, which `npm install` of the project must not bring to everyone. The folder is named
+// 750 MB, which `npm install` of the project must not bring to everyone. The folder is named
 // by a hash of the pins, so bumping one installs beside the old and never mixes them; an
 // install that completed is reused. Run by `npm run test:agents` (./run.ts) before the tests.
 //
@@ -22,6 +22,7 @@ export const VERSIONS = readPins(new URL("./versions.json", import.meta.url));
 export const CLIENTS = {
   "claude-code": { package: "@anthropic-ai/claude-code", bin: "claude" },
   codex: { package: "@openai/codex", bin: "codex" },
+  "gemini-cli": { package: "@google/gemini-cli", bin: "gemini" },
 } as const;
 
 export type ClientName = keyof typeof CLIENTS;

@@ -3,7 +3,7 @@
 //
 //   npm run test:agents                 # the whole matrix
 //   npm run test:agents -- --record     # and (re)write test/fixtures/agents/ from the clients' requests
-//   npm run test:agents -- codex        # one client's suite (claude-code or codex)
+//   npm run test:agents -- codex        # one client's suite (claude-code, codex or gemini-cli)
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { CLIENTS, installAgents } from "./install.ts";

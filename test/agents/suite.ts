@@ -1,4 +1,5 @@
-// The conformance suite of one client (./claude-code.test.ts, ./codex.test.ts): first the
+// The conformance suite of one client (./claude-code.test.ts, ./codex.test.ts,
+// ./gemini-cli.test.ts): first the
 // client against the scripted model directly (the baseline: the mock speaks the client's own
 // API, so the loop must complete; the requests it sent are the fixtures, recorded or compared),
 // then each cell of the matrix through a gateway of its own: an upstream kind, the client's
@@ -14,6 +15,7 @@ import {
   fixtureDir,
   inventory,
   loadAgentFixture,
+  modelOf,
   newNames,
   scrubber,
   toFixture,
@@ -83,8 +85,11 @@ export function defineClientSuite(s: ClientSuite): void {
   const version = versionOf(s.client);
   let mocks: Mocks;
   let direct: Recorder;
-  /** the model the client asks for when none is set, as the baseline saw it */
-  let defaultModel: string | undefined;
+  /**
+   * the models the client asks for when none is set, as the baseline saw them (Gemini CLI asks
+   * a small model which of its models a prompt needs, then that one)
+   */
+  let defaultModels: string[] = [];
 
   before(async () => {
     assert.ok(
@@ -100,6 +105,7 @@ export function defineClientSuite(s: ClientSuite): void {
     await direct?.close();
     await mocks?.openai.close();
     await mocks?.anthropic.close();
+    await mocks?.gemini.close();
   });
 
   describe(`${s.title} ${version} against the scripted model directly (its requests: the fixtures)`, () => {
@@ -121,8 +127,9 @@ export function defineClientSuite(s: ClientSuite): void {
           });
           try {
             const sent = apiExchanges(direct.exchanges);
-            if (model === "default") defaultModel = sent[0]?.body?.model;
-            t.diagnostic(`${sent.length} requests in ${run.ms} ms; model ${sent[0]?.body?.model}`);
+            const models = [...new Set(sent.flatMap((e) => modelOf(e) ?? []))];
+            if (model === "default") defaultModels = models;
+            t.diagnostic(`${sent.length} requests in ${run.ms} ms; models ${models.join(", ")}`);
             t.diagnostic(`first request: ${sent[0]?.bytes} bytes`);
             assertCompleted(run, direct.exchanges, output, s.client);
             const scrub = scrubber(run, key);
@@ -167,11 +174,11 @@ export function defineClientSuite(s: ClientSuite): void {
         `safety ${cell.safety}`,
       ].join(", ");
       test(title, async (t) => {
-        const model = cell.model === "named" ? s.namedModel : defaultModel;
-        assert.ok(model, "the baseline did not find the client's default model");
+        const models = cell.model === "named" ? [s.namedModel] : defaultModels;
+        assert.ok(models.length, "the baseline did not find the client's default model");
         let env: AgentGateway | undefined;
         try {
-          env = await startAgentGateway(mocks, { [model]: cell.upstream });
+          env = await startAgentGateway(mocks, Object.fromEntries(models.map((m) => [m, cell.upstream])));
           const key = await agentKey(env.gw, cell.safety, `${s.client}-${cell.upstream}`);
           const mock = mockOf(mocks, cell.upstream);
           mock.reset();
@@ -179,7 +186,7 @@ export function defineClientSuite(s: ClientSuite): void {
             client: s.client,
             origin: env.front.url,
             key: key.secret,
-            model: cell.model === "named" ? model : undefined,
+            model: cell.model === "named" ? s.namedModel : undefined,
             output: cell.output,
           });
           try {

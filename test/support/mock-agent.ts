@@ -2,7 +2,7 @@
 // conformance suite (test/agents/) runs real coding clients against: the first turn calls a
 // shell tool the client sent, with a command that writes a marker file and prints it; the turn
 // after the tool's result answers with text that quotes the result. Every wire format (Messages,
-// chat completions, Responses) asks the same two things of it: which tool to call, with what
+// chat completions, Responses, Gemini) asks the same two things of it: which tool to call, with what
 // arguments, and what to say once the result came back.
 //
 // Codex's "code mode" (its own models) offers no shell tool but one `exec` tool that runs
@@ -22,9 +22,10 @@ export const AGENT_DONE = "DONE:";
 
 /**
  * The shell tools of the clients, in the order the agent prefers them: Claude Code's `Bash`,
- * Codex's `exec_command` (unified exec) and its older `shell_command` and `shell`.
+ * Codex's `exec_command` (unified exec) and its older `shell_command` and `shell`, Gemini
+ * CLI's `run_shell_command`.
  */
-export const AGENT_SHELLS = ["Bash", "exec_command", "shell_command", "shell"] as const;
+export const AGENT_SHELLS = ["Bash", "exec_command", "shell_command", "shell", "run_shell_command"] as const;
 
 /** A tool as a request declares it: its name and the JSON schema of its arguments. */
 export interface AgentTool {

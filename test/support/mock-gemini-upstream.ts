@@ -8,7 +8,16 @@
  * function call must carry the thoughtSignature this mock attached (400 "Function call is
  * missing a thought_signature"), as newer Gemini models do. A wrong `x-goog-api-key` (none of
  * `apiKey`'s) is 400 with reason API_KEY_INVALID; a missing one is 403 PERMISSION_DENIED; a key
- * of `rateLimitedKeys` is 429 RESOURCE_EXHAUSTED.
+ * of `rateLimitedKeys` is 429 RESOURCE_EXHAUSTED. Field names are checked in the lowerCamelCase
+ * the SDKs send (the real API also takes snake_case, which this mock does not read).
+ *
+ * `models/{model}:countTokens` answers `{totalTokens}` for `{contents}` or
+ * `{generateContentRequest}` (which must name its model, as the real API requires), counted as
+ * the prompt tokens below.
+ *
+ * A `responseMimeType: application/json` with a `responseSchema` or `responseJsonSchema` makes
+ * the text a JSON document of that schema (mockArguments; two pieces when streamed, 2
+ * candidate tokens), as the real models follow it.
  *
  * Directives in the text of the last user turn (`mock:` …):
  *   tokens=N        answer N words (candidatesTokenCount N), capped by maxOutputTokens (then MAX_TOKENS)
@@ -31,8 +40,15 @@
  * above; a content must have parts, the parts text; outputDimensionality from 1 to 3072. As
  * Gemini, no usage is reported. Directives in the texts: status=CODE, hang.
  *
+ * Agent mode (`agent: true`, ./mock-agent.ts): directives are not read; a turn whose last user
+ * turn holds function responses is answered with the text quoting them, any other with a call
+ * of the shell tool among the declarations (Gemini CLI's `run_shell_command`); a request for
+ * JSON of a schema (Gemini CLI's model router) with a JSON document of it.
+ *
  * Run as a process: node test/support/mock-gemini-upstream.ts --port 0 --latency 20
  */
+
+import { type AgentTool, agentAnswer, agentCall, agentNoShell } from "./mock-agent.ts";
 import type { MockUpstream, MockUpstreamOptions } from "./mock-openai-upstream.ts";
 import {
   countOf,
@@ -75,9 +91,34 @@ const GENERATION = new Set([
   "frequencyPenalty",
   "responseMimeType",
   "responseSchema",
+  "responseJsonSchema",
+  "responseModalities",
   "thinkingConfig",
   "responseLogprobs",
   "logprobs",
+  "mediaResolution",
+  "speechConfig",
+  "enableEnhancedCivicAnswers",
+]);
+/** Tool kinds of the real API (one Tool object may hold several). */
+const TOOL = new Set([
+  "functionDeclarations",
+  "googleSearch",
+  "googleSearchRetrieval",
+  "codeExecution",
+  "urlContext",
+  "computerUse",
+  "fileSearch",
+  "googleMaps",
+]);
+const DECLARATION = new Set([
+  "name",
+  "description",
+  "parameters",
+  "parametersJsonSchema",
+  "response",
+  "responseJsonSchema",
+  "behavior",
 ]);
 const PART = new Set([
   "text",
@@ -87,6 +128,9 @@ const PART = new Set([
   "thoughtSignature",
   "thought",
   "fileData",
+  "executableCode",
+  "codeExecutionResult",
+  "videoMetadata",
 ]);
 const SCHEMA = new Set([
   "type",
@@ -160,10 +204,14 @@ function validate(body: any): { promptWords: number; lastUser: string } {
     for (const p of body.systemInstruction.parts ?? []) words += countWords(p.text ?? "");
   }
   for (const [i, tool] of (body.tools ?? []).entries()) {
-    checkKeys(tool, new Set(["functionDeclarations"]), `tools[${i}]`);
-    for (const [j, f] of tool.functionDeclarations.entries()) {
-      checkKeys(f, new Set(["name", "description", "parameters"]), `tools[${i}].function_declarations[${j}]`);
+    checkKeys(tool, TOOL, `tools[${i}]`);
+    for (const [j, f] of (tool.functionDeclarations ?? []).entries()) {
+      checkKeys(f, DECLARATION, `tools[${i}].function_declarations[${j}]`);
       if (f.parameters) checkSchema(f.parameters, `tools[${i}].function_declarations[${j}].parameters`);
+      if (f.parameters && f.parametersJsonSchema)
+        invalid(
+          `tools[${i}].function_declarations[${j}]: parameters and parameters_json_schema cannot both be set`,
+        );
       words += countWords(JSON.stringify(f));
     }
   }
@@ -176,6 +224,8 @@ function validate(body: any): { promptWords: number; lastUser: string } {
   const g = body.generationConfig ?? {};
   checkKeys(g, GENERATION, "generation_config");
   if (g.responseSchema) checkSchema(g.responseSchema, "generation_config.response_schema");
+  if (g.responseSchema && g.responseJsonSchema)
+    invalid("generation_config: response_schema and response_json_schema cannot both be set");
   if (g.thinkingConfig)
     checkKeys(
       g.thinkingConfig,
@@ -186,7 +236,9 @@ function validate(body: any): { promptWords: number; lastUser: string } {
   let lastUser = "";
   body.contents.forEach((c: any, i: number) => {
     checkKeys(c, new Set(["role", "parts"]), `contents[${i}]`);
-    if (c.role !== "user" && c.role !== "model") invalid("Please use a valid role: user, model.");
+    // a content without a role is the user's (the REST docs' single-turn examples send none)
+    if (c.role !== undefined && c.role !== "user" && c.role !== "model")
+      invalid("Please use a valid role: user, model.");
     if (!Array.isArray(c.parts) || !c.parts.length) invalid(`contents[${i}].parts: must not be empty`);
     let calls = 0;
     let responses = 0;
@@ -227,19 +279,52 @@ function validate(body: any): { promptWords: number; lastUser: string } {
       );
     callsBefore = calls;
     words += countWords(text);
-    if (c.role === "user") lastUser = text;
+    if (c.role !== "model") lastUser = text;
   });
   return { promptWords: Math.max(1, words), lastUser };
 }
 
 interface Plan {
   candidates: number;
+  /** a thought summary before the text (thinking=N with includeThoughts) */
+  thought?: string | undefined;
   words: string[];
   calls: { name: string; args: Record<string, unknown> }[];
   finish: string;
   usage: Record<string, number>;
   model: string;
   id: string;
+}
+
+/** Gemini's Schema (upper-case types) as the JSON Schema mockArguments reads. */
+function lowerTypes(schema: any): any {
+  if (Array.isArray(schema)) return schema.map(lowerTypes);
+  if (schema === null || typeof schema !== "object") return schema;
+  return Object.fromEntries(
+    Object.entries(schema).map(([k, v]) => [
+      k,
+      k === "type" && typeof v === "string"
+        ? v.toLowerCase()
+        : k === "properties"
+          ? Object.fromEntries(Object.entries(v as object).map(([n, x]) => [n, lowerTypes(x)]))
+          : k === "items"
+            ? lowerTypes(v)
+            : v,
+    ]),
+  );
+}
+
+/** A function's parameters as JSON Schema, whichever way it declared them. */
+const parametersOf = (f: any) => f.parametersJsonSchema ?? lowerTypes(f.parameters);
+
+/**
+ * The schema of a structured answer, when the request asks for JSON of one (Google's clients
+ * send upper-case types in a JSON schema too: Gemini CLI's router does).
+ */
+function answerSchema(g: any): unknown {
+  if (g.responseMimeType !== "application/json") return undefined;
+  const schema = g.responseJsonSchema ?? g.responseSchema;
+  return schema ? lowerTypes(schema) : undefined;
 }
 
 function plan(body: any, model: string, promptWords: number, d: Map<string, string>): Plan {
@@ -254,18 +339,21 @@ function plan(body: any, model: string, promptWords: number, d: Map<string, stri
     (t: { functionDeclarations?: unknown[] }) => t.functionDeclarations ?? [],
   );
   const called = declared.find((f: { name?: unknown }) => f.name === d.get("call"));
-  if (called) calls.push({ name: called.name, args: mockArguments(called.parameters) });
+  if (called) calls.push({ name: called.name, args: mockArguments(parametersOf(called)) });
   const thoughts = countOf(d, "thinking") ?? 0;
-  let n = calls.length ? 0 : (countOf(d, "tokens") ?? 10);
+  const schema = calls.length ? undefined : answerSchema(g);
+  let n = calls.length ? 0 : schema ? 2 : (countOf(d, "tokens") ?? 10);
   let finish = d.get("finish") || "STOP";
   if (n + thoughts >= bound) {
     n = Math.max(0, bound - thoughts);
     finish = "MAX_TOKENS";
   }
   const candidates = g.candidateCount ?? 1;
+  const json = schema ? JSON.stringify(mockArguments(schema)) : undefined;
   return {
     candidates,
-    words: replyWords(n),
+    thought: thoughts && g.thinkingConfig?.includeThoughts ? "Let me think this through." : undefined,
+    words: json && n === 2 ? [json.slice(0, json.length >> 1), json.slice(json.length >> 1)] : replyWords(n),
     calls,
     finish,
     model,
@@ -298,7 +386,11 @@ function candidate(index: number, parts: unknown[], finish?: string) {
 }
 
 function whole(p: Plan) {
-  const parts = [...(p.words.length ? [{ text: p.words.join("") }] : []), ...callParts(p)];
+  const parts = [
+    ...(p.thought ? [{ text: p.thought, thought: true }] : []),
+    ...(p.words.length ? [{ text: p.words.join("") }] : []),
+    ...callParts(p),
+  ];
   return {
     candidates: Array.from({ length: p.candidates }, (_, i) => candidate(i, parts, p.finish)),
     usageMetadata: p.usage,
@@ -311,6 +403,17 @@ function whole(p: Plan) {
 function streamEvents(p: Plan): string[] {
   const out: string[] = [];
   const meta = { modelVersion: p.model, responseId: p.id };
+  if (p.thought)
+    out.push(
+      sseEvent({
+        candidates: [candidate(0, [{ text: p.thought, thought: true }])],
+        usageMetadata: {
+          promptTokenCount: p.usage.promptTokenCount,
+          totalTokenCount: p.usage.promptTokenCount,
+        },
+        ...meta,
+      }),
+    );
   p.words.forEach((w, i) => {
     const usage = {
       ...p.usage,
@@ -405,14 +508,99 @@ function answerEmbeddings(request: MockRequest, reply: Reply, model: string, bat
   reply.json(200, batch ? { embeddings: vectors } : { embedding: vectors[0] });
 }
 
+/** The text a function response gives the agent: Gemini CLI's `output`, else the whole response. */
+function responseText(response: any): string {
+  if (typeof response?.output === "string") return response.output;
+  if (typeof response?.result === "string") return response.result;
+  return JSON.stringify(response ?? {});
+}
+
+/** Agent mode's answer (./mock-agent.ts): a call of the shell tool, or the text after its results. */
+function agentPlan(body: any, model: string, promptWords: number): Plan {
+  const lastUser = [...body.contents].reverse().find((c: any) => c.role !== "model");
+  const results = (lastUser?.parts ?? []).filter((p: any) => p.functionResponse);
+  const declared: AgentTool[] = (body.tools ?? []).flatMap((t: any) =>
+    (t.functionDeclarations ?? []).map((f: any) => ({
+      name: f.name,
+      schema: parametersOf(f),
+      description: f.description,
+    })),
+  );
+  // a structured request (Gemini CLI's model router) gets JSON of its schema, as a model writes it
+  const schema = answerSchema(body.generationConfig ?? {});
+  if (schema && !results.length) {
+    const json = JSON.stringify(mockArguments(schema));
+    return {
+      candidates: 1,
+      words: [json],
+      calls: [],
+      finish: "STOP",
+      model,
+      id: mockId("resp_"),
+      usage: { promptTokenCount: promptWords, candidatesTokenCount: 1, totalTokenCount: promptWords + 1 },
+    };
+  }
+  const found = results.length ? undefined : agentCall(declared);
+  // Gemini has no free-form tools: their calls take the one string as arguments
+  const call = found && ("text" in found ? { name: found.name, args: { input: found.text } } : found);
+  const text = results.length
+    ? agentAnswer(results.map((r: any) => responseText(r.functionResponse.response)).join("\n"))
+    : call
+      ? ""
+      : agentNoShell(declared);
+  const words = text ? text.split(" ").map((w, i) => (i ? ` ${w}` : w)) : [];
+  const calls = call ? [{ name: call.name, args: "input" in call ? call.input : call.args }] : [];
+  const candidates = words.length + calls.length * 6;
+  return {
+    candidates: 1,
+    words,
+    calls,
+    finish: "STOP",
+    model,
+    id: mockId("resp_"),
+    usage: {
+      promptTokenCount: promptWords,
+      candidatesTokenCount: candidates,
+      totalTokenCount: promptWords + candidates,
+    },
+  };
+}
+
+/** `:countTokens`: the prompt tokens of the contents, or of a whole request (which names its model). */
+function countTokens(body: any, reply: Reply): void {
+  let promptWords: number;
+  try {
+    checkKeys(body, new Set(["contents", "generateContentRequest"]), "");
+    if (body.contents && body.generateContentRequest)
+      invalid("Only one of contents and generate_content_request may be set.");
+    if (body.generateContentRequest) {
+      const { model, ...rest } = body.generateContentRequest;
+      if (typeof model !== "string" || !model.startsWith("models/"))
+        invalid("* GenerateContentRequest.model: unexpected model name format");
+      promptWords = validate(rest).promptWords;
+    } else promptWords = validate({ contents: body.contents }).promptWords;
+  } catch (err) {
+    if (err instanceof Invalid) {
+      reply.json(400, errorBody(400, err.message));
+      return;
+    }
+    throw err;
+  }
+  reply.json(200, {
+    totalTokens: promptWords,
+    promptTokensDetails: [{ modality: "TEXT", tokenCount: promptWords }],
+  });
+}
+
 function answer(
   request: MockRequest,
   reply: Reply,
   validKeys: ReadonlySet<string> | undefined,
   rateLimited: ReadonlySet<string> | undefined,
+  agent: boolean,
 ) {
   const match =
-    /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent|embedContent|batchEmbedContents)$/.exec(
+    /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents)$/.exec(
       request.path,
     );
   if (request.method !== "POST" || !match) return reply.json(404, errorBody(404, "Not found"));
@@ -440,6 +628,7 @@ function answer(
     return reply.json(429, errorBody(429, "Resource has been exhausted (e.g. check quota)."));
   if (match[2] === "embedContent" || match[2] === "batchEmbedContents")
     return answerEmbeddings(request, reply, decodeURIComponent(match[1]!), match[2] === "batchEmbedContents");
+  if (match[2] === "countTokens") return countTokens(request.body, reply);
   const stream = match[2] === "streamGenerateContent";
   if (stream && request.query.get("alt") !== "sse")
     return reply.json(400, errorBody(400, "the mock streams SSE only: ?alt=sse"));
@@ -449,6 +638,11 @@ function answer(
   } catch (err) {
     if (err instanceof Invalid) return reply.json(400, errorBody(400, err.message));
     throw err;
+  }
+  if (agent) {
+    const p = agentPlan(request.body, decodeURIComponent(match[1]!), checked.promptWords);
+    if (request.received) request.received.usage = p.usage;
+    return stream ? reply.sse(streamEvents(p)) : reply.json(200, whole(p));
   }
   const d = directives(checked.lastUser);
   if (d.has("hang")) return reply.hang();
@@ -489,7 +683,7 @@ export function startMockGemini(
 ): Promise<MockUpstream> {
   const validKeys = keySet(options.apiKey);
   return startMockProvider(
-    (request, reply) => answer(request, reply, validKeys, options.rateLimitedKeys),
+    (request, reply) => answer(request, reply, validKeys, options.rateLimitedKeys, options.agent === true),
     options,
   );
 }

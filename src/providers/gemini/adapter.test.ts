@@ -17,7 +17,14 @@ import { UpstreamError } from "../../errors/upstream-error.ts";
 import type { Provider, UpstreamCall } from "../types.ts";
 import { geminiConfig } from "./config.ts";
 import { gemini } from "./index.ts";
-import { geminiSchema, generateBody, thinkingBudget } from "./request.ts";
+import {
+  geminiBodyBound,
+  geminiSchema,
+  generateBody,
+  nativeCountBody,
+  nativeGenerateBody,
+  thinkingBudget,
+} from "./request.ts";
 import { answerPrefix, thoughtSignatureOf, toolCallId } from "./tool-ids.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, import.meta.url));
@@ -155,6 +162,48 @@ describe("errors", () => {
     assert.equal(error.status, 503);
     assert.equal(error.retryable, true);
     assert.match(error.message, /UNAVAILABLE/);
+  });
+});
+
+describe("a Gemini API client's body, sent natively", () => {
+  const native = (body: Record<string, unknown>) => ({ api: "gemini" as const, body, headers: {} });
+  test("the reserved bound as maxOutputTokens, in the client's spelling of generationConfig; the upstream's model", () => {
+    assert.deepEqual(
+      nativeGenerateBody(
+        call({}, 300),
+        native({
+          model: "models/public",
+          contents: [],
+          generation_config: { max_output_tokens: 9999, top_k: 3 },
+        }),
+      ),
+      {
+        model: "models/gemini-2.5-flash",
+        contents: [],
+        generation_config: { top_k: 3, maxOutputTokens: 300 },
+      },
+    );
+    assert.deepEqual(nativeGenerateBody(call({}, 300), native({ contents: [] })), {
+      contents: [],
+      generationConfig: { maxOutputTokens: 300 },
+    });
+    assert.deepEqual(
+      nativeCountBody(native({ generateContentRequest: { contents: [] } }), "gemini-2.5-flash"),
+      { generateContentRequest: { contents: [], model: "models/gemini-2.5-flash" } },
+    );
+  });
+  test("its prompt bound: every byte, the turns, and each medium's bound beyond its bytes", () => {
+    const o = { per_request: 10, per_message: 5, tools: 100, image: 1000, audio: 2000, file: 3000 };
+    const body = {
+      systemInstruction: { parts: [{ text: "s" }] },
+      contents: [
+        { role: "user", parts: [{ inline_data: { mime_type: "image/png", data: "AA==" } }] },
+        { role: "user", parts: [{ fileData: { mimeType: "video/mp4", fileUri: "files/x" } }] },
+      ],
+      tools: [{ googleSearch: {} }],
+    };
+    const bytes = Buffer.byteLength(JSON.stringify(body));
+    assert.equal(geminiBodyBound(body, o), 10 + bytes + 3 * 5 + 1000 + 3000 + 100);
   });
 });
 

@@ -1,16 +1,26 @@
 // Adapter for the Gemini API: OpenAI chat completions translated to generateContent and
 // streamGenerateContent (SSE), and the candidates back into OpenAI choices, with Gemini's
-// usage (thinking included) in our convention.
+// usage (thinking included) in our convention. A call from a Gemini API client
+// (UpstreamCall.native) goes natively: its own body is sent, and the upstream's response or
+// events come back beside the canonical translation (src/apis/types.ts); so does its
+// countTokens.
 
-import type { Chunk, Completion, FinishReason } from "../../domain/completion.ts";
+import type { Chunk, Completion, FinishReason, NativeEvent } from "../../domain/completion.ts";
 import { unsupportedPart } from "../field-policy.ts";
 import { HttpUpstream, type Opened, parseShape, UpstreamHeaders } from "../http-upstream.ts";
 import { embeddingExtras, type PassthroughSettings, passthroughSettings } from "../passthrough.ts";
 import { type StreamReader, streamChunks } from "../stream-loop.ts";
-import type { EmbeddingCall, EmbeddingResult, KeyState, Provider, UpstreamCall } from "../types.ts";
+import type {
+  EmbeddingCall,
+  EmbeddingResult,
+  KeyState,
+  NativeRequest,
+  Provider,
+  UpstreamCall,
+} from "../types.ts";
 import type { GeminiConfig } from "./config.ts";
 import { embedContentRequest, MAX_BATCH, readBatch, readEmbedContent } from "./embeddings.ts";
-import { geminiPromptBound, generateBody, PROVIDER } from "./request.ts";
+import { geminiPromptBound, generateBody, nativeCountBody, nativeGenerateBody, PROVIDER } from "./request.ts";
 import { answerPrefix, toolCallId } from "./tool-ids.ts";
 import {
   finishReason,
@@ -38,20 +48,25 @@ export class GeminiProvider implements Provider {
 
   promptBound = geminiPromptBound;
 
+  sendsNatively(native: NativeRequest): boolean {
+    return native.api === "gemini";
+  }
+
   /** Gemini has no custom tools: they go as functions of one string argument (./request.ts). */
   sendsCustomToolsAsFunctions(): boolean {
     return true;
   }
 
   async complete(call: UpstreamCall): Promise<Completion> {
-    const body = this.#body(call);
+    const native = nativeOf(call);
+    const body = this.#body(call, native);
     const raw = await this.#http.json(await this.#post(call, "generateContent", body));
     const response = parseShape(responseSchema, raw, "the upstream's reply is not a Gemini response");
     const prefix = answerPrefix();
     let calls = 0;
     const candidates = response.candidates ?? [];
     const choices: Completion["choices"] = candidates.map((candidate, i) => {
-      const { text, toolCalls } = readParts(candidate.content?.parts ?? [], (signature) =>
+      const { text, thoughts, toolCalls } = readParts(candidate.content?.parts ?? [], (signature) =>
         toolCallId(prefix, calls++, signature),
       );
       return {
@@ -61,6 +76,9 @@ export class GeminiProvider implements Provider {
           content: text || (toolCalls.length ? null : ""),
           refusal: null,
           ...(toolCalls.length ? { tool_calls: toolCalls.map(({ index: _index, ...call }) => call) } : {}),
+          // the canonical place of reasoning, which review and estimates read (native calls only:
+          // the translation asks for no thought summaries)
+          ...(native && thoughts ? { reasoning_content: thoughts } : {}),
         },
         logprobs: null,
         finish_reason: finishReason(candidate.finishReason, toolCalls.length > 0),
@@ -80,15 +98,17 @@ export class GeminiProvider implements Provider {
       model: response.modelVersion,
       choices,
       usage: response.usageMetadata ? readUsage(response.usageMetadata) : undefined,
+      ...(native ? { native: raw as Record<string, unknown> } : {}),
     };
   }
 
   stream(call: UpstreamCall): AsyncGenerator<Chunk> {
     // Refusals are thrown here, as the stream is asked for, so nothing is sent for them.
-    const body = this.#body(call);
+    const native = nativeOf(call);
+    const body = this.#body(call, native);
     return streamChunks(
       async () => this.#http.events(await this.#post(call, "streamGenerateContent?alt=sse", body)),
-      new StreamState(),
+      new StreamState(native !== undefined),
     );
   }
 
@@ -122,8 +142,17 @@ export class GeminiProvider implements Provider {
     return { vectors: vectors.flat(), promptTokens: undefined };
   }
 
-  #body(call: UpstreamCall): string {
-    return JSON.stringify(generateBody(call, this.passthrough.strict));
+  /** The upstream's own count of a Gemini API client's countTokens body. */
+  async countTokens(native: NativeRequest, upstreamModel: string, signal: AbortSignal): Promise<unknown> {
+    const path = `${this.#http.basePath}/v1beta/models/${encodeURIComponent(upstreamModel)}:countTokens`;
+    const body = JSON.stringify(nativeCountBody(native, upstreamModel));
+    return this.#http.json(await this.#http.post(path, body, signal, geminiError));
+  }
+
+  #body(call: UpstreamCall, native: NativeRequest | undefined): string {
+    return JSON.stringify(
+      native ? nativeGenerateBody(call, native) : generateBody(call, this.passthrough.strict),
+    );
   }
 
   #post(call: { upstreamModel: string; signal: AbortSignal }, method: string, body: string): Promise<Opened> {
@@ -172,6 +201,11 @@ async function inTurn<T, R>(
   return results;
 }
 
+/** The Gemini API body of a call from a Gemini API client, which this adapter sends as it is. */
+function nativeOf(call: UpstreamCall): NativeRequest | undefined {
+  return call.native?.api === "gemini" ? call.native : undefined;
+}
+
 interface ToolCallDelta {
   index: number;
   id: string;
@@ -179,9 +213,10 @@ interface ToolCallDelta {
   function: { name: string; arguments: string };
 }
 
-/** A candidate's parts: its text (thought summaries left out) and its function calls as tool calls. */
+/** A candidate's parts: its text, its thought summaries apart, and its function calls as tool calls. */
 function readParts(parts: GeminiPart[], nextId: (signature: string | undefined) => string, firstIndex = 0) {
   let text = "";
+  let thoughts = "";
   const toolCalls: ToolCallDelta[] = [];
   for (const part of parts) {
     if (part.functionCall) {
@@ -192,16 +227,21 @@ function readParts(parts: GeminiPart[], nextId: (signature: string | undefined) 
         type: "function",
         function: { name: part.functionCall.name, arguments: JSON.stringify(part.functionCall.args ?? {}) },
       });
-    } else if (part.text && !part.thought) text += part.text;
+    } else if (part.text && part.thought) thoughts += part.text;
+    else if (part.text) text += part.text;
   }
-  return { text, toolCalls };
+  return { text, thoughts, toolCalls };
 }
 
 /**
  * Gemini's stream events (each a whole GenerateContentResponse holding what is new) as OpenAI
- * chunks. Usage in each event is the running total: the last one is the figure.
+ * chunks. Usage in each event is the running total: the last one is the figure. For a native
+ * call the events are handed on too, each with the chunks it made (an event that made none
+ * rides on a chunk without choices), and thought summaries are canonical reasoning.
  */
 class StreamState implements StreamReader {
+  /** a native call's: its events are handed on too, with the chunks they make */
+  readonly #native: boolean;
   readonly #prefix = answerPrefix();
   #calls = 0;
   #id: string | undefined;
@@ -212,12 +252,30 @@ class StreamState implements StreamReader {
   readonly #finished = new Set<number>();
   /** candidate -> how many tool calls it made so far, and whether any */
   readonly #toolCalls = new Map<number, number>();
+  /** native: the upstream's events not yet handed on with a chunk */
+  #pending: NativeEvent[] = [];
+
+  constructor(native: boolean) {
+    this.#native = native;
+  }
 
   read(raw: unknown): Iterable<Chunk> {
     if (isError(raw)) throw geminiError(undefined, raw);
-    return this.#translate(
-      parseShape(responseSchema, raw, "the upstream sent a stream event that is not a Gemini response"),
+    const response = parseShape(
+      responseSchema,
+      raw,
+      "the upstream sent a stream event that is not a Gemini response",
     );
+    if (!this.#native) return this.#translate(response);
+    this.#pending.push({ event: "", data: raw as Record<string, unknown> });
+    const chunks = [...this.#translate(response)];
+    // Nothing is handed on before the answer starts, so an error event right after is still
+    // an ordinary failure.
+    if (!chunks.length && !this.#started.size && !this.#blocked) return chunks;
+    if (!chunks.length) chunks.push({ object: "chat.completion.chunk", choices: [] });
+    chunks.at(-1)!.native = this.#pending;
+    this.#pending = [];
+    return chunks;
   }
 
   /** Gemini's stream has no end marker: it is whole when every candidate has finished. */
@@ -239,7 +297,7 @@ class StreamState implements StreamReader {
     for (const [i, candidate] of candidates.entries()) {
       const index = candidate.index ?? i;
       const made = this.#toolCalls.get(index) ?? 0;
-      const { text, toolCalls } = readParts(
+      const { text, thoughts, toolCalls } = readParts(
         candidate.content?.parts ?? [],
         (signature) => toolCallId(this.#prefix, this.#calls++, signature),
         made,
@@ -251,6 +309,7 @@ class StreamState implements StreamReader {
         delta.role = "assistant";
         delta.content = text;
       } else if (text) delta.content = text;
+      if (this.#native && thoughts) delta.reasoning_content = thoughts;
       if (toolCalls.length) delta.tool_calls = toolCalls;
       const finish = candidate.finishReason
         ? finishReason(candidate.finishReason, this.#toolCalls.has(index))

@@ -25,7 +25,7 @@ import {
   toolChoice,
   unknownEffort,
 } from "../translate.ts";
-import type { UpstreamCall } from "../types.ts";
+import type { NativeRequest, UpstreamCall } from "../types.ts";
 import { thoughtSignatureOf } from "./tool-ids.ts";
 
 export const PROVIDER = "Google Gemini";
@@ -37,9 +37,92 @@ export const PROVIDER = "Google Gemini";
  */
 export const ADDED_PROMPT_TOKENS = 0;
 
-/** The prompt part of the reservation: the shared bound plus what Gemini adds. */
-export function geminiPromptBound(request: ChatRequest, overheads: PromptOverheads): number {
-  return promptUpperBound(request, overheads) + ADDED_PROMPT_TOKENS;
+/**
+ * The prompt part of the reservation: the shared bound plus what Gemini adds, and, for a
+ * Gemini API body sent as it is, the larger of that and the body's own bound: the body
+ * carries what its canonical request does not (Google's tools, media it has no part for,
+ * thought signatures, fields newer than the gateway).
+ */
+export function geminiPromptBound(
+  request: ChatRequest,
+  overheads: PromptOverheads,
+  native?: NativeRequest,
+): number {
+  const bound = promptUpperBound(request, overheads) + ADDED_PROMPT_TOKENS;
+  return native?.api === "gemini" ? Math.max(bound, geminiBodyBound(native.body, overheads)) : bound;
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+/** A field of a Gemini body in either of its spellings (`inlineData`, `inline_data`). */
+const field = (o: Json, name: string): unknown =>
+  o[name] ?? o[name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)];
+
+/**
+ * The most prompt tokens Gemini can count for a body sent as it is: every byte of its JSON,
+ * the per-request and per-turn shares, tools, and each medium's bound beyond its bytes
+ * (Gemini counts an image as 258 tokens a tile whatever its size, and a file by reference has
+ * no bytes in the body at all). Audio and video inline are counted by their length, which the
+ * bytes do not bound either: they take the audio and file bounds, and beyond them the
+ * upstream's count is charged as reported (an overrun).
+ */
+export function geminiBodyBound(body: Readonly<Json>, o: PromptOverheads): number {
+  let n = o.per_request + Buffer.byteLength(JSON.stringify(body), "utf8");
+  const media = (parts: unknown) => {
+    if (!Array.isArray(parts)) return;
+    for (const part of parts) {
+      if (!isObject(part)) continue;
+      const data = field(part, "inlineData") ?? field(part, "fileData");
+      if (!isObject(data)) continue;
+      const mime = String(field(data, "mimeType") ?? "");
+      n += mime.startsWith("image/") ? o.image : mime.startsWith("audio/") ? o.audio : o.file;
+    }
+  };
+  const contents = field(body as Json, "contents");
+  if (Array.isArray(contents))
+    for (const c of contents) {
+      n += o.per_message;
+      if (isObject(c)) media(c.parts);
+    }
+  const system = field(body as Json, "systemInstruction");
+  if (isObject(system)) {
+    n += o.per_message;
+    media(system.parts);
+  }
+  const tools = body.tools;
+  if (Array.isArray(tools) && tools.length) n += o.tools;
+  return n;
+}
+
+/**
+ * A Gemini API client's body, as it came, for this upstream: the reserved output bound as
+ * `maxOutputTokens` (in the client's spelling of generationConfig), and the upstream's model
+ * where the body names one. Parts, thought signatures, safety settings, Google's tools and
+ * whatever the gateway does not know pass untouched.
+ */
+export function nativeGenerateBody(call: UpstreamCall, native: NativeRequest): Json {
+  const body: Json = { ...native.body };
+  const key =
+    body.generationConfig === undefined && body.generation_config !== undefined
+      ? "generation_config"
+      : "generationConfig";
+  const config: Json = isObject(body[key]) ? { ...(body[key] as Json) } : {};
+  delete config.max_output_tokens;
+  config.maxOutputTokens = call.outputBound;
+  body[key] = config;
+  if (body.model !== undefined) body.model = `models/${call.upstreamModel}`;
+  return body;
+}
+
+/** A countTokens body for this upstream: a whole request names the model, which Google requires there. */
+export function nativeCountBody(native: NativeRequest, upstreamModel: string): Json {
+  const body: Json = { ...native.body };
+  const key =
+    body.generateContentRequest === undefined && body.generate_content_request !== undefined
+      ? "generate_content_request"
+      : "generateContentRequest";
+  if (isObject(body[key])) body[key] = { ...(body[key] as Json), model: `models/${upstreamModel}` };
+  return body;
 }
 
 /** The largest thinking budget every Gemini 2.5 model takes (Flash and Flash-Lite: 24576). */

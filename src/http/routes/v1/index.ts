@@ -19,7 +19,8 @@ import { estimator } from "../../../tokens/estimator.ts";
 import { authHook } from "../../auth-hook.ts";
 import { agentBody } from "../../body-limits.ts";
 import type { GatewayDeps } from "../../deps.ts";
-import { routeApi } from "../../route-api.ts";
+import { recordsCall, routeApi } from "../../route-api.ts";
+import { geminiModels, geminiRoutes, isGemini, openaiOrGoogle } from "./gemini.ts";
 import { callRoute, embeddingsRoute, relayRoute } from "./relay-route.ts";
 
 export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise<void> {
@@ -32,7 +33,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
   app.addHook("onRequest", async (request, reply) => {
     const api = routeApi(request);
     if (api.requestIdHeader) reply.header(api.requestIdHeader, request.id);
-    const draft = request.routeOptions.config?.records ? new CallDraft(request.id, api.name) : null;
+    const draft = recordsCall(request) ? new CallDraft(request.id, api.name) : null;
     if (!draft) {
       await authenticate(request, api);
       // A read costs the gateway a request (and the store a query): it counts against the
@@ -86,8 +87,11 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     } catch {}
   }
 
-  const read = { config: { reads: true } };
+  // Google's SDKs call /v1/models too (their key says so: ./gemini.ts)
+  const read = { config: { reads: true, api: openaiOrGoogle } };
+  const google = geminiModels(deps);
   app.get("/v1/models", read, async (request, reply) => {
+    if (isGemini(request)) return google.list(request, reply);
     return reply
       .type("application/json")
       .send(
@@ -99,6 +103,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
   // the path is the id.
   app.get("/v1/models/*", read, async (request, reply) => {
     const id = (request.params as { "*": string })["*"];
+    if (isGemini(request)) return google.get(request, reply, id);
     const { account, key } = request.auth!;
     const json = deps.registry.plans.modelJson(account.plan_id, id, key.allowed_models);
     if (json === undefined)
@@ -183,4 +188,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     if (!(await stored.delete(ownerOf(request), id))) throw notFound(id);
     return reply.type("application/json").send(JSON.stringify({ id, object: "response", deleted: true }));
   });
+
+  // Google's Gemini API (docs/apis.md): calls and counts under /v1beta and /v1, its model list.
+  geminiRoutes(app, deps);
 }
