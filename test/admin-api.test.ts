@@ -650,7 +650,11 @@ for (const store of STORES) {
         );
         const lines = csv.text.split("\r\n").filter(Boolean);
         assert.equal(lines[0], ADMIN_RECORD_FIELDS.join(","));
-        assert.ok(lines[0]!.endsWith(",api,account_id,account_name,provider,upstream_model"));
+        assert.ok(
+          lines[0]!.endsWith(
+            ",api,account_id,account_name,provider,upstream_model,session_id,session_client",
+          ),
+        );
         assert.equal(lines.length, 5);
         assert.ok(lines.slice(1).every((l) => l.includes(`,${api.acme},`)));
         const jsonl = await call("GET", `/records/export?from=${started}&format=jsonl`);

@@ -88,9 +88,8 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
     const { rows } =
       await sql<ReserveRow>`select * from gateway_reserve(${this.#instanceId}, ${subject.accountId},
       ${subject.keyId}, ${subject.accountQuota}, ${wanted}, ${minimum}, ${waiterId ?? null}, ${waitMs},
-      ${cost?.fixed ?? null}, ${cost?.perToken ?? null}::float8, ${cost?.promptTokens ?? null}, ${this.month()})`.execute(
-        this.#db,
-      );
+      ${cost?.fixed ?? null}, ${cost?.perToken ?? null}::float8, ${cost?.promptTokens ?? null}, ${this.month()},
+      ${null}, ${null}, ${null})`.execute(this.#db);
     const r = rows[0]!;
     return {
       status: r.status,

@@ -10,6 +10,7 @@
 import { type Expression, type Kysely, type SqlBool, sql } from "kysely";
 import type { ApiName } from "../domain/api-names.ts";
 import type { CallStatus } from "../domain/outcomes.ts";
+import type { SessionClient } from "../domain/sessions.ts";
 import { usd } from "../prices/usd.ts";
 import type { Database } from "../store/schema.ts";
 import type { AdminRecordView } from "../views/admin.ts";
@@ -77,6 +78,8 @@ export const RECORD_FIELDS = [
   "cost_nanos",
   "cost_source",
   "api",
+  "session_id",
+  "session_client",
 ] as const satisfies readonly (keyof CallRecordView)[];
 
 /** "<created_at>:<request_id>": opaque to the console, stable across instances. */
@@ -153,6 +156,8 @@ function recordSelect(db: Db) {
       "r.reasoning_tokens",
       "r.cost_nanos",
       "r.cost_source",
+      "r.session_id",
+      "r.session_client",
     ]);
 }
 
@@ -189,6 +194,9 @@ function asRecord(r: RecordRow): CallRecordView {
     cost_nanos: Number(r.cost_nanos),
     // written only from a Pricing's source (records/draft.ts)
     cost_source: r.cost_source as CallRecordView["cost_source"],
+    session_id: r.session_id,
+    // written only from a CallSession (records/draft.ts)
+    session_client: r.session_client as SessionClient | null,
   };
 }
 
@@ -237,13 +245,16 @@ export interface RecordSearch {
   api?: ApiName | undefined;
 }
 
-/** The columns of the admin API's export: the console's, then what only an operator sees. */
+/** The columns of the admin API's export: the console's, then what only an operator sees, then the sessions. */
 export const ADMIN_RECORD_FIELDS = [
-  ...RECORD_FIELDS,
+  ...RECORD_FIELDS.filter((f) => f !== "session_id" && f !== "session_client"),
   "account_id",
   "account_name",
   "provider",
   "upstream_model",
+  // added after the admin API's first columns, so theirs keep their places
+  "session_id",
+  "session_client",
 ] as const satisfies readonly (keyof AdminRecordView)[];
 
 async function searchPage(db: Db, s: RecordSearch, limit: number, before: Cursor | undefined) {

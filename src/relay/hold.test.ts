@@ -62,6 +62,8 @@ function auth(account: Partial<Account> = {}, key: Partial<ApiKey> = {}): AuthCo
       rpm_limit: null,
       tpm_limit: null,
       allowed_models: null,
+      session_limit_tokens: null,
+      session_budget_nanos: null,
       ...key,
     },
   };

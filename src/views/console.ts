@@ -6,10 +6,11 @@
 import type { Role } from "../accounts/roles.ts";
 import type { ApiName } from "../domain/api-names.ts";
 import type { CallStatus } from "../domain/outcomes.ts";
+import type { SessionClient } from "../domain/sessions.ts";
 import type { TicketKind, TicketStatus } from "../domain/ticket-kinds.ts";
 import type { BudgetPeriod } from "../prices/period.ts";
 
-export type { ApiName, BudgetPeriod, CallStatus, Role, TicketKind, TicketStatus };
+export type { ApiName, BudgetPeriod, CallStatus, Role, SessionClient, TicketKind, TicketStatus };
 
 // Flags are booleans here (0/1 in the store); times are Unix milliseconds; money is integer
 // nanodollars (1e-9 USD, `*_nanos`), exact as the store keeps it, so sums stay exact.
@@ -137,6 +138,10 @@ export interface CallRecordView {
    * none (unpriced: the call cost 0); null when no model was resolved (src/prices/pricing.ts)
    */
   cost_source: "config" | "table" | "unpriced" | null;
+  /** the agent session the client named (docs/records.md); null: none */
+  session_id: string | null;
+  /** how the client named it; null with no session */
+  session_client: SessionClient | null;
 }
 
 export interface TicketView {

@@ -8,6 +8,7 @@ import { ADMIN_SCOPES } from "../../../accounts/admin-scopes.ts";
 import { ROLES } from "../../../accounts/roles.ts";
 import { API_NAMES } from "../../../domain/api-names.ts";
 import { CALL_STATUSES } from "../../../domain/outcomes.ts";
+import { SESSION_CLIENTS } from "../../../domain/sessions.ts";
 import { TICKET_KINDS, TICKET_STATUSES } from "../../../domain/ticket-kinds.ts";
 import { USAGE_GROUPS } from "../../../domain/usage-groups.ts";
 import { BUDGET_PERIODS } from "../../../prices/period.ts";
@@ -404,6 +405,11 @@ export const recordAnswer = named(
     cost_usd: z.number(),
     cost_nanos: int,
     cost_source: z.enum(["config", "table", "unpriced"]).nullable(),
+    session_id: z.string().nullable().describe("the agent session the client named; null: none"),
+    session_client: z
+      .enum(SESSION_CLIENTS)
+      .nullable()
+      .describe("how: an `x-session-id` header, Claude Code's session, Codex's thread"),
   }),
 ) satisfies z.ZodType<AdminRecordView>;
 

@@ -4,6 +4,7 @@
 // `{ api, records: true }`, which makes the /v1 hooks open the call's record beforehand.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { checkMediaUrls } from "../../../apis/media-urls.ts";
+import { sessionOf } from "../../../apis/session.ts";
 import type { ClientApi } from "../../../apis/types.ts";
 import { ClientGone } from "../../../relay/call.ts";
 import { admitRequest } from "../../../relay/hold.ts";
@@ -18,6 +19,8 @@ export function callRoute(api: ClientApi) {
 export function relayRoute(deps: GatewayDeps, api: ClientApi) {
   return async function relayCall(request: FastifyRequest, reply: FastifyReply) {
     request.call!.relayed = true;
+    // before anything can refuse the call, so its record carries its session whatever happens
+    request.call!.session = sessionOf(request.headers, api.sessionHints?.(request.body));
     const auth = request.auth!;
     const setHeaders = (headers: Record<string, string>) => reply.headers(headers);
     // The request counts against the rate limits before anything else is done with it.
