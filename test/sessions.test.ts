@@ -3,9 +3,21 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
+import { type KeySettings, updateKey } from "../src/accounts/keys.ts";
+import { parseChatRequest } from "../src/domain/chat-request.ts";
+import { nanosFor } from "../src/ledger/money.ts";
+import { configuredPricing, costRule } from "../src/prices/pricing.ts";
+import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";
 import { loadAgentFixture } from "./agents/fixtures.ts";
-import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
+import {
+  pricedModels,
+  startTestGateway,
+  TEST_MODEL,
+  TEST_PRICING,
+  type TestGateway,
+} from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
+import { storeSuite } from "./support/postgres.ts";
 
 /** Sends a recorded request as its client did, with the test's key and model. */
 async function replay(
@@ -144,3 +156,242 @@ describe("the session a call belongs to", () => {
     assert.equal(record.session_id, "s-1");
   });
 });
+
+const MAX_TOKENS = 40;
+
+/** A request of the cap suites: what it says, and what the gateway holds for it in tokens and money. */
+function shape(latencyMs: number) {
+  const content = `count to forty please mock:tokens=${MAX_TOKENS} mock:latency=${latencyMs}`;
+  const messages = [{ role: "user" as const, content }];
+  const prompt = promptUpperBound(
+    parseChatRequest({ model: TEST_MODEL, messages, max_tokens: MAX_TOKENS }),
+    DEFAULT_PROMPT_OVERHEADS,
+  );
+  const hold = prompt + MAX_TOKENS;
+  const rule = { ...costRule(prompt, configuredPricing(TEST_PRICING)), promptTokens: prompt };
+  return { messages, hold, holdNanos: nanosFor(rule, hold), minimum: prompt + 16 };
+}
+/** answered at once */
+const QUICK = shape(0);
+/**
+ * answered only once every concurrent call was decided: a call that settles early (charged
+ * less than it held) would rightly free room for a latecomer
+ */
+const SLOW = shape(1_500);
+
+/** One call of `session` (none: no x-session-id); its status and error. */
+async function fire(
+  gw: TestGateway,
+  secret: string,
+  session: string | undefined,
+  request = QUICK,
+): Promise<{ status: number; code?: string; message?: string }> {
+  const res = await fetch(`${gw.baseURL}/chat/completions`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${secret}`,
+      "content-type": "application/json",
+      ...(session ? { "x-session-id": session } : {}),
+    },
+    body: JSON.stringify({ model: TEST_MODEL, messages: request.messages, max_tokens: MAX_TOKENS }),
+  });
+  const body = (await res.json()) as { error?: { code: string; message: string } };
+  return { status: res.status, code: body.error?.code, message: body.error?.message };
+}
+
+/** What the store's records of a key's session add up to. */
+async function sessionRecords(gw: TestGateway, keyId: string, session: string) {
+  const row = await gw.gateway.deps.store.db
+    .selectFrom("call_records")
+    .select((eb) => [
+      eb.fn.sum<number>("total_tokens").as("tokens"),
+      eb.fn.sum<number>("cost_nanos").as("nanos"),
+      eb.fn.countAll<number>().as("calls"),
+    ])
+    .where("key_id", "=", keyId)
+    .where("session_id", "=", session)
+    .executeTakeFirstOrThrow();
+  return { tokens: Number(row.tokens ?? 0), nanos: Number(row.nanos ?? 0), calls: Number(row.calls) };
+}
+
+for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
+  describe(`a key's per-session caps (${store})`, await storeSuite(store), () => {
+    let upstream: MockUpstream;
+    let gw: TestGateway;
+    before(async () => {
+      upstream = await startMockUpstream();
+      gw = await startTestGateway({
+        upstream,
+        store,
+        config: { ledger: { wait_ms: 0 }, models: pricedModels(upstream) },
+      });
+    });
+    after(async () => {
+      await gw.close();
+      await upstream.close();
+    });
+
+    async function cappedKey(name: string, caps: KeySettings) {
+      const account = await gw.account(`${name}-${store}`);
+      const key = await gw.key(account);
+      await updateKey(gw.gateway.deps.store.db, key.id, caps);
+      return key;
+    }
+
+    test("a session under a token cap is refused, naming the cap, once used up; another session of the key is not", async (t) => {
+      const key = await cappedKey("token-cap", { session_limit_tokens: QUICK.hold * 3 });
+      const outcomes: number[] = [];
+      let refused: Awaited<ReturnType<typeof fire>> | undefined;
+      for (let i = 0; i < 10 && !refused; i++) {
+        const r = await fire(gw, key.secret, "run-a");
+        if (r.status === 200) outcomes.push(r.status);
+        else refused = r;
+      }
+      assert.ok(refused, "the session is stopped");
+      assert.equal(refused.status, 429);
+      assert.equal(refused.code, "session_limit_exceeded");
+      assert.match(refused.message!, new RegExp(`per-session limit of ${QUICK.hold * 3} tokens`));
+      assert.match(refused.message!, /session 'run-a'/);
+      const used = await sessionRecords(gw, key.id, "run-a");
+      assert.ok(used.tokens <= QUICK.hold * 3, `the session used ${used.tokens} of its ${QUICK.hold * 3}`);
+      t.diagnostic(
+        `token cap ${QUICK.hold * 3}: ${outcomes.length} calls answered, ${used.tokens} tokens used`,
+      );
+      // the key goes on: another session, and calls naming none
+      assert.equal((await fire(gw, key.secret, "run-b")).status, 200);
+      assert.equal((await fire(gw, key.secret, undefined)).status, 200);
+      assert.equal((await fire(gw, key.secret, "run-a")).code, "session_limit_exceeded");
+    });
+
+    test("a session under a money cap is refused with session_budget_exceeded, naming the cap", async () => {
+      const key = await cappedKey("money-cap", { session_budget_nanos: QUICK.holdNanos * 2 });
+      let refused: Awaited<ReturnType<typeof fire>> | undefined;
+      for (let i = 0; i < 10 && !refused; i++) {
+        const r = await fire(gw, key.secret, "run-m");
+        if (r.status !== 200) refused = r;
+      }
+      assert.equal(refused?.code, "session_budget_exceeded");
+      assert.match(refused!.message!, /per-session budget of \$/);
+      const used = await sessionRecords(gw, key.id, "run-m");
+      assert.ok(
+        used.nanos > 0 && used.nanos <= QUICK.holdNanos * 2,
+        `spent ${used.nanos} of ${QUICK.holdNanos * 2}`,
+      );
+      assert.equal((await fire(gw, key.secret, "run-n")).status, 200);
+    });
+
+    /** The ledger's book of a capped session, and the store's row of it on PostgreSQL. */
+    async function books(keyId: string, session: string) {
+      const ledger = await gw.gateway.deps.ledger.inspectSession?.(keyId, session);
+      const stored =
+        store === "sqlite"
+          ? undefined
+          : await gw.gateway.deps.store.db
+              .selectFrom("session_usage")
+              .selectAll()
+              .where("key_id", "=", keyId)
+              .where("session_id", "=", session)
+              .executeTakeFirst();
+      return { ledger, stored };
+    }
+
+    for (const kind of ["tokens", "money"] as const)
+      test(`20 concurrent calls of one session against a ${kind} cap that fits 5: 5 answered, never beyond the cap`, async (t) => {
+        upstream.reset();
+        const cap = kind === "tokens" ? SLOW.hold * 5 : SLOW.holdNanos * 5;
+        const caps: KeySettings =
+          kind === "tokens" ? { session_limit_tokens: cap } : { session_budget_nanos: cap };
+        const key = await cappedKey(`concurrent-${kind}`, caps);
+        const started = performance.now();
+        const results = await Promise.all(
+          Array.from({ length: 20 }, () => fire(gw, key.secret, "swarm", SLOW)),
+        );
+        const ms = Math.round(performance.now() - started);
+        const ok = results.filter((r) => r.status === 200).length;
+        assert.equal(
+          upstream.requests.length,
+          ok,
+          "every 200 is one upstream call and nothing else got through",
+        );
+        assert.equal(ok, 5);
+        assert.equal(results.filter((r) => r.status === 429).length, 15);
+        const used = await sessionRecords(gw, key.id, "swarm");
+        assert.equal(used.calls, 20, "refused calls are recorded too, in their session");
+        assert.ok((kind === "tokens" ? used.tokens : used.nanos) <= cap, `used within ${cap}`);
+        const { ledger, stored } = await books(key.id, "swarm");
+        assert.ok(ledger, "the ledger keeps the capped session");
+        assert.deepEqual(
+          {
+            used: ledger.used,
+            spent: ledger.spentNanos,
+            reserved: ledger.reserved,
+            reservedNanos: ledger.reservedNanos,
+          },
+          { used: used.tokens, spent: used.nanos, reserved: 0, reservedNanos: 0 },
+          "the session's ledger adds up to its records, nothing held",
+        );
+        if (stored)
+          assert.deepEqual(
+            [stored.used_tokens, stored.spent_nanos, stored.reserved_tokens, stored.reserved_nanos].map(
+              Number,
+            ),
+            [used.tokens, used.nanos, 0, 0],
+            "the store's row of the session adds up to its records",
+          );
+        assert.equal(gw.gateway.deps.ledger.openReservations(), 0);
+        const codes = [...new Set(results.flatMap((r) => (r.code ? [r.code] : [])))];
+        t.diagnostic(
+          `${store}, ${kind} cap ${cap} (5 holds of ${kind === "tokens" ? SLOW.hold : SLOW.holdNanos}), no waiting: ` +
+            `20 at once -> ${ok} answered, ${20 - ok} refused (${codes.join(", ")}); ` +
+            `used ${used.tokens} tokens, ${used.nanos} nanodollars; ${ms} ms`,
+        );
+        // the next session of the key starts afresh
+        assert.equal((await fire(gw, key.secret, "swarm-2")).status, 200);
+      });
+
+    test("20 concurrent calls of one session that wait for each other's holds: as many answered as the cap covers, never beyond it", async (t) => {
+      // the ledger's default wait: a call the session's calls in flight keep out waits for them
+      const waiting = await startTestGateway({ upstream, store, config: { models: pricedModels(upstream) } });
+      try {
+        upstream.reset();
+        const account = await waiting.account(`waiting-${store}`);
+        const key = await waiting.key(account);
+        const cap = SLOW.hold * 5;
+        await updateKey(waiting.gateway.deps.store.db, key.id, { session_limit_tokens: cap });
+        const turn = shape(300);
+        const started = performance.now();
+        const results = await Promise.all(
+          Array.from({ length: 20 }, () => fire(waiting, key.secret, "queue", turn)),
+        );
+        const ms = Math.round(performance.now() - started);
+        const ok = results.filter((r) => r.status === 200).length;
+        const used = await sessionRecords(waiting, key.id, "queue");
+        assert.ok(used.tokens <= cap, `used ${used.tokens} of ${cap}`);
+        assert.equal(upstream.requests.length, ok);
+        const codes = results.flatMap((r) => (r.code ? [r.code] : []));
+        assert.ok(
+          codes.every((c) => c === "session_limit_exceeded" || c === "tokens_held"),
+          codes.join(),
+        );
+        // what is left once the answered calls settled is below one more call's minimum
+        assert.ok(cap - used.tokens < turn.minimum, `${cap - used.tokens} left, below ${turn.minimum}`);
+        const count = (c: string) => codes.filter((x) => x === c).length;
+        t.diagnostic(
+          `${store}, token cap ${cap}, waiting up to 5 s: 20 at once -> ${ok} answered (each held at most ${turn.hold}, charged ${(used.tokens / Math.max(1, ok)).toFixed(1)} on average), ` +
+            `${count("session_limit_exceeded")} session_limit_exceeded, ${count("tokens_held")} tokens_held; ` +
+            `used ${used.tokens} of ${cap}; ${ms} ms`,
+        );
+      } finally {
+        await waiting.close();
+      }
+    });
+
+    test("a call without a session, or of a key without caps, holds nothing for a session", async () => {
+      const capped = await cappedKey("no-session", { session_limit_tokens: QUICK.hold * 2 });
+      assert.equal((await fire(gw, capped.secret, undefined)).status, 200);
+      const plain = await gw.key(await gw.account(`plain-${store}`));
+      assert.equal((await fire(gw, plain.secret, "free-run")).status, 200);
+      assert.equal(await gw.gateway.deps.ledger.inspectSession?.(plain.id, "free-run"), undefined);
+    });
+  });
+}

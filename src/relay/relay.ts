@@ -91,7 +91,16 @@ export class Relay {
     const budget = reservationBudget(model, req, client.native, draft.priceMultiplier);
     let hold: Hold;
     try {
-      hold = await admit(deps, auth, plan, ctx.rateTicket, budget, ctx.setHeaders, ctx.clientSignal);
+      hold = await admit(
+        deps,
+        auth,
+        plan,
+        ctx.rateTicket,
+        budget,
+        ctx.setHeaders,
+        ctx.clientSignal,
+        draft.session,
+      );
     } catch (err) {
       // The client left while its request waited for tokens held by calls in flight.
       if (!ctx.clientSignal.aborted) throw err;

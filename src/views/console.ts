@@ -79,6 +79,9 @@ export interface KeyView extends BudgetView {
   used_tokens: number;
   /** the public models the key may call, within its plan's; null: every model of the plan */
   allowed_models: string[] | null;
+  /** what each agent session of the key may use over its life: tokens, and nanodollars; null: no cap */
+  session_limit_tokens: number | null;
+  session_budget_nanos: number | null;
   disabled: boolean;
   created_at: number;
 }

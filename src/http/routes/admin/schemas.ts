@@ -39,6 +39,8 @@ import {
   planId,
   quota,
   rateLimit,
+  sessionBudgetNanos,
+  sessionLimitTokens,
 } from "../fields.ts";
 
 /** The document's named schemas: request bodies (read as they are sent) and answers. */
@@ -224,6 +226,12 @@ const keyFields = {
     .describe("the public models of its plan the key may call; null: every model of the plan"),
   budget_nanos: budgetNanos.optional().describe("nanodollars; null: none"),
   budget_period: budgetPeriod.optional(),
+  session_limit_tokens: sessionLimitTokens
+    .optional()
+    .describe("what each agent session of the key may use over its life, in tokens; null: no cap"),
+  session_budget_nanos: sessionBudgetNanos
+    .optional()
+    .describe("what each agent session of the key may cost over its life, in nanodollars; null: no cap"),
 };
 
 export const keyCreate = named(
@@ -241,7 +249,7 @@ export const keyPatch = named(
     .refine(
       someField,
       atLeastOne(
-        "name, limit_tokens, rpm_limit, tpm_limit, allowed_models, disabled, budget_nanos, budget_period",
+        "name, limit_tokens, rpm_limit, tpm_limit, allowed_models, disabled, budget_nanos, budget_period, session_limit_tokens, session_budget_nanos",
       ),
     ),
 );
@@ -346,6 +354,8 @@ export const keyAnswer = named(
     rpm_limit: int.nullable(),
     tpm_limit: int.nullable(),
     allowed_models: z.array(z.string()).nullable(),
+    session_limit_tokens: int.nullable().describe("each agent session's cap in tokens; null: none"),
+    session_budget_nanos: int.nullable().describe("each agent session's cap in nanodollars; null: none"),
     ...budget,
     disabled: z.boolean(),
     created_at: time,
