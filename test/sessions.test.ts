@@ -141,6 +141,65 @@ describe("the session a call belongs to", () => {
     assert.equal((await gw.record(requestId)).session_id, fixture.headers["x-claude-code-session-id"]);
   });
 
+  test("a session's cap is refused in each API's own envelope, naming the cap and the session", async () => {
+    const account = await gw.account("envelopes");
+    const key = await gw.key(account);
+    // below the least any of these agents' calls holds: their first call is refused
+    await updateKey(gw.gateway.deps.store.db, key.id, { session_limit_tokens: 1_000 });
+
+    const claude = loadAgentFixture("claude-code", "default-stream-json.turn-1");
+    const res = await fetch(`${gw.origin}${claude.path}`, {
+      method: "POST",
+      headers: { ...claude.headers, authorization: `Bearer ${key.secret}` },
+      body: JSON.stringify({ ...claude.body, model: TEST_MODEL }),
+    });
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get("x-should-retry"), "false", "Anthropic's SDK does not retry it");
+    const anthropic = (await res.json()) as {
+      type: string;
+      error: { type: string; message: string; details: any };
+    };
+    assert.equal(anthropic.type, "error");
+    assert.equal(anthropic.error.type, "rate_limit_error");
+    assert.equal(anthropic.error.details.error_code, "session_limit_exceeded");
+    assert.match(
+      anthropic.error.message,
+      new RegExp(
+        `per-session limit of 1000 tokens cannot cover this request in session '${claude.headers["x-claude-code-session-id"]}'`,
+      ),
+    );
+    const record = await gw.record(res.headers.get("x-request-id")!);
+    assert.deepEqual(
+      [record.error_code, record.session_id],
+      ["session_limit_exceeded", claude.headers["x-claude-code-session-id"]],
+    );
+
+    const codex = loadAgentFixture("codex", "default-json.turn-1");
+    const answer = await fetch(`${gw.origin}${codex.path}`, {
+      method: "POST",
+      headers: { ...codex.headers, authorization: `Bearer ${key.secret}` },
+      body: JSON.stringify({ ...codex.body, model: TEST_MODEL }),
+    });
+    assert.equal(answer.status, 429);
+    const openai = (await answer.json()) as { error: { type: string; code: string; message: string } };
+    assert.equal(openai.error.code, "session_limit_exceeded");
+    assert.equal(openai.error.type, "insufficient_quota");
+    assert.match(openai.error.message, new RegExp(`in session '${codex.headers["session-id"]}'`));
+
+    // through the OpenAI SDK on chat completions: its typed error, not retried
+    const client = new OpenAI({ baseURL: gw.baseURL, apiKey: key.secret });
+    await assert.rejects(
+      client.chat.completions.create(
+        { model: TEST_MODEL, messages: [{ role: "user", content: "x ".repeat(2_000) }] },
+        { headers: { "x-session-id": "sdk-run" } },
+      ),
+      (err: unknown) =>
+        err instanceof OpenAI.RateLimitError &&
+        err.code === "session_limit_exceeded" &&
+        /session 'sdk-run'/.test(err.message),
+    );
+  });
+
   test("a call refused before its body is read still carries the headers' session", async () => {
     const res = await fetch(`${gw.baseURL}/chat/completions`, {
       method: "POST",
