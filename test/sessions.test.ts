@@ -8,8 +8,13 @@ import { parseChatRequest } from "../src/domain/chat-request.ts";
 import { nanosFor } from "../src/ledger/money.ts";
 import { configuredPricing, costRule } from "../src/prices/pricing.ts";
 import { DEFAULT_PROMPT_OVERHEADS, promptUpperBound } from "../src/providers/prompt-bound.ts";
+import { RECORD_FIELDS } from "../src/records/queries.ts";
+import type { AdminRecordView } from "../src/views/admin.ts";
+import type { CallRecordView, KeyView, SessionView } from "../src/views/console.ts";
 import { loadAgentFixture } from "./agents/fixtures.ts";
+import { adminApiSuite, refused, suiteEnd } from "./support/admin-api.ts";
 import {
+  type ConsoleSession,
   pricedModels,
   startTestGateway,
   TEST_MODEL,
@@ -453,4 +458,253 @@ for (const store of ["sqlite", "postgres", "postgres+redis"] as const) {
       assert.equal(await gw.gateway.deps.ledger.inspectSession?.(plain.id, "free-run"), undefined);
     });
   });
+}
+
+for (const store of ["sqlite", "postgres"] as const) {
+  describe(
+    `an account's sessions in the console and the admin API (${store})`,
+    await storeSuite(store),
+    () => {
+      const admin = adminApiSuite(store);
+      let owner: ConsoleSession;
+      let outsider: ConsoleSession;
+      let second: { id: string; secret: string };
+      /** request ids by session, in the order they were made */
+      const calls: Record<string, string[]> = {};
+      const made = (session: string, requestId: string) => {
+        calls[session] = [...(calls[session] ?? []), requestId];
+      };
+      let claude: string;
+      let codex: string;
+
+      const get = async (path: string, cookie: string) => {
+        const res = await fetch(`${admin.gw.origin}/api/console${path}`, { headers: { cookie } });
+        const text = await res.text();
+        let body: any;
+        try {
+          body = JSON.parse(text);
+        } catch {}
+        return { status: res.status, headers: res.headers, body, text };
+      };
+
+      before(async () => {
+        const gw = admin.gw;
+        owner = await gw.consoleUser(admin.acme, { role: "owner" });
+        outsider = await gw.consoleUser(admin.other, { role: "owner" });
+        second = await gw.key(admin.acme, { name: "app-two" });
+        const client = new OpenAI({ baseURL: gw.baseURL, apiKey: admin.key.secret, maxRetries: 0 });
+        const say = async (session: string | undefined, secret = admin.key.secret, model = TEST_MODEL) => {
+          const c =
+            secret === admin.key.secret ? client : new OpenAI({ baseURL: gw.baseURL, apiKey: secret });
+          const { response } = await c.chat.completions
+            .create(
+              { model, messages: [{ role: "user", content: "hello there" }] },
+              session ? { headers: { "x-session-id": session } } : {},
+            )
+            .withResponse();
+          if (session) made(session, response.headers.get("x-request-id")!);
+          await new Promise((r) => setTimeout(r, 3)); // distinct times: the order is the order made
+        };
+        await say("nightly-1");
+        await say("nightly-1", admin.key.secret, "demo");
+        await say(undefined);
+        claude = loadAgentFixture("claude-code", "default-json.turn-1").headers["x-claude-code-session-id"]!;
+        made(claude, (await replay(gw, "claude-code", "default-json.turn-1", admin.key.secret)).requestId);
+        await new Promise((r) => setTimeout(r, 3));
+        await say("nightly-1", second.secret);
+        codex = loadAgentFixture("codex", "default-text.turn-1").headers["session-id"]!;
+        made(codex, (await replay(gw, "codex", "default-text.turn-1", admin.key.secret)).requestId);
+        // another account's session of the same name is its own
+        const stranger = await gw.key(admin.other);
+        await say("nightly-1", stranger.secret);
+      });
+
+      test("the list: each session summed from its records, the latest call first", async () => {
+        const res = await get("/sessions", owner.cookie);
+        assert.equal(res.status, 200, res.text);
+        const sessions = res.body.data as SessionView[];
+        assert.deepEqual(
+          sessions.map((s) => s.session_id),
+          [codex, "nightly-1", claude],
+        );
+        assert.equal(res.body.next_before, null);
+        const nightly = sessions[1]!;
+        const records = await Promise.all(calls["nightly-1"]!.slice(0, 3).map((id) => admin.gw.record(id)));
+        assert.equal(nightly.calls, 3, "this account's calls of it only");
+        assert.equal(nightly.client, "header");
+        assert.equal(nightly.first_at, records[0]!.created_at);
+        assert.equal(nightly.last_at, records[2]!.created_at);
+        assert.equal(
+          nightly.total_tokens,
+          records.reduce((n, r) => n + r.total_tokens, 0),
+        );
+        assert.equal(
+          nightly.cost_nanos,
+          records.reduce((n, r) => n + r.cost_nanos, 0),
+        );
+        assert.ok(nightly.cost_nanos > 0);
+        assert.equal(nightly.errors, 0);
+        assert.deepEqual(nightly.models, ["demo", TEST_MODEL].sort());
+        assert.deepEqual(nightly.apis, ["chat.completions"]);
+        assert.deepEqual(nightly.keys.map((k) => k.name).sort(), ["app-one", "app-two"]);
+        assert.deepEqual(
+          [sessions[0]!.client, sessions[0]!.apis, sessions[2]!.client, sessions[2]!.apis],
+          ["codex", ["responses"], "claude-code", ["messages"]],
+        );
+      });
+
+      test("pages cover the list exactly once; a key narrows it", async () => {
+        const seen: string[] = [];
+        let before: string | null = null;
+        do {
+          const res = await get(
+            `/sessions?limit=1${before ? `&before=${encodeURIComponent(before)}` : ""}`,
+            owner.cookie,
+          );
+          assert.equal(res.status, 200, res.text);
+          seen.push(...res.body.data.map((s: SessionView) => s.session_id));
+          before = res.body.next_before;
+        } while (before);
+        assert.deepEqual(seen, [codex, "nightly-1", claude]);
+        const narrowed = await get(`/sessions?key=${second.id}`, owner.cookie);
+        assert.deepEqual(
+          narrowed.body.data.map((s: SessionView) => [s.session_id, s.calls]),
+          [["nightly-1", 3]],
+          "a session with a call through the key, summed whole",
+        );
+        const bad = await get("/sessions?before=nonsense", owner.cookie);
+        assert.equal(bad.status, 400);
+      });
+
+      test("a session opens as its calls in the order they were made, in pages, and exports them", async () => {
+        const res = await get("/sessions/nightly-1", owner.cookie);
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.body.session.calls, 3);
+        assert.deepEqual(
+          res.body.data.map((r: CallRecordView) => r.request_id),
+          calls["nightly-1"]!.slice(0, 3),
+        );
+        assert.ok(
+          res.body.data.every(
+            (r: CallRecordView) => r.session_id === "nightly-1" && r.session_client === "header",
+          ),
+        );
+        const first = await get("/sessions/nightly-1?limit=2", owner.cookie);
+        const rest = await get(`/sessions/nightly-1?limit=2&after=${first.body.next_after}`, owner.cookie);
+        assert.deepEqual(
+          [...first.body.data, ...rest.body.data].map((r: CallRecordView) => r.request_id),
+          calls["nightly-1"]!.slice(0, 3),
+        );
+        assert.equal(rest.body.next_after, null);
+        const encoded = await get(`/sessions/${encodeURIComponent(claude)}`, owner.cookie);
+        assert.equal(encoded.body.data[0].api, "messages");
+
+        const csv = await get("/sessions/nightly-1/export", owner.cookie);
+        assert.equal(csv.status, 200);
+        assert.match(csv.headers.get("content-disposition")!, /filename="session-nightly-1\.csv"/);
+        const lines = csv.text.trim().split("\r\n");
+        assert.equal(lines[0], RECORD_FIELDS.join(","));
+        assert.ok(lines[0]!.endsWith(",api,session_id,session_client"));
+        assert.equal(lines.length, 4);
+        assert.ok(lines.slice(1).every((l) => l.endsWith(",nightly-1,header")));
+        const jsonl = await get("/sessions/nightly-1/export?format=jsonl", owner.cookie);
+        assert.deepEqual(
+          jsonl.text
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l).request_id),
+          calls["nightly-1"]!.slice(0, 3),
+        );
+        // the records' own export carries the sessions too
+        const today = await get("/records/export?format=jsonl", owner.cookie);
+        const exported = today.text
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l));
+        assert.deepEqual(
+          exported.filter((r) => r.session_id === claude).map((r) => r.session_client),
+          ["claude-code"],
+        );
+      });
+
+      test("another account's session is not found, as one that does not exist; an admin names the account", async () => {
+        assert.equal(
+          (await get("/sessions/nightly-1", outsider.cookie)).body.session.calls,
+          1,
+          "its own, of one call",
+        );
+        assert.equal((await get(`/sessions/${encodeURIComponent(claude)}`, outsider.cookie)).status, 404);
+        assert.equal((await get("/sessions/no-such-run", owner.cookie)).status, 404);
+        assert.equal((await get("/sessions/bad%20id", owner.cookie)).status, 404);
+        assert.equal((await get(`/sessions?account=${admin.acme}`, outsider.cookie)).status, 404);
+        const asAdmin = await get(`/sessions?account=${admin.acme}`, admin.admin.cookie);
+        assert.equal(asAdmin.body.data.length, 3);
+      });
+
+      test("the admin API: an account's sessions, and a session's records", async () => {
+        const res = await admin.call("GET", `/sessions?account=${admin.acme}&limit=2`);
+        assert.equal(res.status, 200, res.text);
+        assert.deepEqual(
+          res.body.data.map((s: SessionView) => s.session_id),
+          [codex, "nightly-1"],
+        );
+        assert.equal(res.body.has_more, true);
+        const next = await admin.call(
+          "GET",
+          `/sessions?account=${admin.acme}&cursor=${encodeURIComponent(res.body.next_cursor)}`,
+        );
+        assert.deepEqual(
+          next.body.data.map((s: SessionView) => s.session_id),
+          [claude],
+        );
+        const records = await admin.call("GET", `/records?account=${admin.acme}&session=nightly-1`);
+        assert.deepEqual(
+          records.body.data.map((r: AdminRecordView) => r.request_id),
+          calls["nightly-1"]!.slice(0, 3).reverse(),
+        );
+        refused(await admin.call("GET", "/sessions"), 400, "invalid_request", "account");
+      });
+
+      test("the caps are set on keys through the console and the admin API", async () => {
+        const patched = await fetch(`${admin.gw.origin}/api/console/keys/${second.id}`, {
+          method: "PATCH",
+          headers: { cookie: owner.cookie, origin: admin.gw.origin, "content-type": "application/json" },
+          body: JSON.stringify({ session_limit_tokens: 200_000, session_budget_nanos: 2_000_000_000 }),
+        });
+        assert.equal(patched.status, 200);
+        const key = ((await patched.json()) as { key: KeyView }).key;
+        assert.deepEqual([key.session_limit_tokens, key.session_budget_nanos], [200_000, 2_000_000_000]);
+        const zero = await fetch(`${admin.gw.origin}/api/console/keys/${second.id}`, {
+          method: "PATCH",
+          headers: { cookie: owner.cookie, origin: admin.gw.origin, "content-type": "application/json" },
+          body: JSON.stringify({ session_limit_tokens: 0 }),
+        });
+        assert.equal(zero.status, 400, "a cap of nothing is no cap: refused");
+
+        const created = await admin.call("POST", "/keys", {
+          body: { account_id: admin.acme, name: "capped", session_limit_tokens: 50_000 },
+        });
+        assert.equal(created.status, 201, created.text);
+        assert.deepEqual(
+          [created.body.session_limit_tokens, created.body.session_budget_nanos],
+          [50_000, null],
+        );
+        const changed = await admin.call("PATCH", `/keys/${created.body.id}`, {
+          body: { session_limit_tokens: null, session_budget_nanos: 1_000_000 },
+        });
+        assert.deepEqual(
+          [changed.body.session_limit_tokens, changed.body.session_budget_nanos],
+          [null, 1_000_000],
+        );
+        const audit = await admin.call("GET", `/audit-log?resource=keys&resource_id=${created.body.id}`);
+        assert.equal(
+          audit.body.data[0].after.session_budget_nanos,
+          1_000_000,
+          "the audit log keeps the caps",
+        );
+      });
+
+      suiteEnd(admin, { operations: ["listSessions", "listRecords", "createKey", "updateKey"] });
+    },
+  );
 }

@@ -123,7 +123,7 @@ async function scopeOf(db: Db, query: RecordQuery): Promise<Scope> {
 }
 
 /** The columns of a record as the console and the admin API show it. */
-function recordSelect(db: Db) {
+export function recordSelect(db: Db) {
   return db
     .selectFrom("call_records as r")
     .leftJoin("api_keys as k", "k.id", "r.key_id")
@@ -163,7 +163,7 @@ function recordSelect(db: Db) {
 
 type RecordRow = Awaited<ReturnType<ReturnType<typeof recordSelect>["executeTakeFirstOrThrow"]>>;
 
-function asRecord(r: RecordRow): CallRecordView {
+export function asRecord(r: RecordRow): CallRecordView {
   return {
     request_id: r.request_id,
     created_at: Number(r.created_at),
@@ -201,7 +201,7 @@ function asRecord(r: RecordRow): CallRecordView {
 }
 
 /** A page's rows and the cursor after its last one (null: the last page). */
-function paged<T extends { created_at: number; request_id: string }>(rows: T[], limit: number) {
+export function paged<T extends { created_at: number; request_id: string }>(rows: T[], limit: number) {
   const data = rows.slice(0, limit);
   const last = data.at(-1);
   return {
@@ -243,6 +243,7 @@ export interface RecordSearch {
   status?: CallStatus | undefined;
   requestId?: string | undefined;
   api?: ApiName | undefined;
+  sessionId?: string | undefined;
 }
 
 /** The columns of the admin API's export: the console's, then what only an operator sees, then the sessions. */
@@ -268,6 +269,7 @@ async function searchPage(db: Db, s: RecordSearch, limit: number, before: Cursor
   if (s.status !== undefined) q = q.where("r.status", "=", s.status);
   if (s.requestId !== undefined) q = q.where("r.request_id", "=", s.requestId);
   if (s.api !== undefined) q = q.where("r.api", "=", s.api);
+  if (s.sessionId !== undefined) q = q.where("r.session_id", "=", s.sessionId);
   if (before) q = q.where("r.created_at", "<=", before.created_at).where((eb) => after(eb, before, "<"));
   const rows = await q
     .orderBy("r.created_at", "desc")

@@ -147,6 +147,28 @@ export interface CallRecordView {
   session_client: SessionClient | null;
 }
 
+/** An agent session of the account, summed from its calls' records (docs/records.md). */
+export interface SessionView {
+  session_id: string;
+  /** how the client named it (its calls name it one way) */
+  client: SessionClient | null;
+  /** its first and last call */
+  first_at: number;
+  last_at: number;
+  calls: number;
+  /** calls that did not end ok */
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cost_usd: number;
+  cost_nanos: number;
+  /** the public models and client APIs its calls used, and the keys they came through */
+  models: string[];
+  apis: ApiName[];
+  keys: { id: string; prefix: string | null; name: string | null }[];
+}
+
 export interface TicketView {
   id: string;
   account_id: string;
@@ -223,6 +245,19 @@ export interface KeyCreated {
 export interface RecordsAnswer {
   data: CallRecordView[];
   next_before: string | null;
+}
+
+/** GET /sessions: one page, the session with the latest call first; `next_before` continues it */
+export interface SessionsAnswer {
+  data: SessionView[];
+  next_before: string | null;
+}
+
+/** GET /sessions/:id: the session and a page of its calls in order; `next_after` continues it */
+export interface SessionCallsAnswer {
+  session: SessionView;
+  data: CallRecordView[];
+  next_after: string | null;
 }
 
 /** GET /tickets/:id */

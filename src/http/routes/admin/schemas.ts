@@ -8,16 +8,18 @@ import { ADMIN_SCOPES } from "../../../accounts/admin-scopes.ts";
 import { ROLES } from "../../../accounts/roles.ts";
 import { API_NAMES } from "../../../domain/api-names.ts";
 import { CALL_STATUSES } from "../../../domain/outcomes.ts";
-import { SESSION_CLIENTS } from "../../../domain/sessions.ts";
+import { SESSION_CLIENTS, SESSION_ID } from "../../../domain/sessions.ts";
 import { TICKET_KINDS, TICKET_STATUSES } from "../../../domain/ticket-kinds.ts";
 import { USAGE_GROUPS } from "../../../domain/usage-groups.ts";
 import { BUDGET_PERIODS } from "../../../prices/period.ts";
 import { type Cursor, decodeCursor } from "../../../records/queries.ts";
+import { decodeSessionCursor, type SessionCursor } from "../../../records/sessions.ts";
 import type {
   AdminAccount,
   AdminKey,
   AdminKeyCreated,
   AdminRecordView,
+  AdminSession,
   AdminTicket,
   AdminTicketMessage,
   AdminTicketThread,
@@ -114,6 +116,8 @@ export const usersQuery = z
   .object({ account: idParam.optional().describe("only this account's users") })
   .strict();
 
+const sessionParam = z.string().regex(SESSION_ID, "is not a session id");
+
 const recordFilters = {
   from: timeParam.optional().describe("records made at or after this time (see `to`)"),
   to: timeParam
@@ -127,6 +131,7 @@ const recordFilters = {
   status: z.enum(CALL_STATUSES).optional(),
   request_id: idParam.optional().describe("the one record of a request (its `x-request-id`)"),
   api: z.enum(API_NAMES).optional().describe("the client API the call came in"),
+  session: sessionParam.optional().describe("one agent session's records (with `account`: that account's)"),
 };
 
 export const RECORDS_DEFAULT_LIMIT = 100;
@@ -139,6 +144,28 @@ export const recordsQuery = z
   .strict();
 export const exportQuery = z
   .object({ ...recordFilters, format: z.enum(["csv", "jsonl"]).default("csv") })
+  .strict();
+
+export const SESSIONS_DEFAULT_LIMIT = 50;
+export const sessionsQuery = z
+  .object({
+    account: idParam.describe("the account whose sessions are listed"),
+    key: idParam.optional().describe("only the sessions with a call through this key"),
+    limit: pageLimit(200, SESSIONS_DEFAULT_LIMIT).optional(),
+    cursor: z
+      .string()
+      .max(300)
+      .transform((text, ctx): SessionCursor => {
+        const cursor = decodeSessionCursor(text);
+        if (!cursor) {
+          ctx.addIssue({ code: "custom", message: "is not a cursor this API returned" });
+          return z.NEVER;
+        }
+        return cursor;
+      })
+      .describe("the `next_cursor` of the previous page")
+      .optional(),
+  })
   .strict();
 
 export const ticketsQuery = z
@@ -423,6 +450,32 @@ export const recordAnswer = named(
   }),
 ) satisfies z.ZodType<AdminRecordView>;
 
+export const sessionAnswer = named(
+  answerSchemas,
+  "Session",
+  z.strictObject({
+    session_id: z.string().describe("as the client named it"),
+    client: z
+      .enum(SESSION_CLIENTS)
+      .nullable()
+      .describe("how: an `x-session-id` header, Claude Code's session, Codex's thread"),
+    first_at: time.describe("its first call"),
+    last_at: time.describe("its last call"),
+    calls: int,
+    errors: int.describe("calls that did not end `ok`"),
+    prompt_tokens: int,
+    completion_tokens: int,
+    total_tokens: int,
+    cost_usd: z.number(),
+    cost_nanos: int,
+    models: z.array(z.string()).describe("the public models its calls asked for"),
+    apis: z.array(z.enum(API_NAMES)).describe("the client APIs its calls came in"),
+    keys: z
+      .array(z.strictObject({ id: z.string(), prefix: z.string().nullable(), name: z.string().nullable() }))
+      .describe("the keys its calls came through"),
+  }),
+) satisfies z.ZodType<AdminSession>;
+
 export const ticketAnswer = named(
   answerSchemas,
   "Ticket",
@@ -601,6 +654,7 @@ export const keyList = named(answerSchemas, "KeyList", list(keyAnswer));
 export const userList = named(answerSchemas, "UserList", list(userAnswer));
 export const recordList = named(answerSchemas, "RecordList", list(recordAnswer));
 export const ticketList = named(answerSchemas, "TicketList", list(ticketAnswer));
+export const sessionList = named(answerSchemas, "SessionList", list(sessionAnswer));
 export const adminTokenList = named(answerSchemas, "AdminTokenList", list(adminTokenAnswer));
 export const auditList = named(answerSchemas, "AuditList", list(auditEntryAnswer));
 
