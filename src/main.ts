@@ -29,6 +29,7 @@ const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src
                       [--budget-usd USD|none] [--budget-period month|none]
                       [--safety on|off|inherit] [--safety-streaming json|reviewed|inherit]
   keys create --account ID|NAME [--name LABEL] [--limit TOKENS] [--models MODEL,MODEL…]
+              [--session-limit TOKENS] [--session-budget USD]
   keys list --account ID|NAME
   keys show ID|NAME
   keys disable ID|NAME
@@ -37,6 +38,8 @@ const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src
   keys set-rate ID|NAME [--rpm N|plan] [--tpm N|plan]
   keys set-budget ID|NAME USD|none [--period month|none]
   keys set-models ID|NAME MODEL,MODEL…|all
+  keys set-session-cap ID|NAME [--limit TOKENS|none] [--budget USD|none]
+                                          what each agent session of the key may use
   users create --account ID|NAME --email E [--role member|owner|admin] [--password P]
   users set-password EMAIL [--password P]
   users list [--account ID|NAME]

@@ -629,6 +629,18 @@ for (const store of STORES) {
         );
       });
 
+      test("an account's agent sessions (test/sessions.test.ts has the rest): none for calls that name none", async () => {
+        const res = await call("GET", `/sessions?account=${api.other}`);
+        assert.equal(res.status, 200);
+        assert.deepEqual(res.body, { object: "list", data: [], has_more: false, next_cursor: null });
+        refused(
+          await call("GET", `/sessions?account=${api.acme}&cursor=nonsense`),
+          400,
+          "invalid_request",
+          "cursor",
+        );
+      });
+
       test("bad filters: limit, cursor, date, status, unknown parameter", async () => {
         refused(await call("GET", "/records?limit=0"), 400, "invalid_request", "limit");
         refused(await call("GET", "/records?limit=501"), 400, "invalid_request", "limit");
@@ -650,7 +662,11 @@ for (const store of STORES) {
         );
         const lines = csv.text.split("\r\n").filter(Boolean);
         assert.equal(lines[0], ADMIN_RECORD_FIELDS.join(","));
-        assert.ok(lines[0]!.endsWith(",api,account_id,account_name,provider,upstream_model"));
+        assert.ok(
+          lines[0]!.endsWith(
+            ",api,account_id,account_name,provider,upstream_model,session_id,session_client",
+          ),
+        );
         assert.equal(lines.length, 5);
         assert.ok(lines.slice(1).every((l) => l.includes(`,${api.acme},`)));
         const jsonl = await call("GET", `/records/export?from=${started}&format=jsonl`);

@@ -30,6 +30,7 @@ const MIGRATIONS = [
   "018-login-throttle",
   "019-control-plane",
   "020-key-models",
+  "023-agent-sessions",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";
@@ -408,6 +409,38 @@ describe("CLI on SQLite", () => {
       fails(["keys", "set-limit", "laptop", "-5"], env, 2, /the limit must not be negative/),
       fails(["keys", "set-limit", "laptop"], env, 2, /TOKENS/),
       fails(["keys", "set-limit", "nothing", "5"], env, 1, /nothing/),
+    ]);
+  });
+
+  test("per-session caps: keys create --session-limit/--session-budget, keys set-session-cap", async () => {
+    const k = await ok(
+      [
+        "keys",
+        "create",
+        "--account",
+        "acme",
+        "--name",
+        "agent",
+        "--session-limit",
+        "200000",
+        "--session-budget",
+        "2.5",
+      ],
+      env,
+    );
+    secrets.push(k.secret);
+    assert.deepEqual([k.session_limit_tokens, k.session_budget_usd], [200_000, 2.5]);
+    let v = await ok(["keys", "set-session-cap", "agent", "--limit", "none"], env);
+    assert.deepEqual([v.session_limit_tokens, v.session_budget_usd], [null, 2.5]);
+    v = await ok(["keys", "set-session-cap", k.id, "--budget", "none", "--limit", "5000"], env);
+    assert.deepEqual([v.session_limit_tokens, v.session_budget_usd], [5000, null]);
+    const text = await run(["keys", "show", "agent"], env);
+    assert.match(text.stdout, /session-cap=5000 tokens/);
+    await Promise.all([
+      fails(["keys", "set-session-cap", "agent"], env, 2, /--limit TOKENS\|none and\/or --budget/),
+      fails(["keys", "set-session-cap", "agent", "--limit", "0"], env, 2, /positive/),
+      fails(["keys", "set-session-cap", "agent", "--budget", "-1"], env, 2, /budget/),
+      fails(["keys", "create", "--account", "acme", "--session-limit", "lots"], env, 2, /--session-limit/),
     ]);
   });
 

@@ -48,6 +48,8 @@ for (const store of STORES) {
           "limit_tokens",
           "name",
           "prefix",
+          "session_budget_nanos",
+          "session_limit_tokens",
           "spent_nanos",
           "used_tokens",
         ]);

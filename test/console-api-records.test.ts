@@ -354,6 +354,8 @@ for (const store of STORES) {
           "cost_source",
           // #19's client APIs
           "api",
+          // #31's agent sessions
+          ...["session_id", "session_client"],
         ]);
         assert.deepEqual(header, [...RECORD_FIELDS]);
         const view = (await get("/records?limit=500", recOwner)).body.data;

@@ -23,6 +23,8 @@ import type {
   MoneyBudget,
   MoneyCounter,
   Reservation,
+  SessionCounter,
+  SessionSubject,
 } from "../src/ledger/types.ts";
 import { createLogger } from "../src/observability/logger.ts";
 import { monthOf } from "../src/prices/period.ts";
@@ -60,6 +62,7 @@ interface Instance {
   ledger: Ledger & {
     inspect(kind: "account" | "key", id: string): Promise<{ used: number; reserved: number } | undefined>;
     inspectMoney(kind: "account" | "key", id: string): Promise<MoneyCounter | undefined>;
+    inspectSession(keyId: string, sessionId: string): Promise<SessionCounter | undefined>;
     openHolds(): Promise<number>;
     sweep(): Promise<number>;
   };
@@ -76,6 +79,7 @@ function record(subject: LedgerSubject, tokens: number, nanos = 0) {
     key_id: subject.keyId,
     prompt_tokens: tokens,
     cost_nanos: nanos,
+    ...(subject.session ? { session_id: subject.session.id, session_client: "header" } : {}),
   });
 }
 
@@ -523,6 +527,167 @@ for (const kind of ["postgres", "redis"] as const) {
         assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 120, reserved: 0 }, "once");
       });
 
+      /** A key without limits whose session `id` is capped as given. */
+      async function sessionSubject(
+        session: Omit<SessionSubject, "id">,
+        id = "run-1",
+      ): Promise<LedgerSubject> {
+        return { ...(await newSubject(1_000_000)), keyLimit: null, session: { id, ...session } };
+      }
+
+      /**
+       * The session's figures in the shared state agree with the store's row (PostgreSQL's own
+       * book) and with its records.
+       */
+      async function sessionAgreed(i: Instance, s: LedgerSubject): Promise<SessionCounter> {
+        const shared = (await i.ledger.inspectSession(s.keyId, s.session!.id))!;
+        const row = await store.db
+          .selectFrom("session_usage")
+          .selectAll()
+          .where("key_id", "=", s.keyId)
+          .where("session_id", "=", s.session!.id)
+          .executeTakeFirstOrThrow();
+        const records = await store.db
+          .selectFrom("call_records")
+          .select((eb) => [
+            eb.fn.sum<number>("total_tokens").as("t"),
+            eb.fn.sum<number>("cost_nanos").as("n"),
+          ])
+          .where("key_id", "=", s.keyId)
+          .where("session_id", "=", s.session!.id)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual(
+          [shared.used, shared.spentNanos],
+          [Number(row.used_tokens), Number(row.spent_nanos)],
+          "the shared state's session is the store's",
+        );
+        assert.deepEqual(
+          [Number(row.used_tokens), Number(row.spent_nanos)],
+          [Number(records.t ?? 0), Number(records.n ?? 0)],
+          "the records add up to the session's use",
+        );
+        return shared;
+      }
+
+      test("a capped session is held atomically across instances: 40 concurrent asks of 30 on a 300-token session hold 10", async () => {
+        const [a, b] = instances;
+        const s = await sessionSubject({ limitTokens: 300, budgetNanos: null });
+        const results = await Promise.all(
+          Array.from({ length: 40 }, (_, n) =>
+            (n % 2 ? a! : b!).ledger.reserve(s, 30, 30, { signal: AbortSignal.abort() }),
+          ),
+        );
+        const held = results.filter((r) => r.ok);
+        assert.equal(held.length, 10);
+        assert.ok(
+          results.every((r) => r.ok || r.reason === "session_limit"),
+          "the session's cap refuses them",
+        );
+        assert.equal((await a!.ledger.inspectSession(s.keyId, "run-1"))!.reserved, 300);
+        for (const [n, r] of results.entries()) if (r.ok) await finish(n % 2 ? a! : b!, s, r.reservation, 10);
+        const book = await sessionAgreed(b!, s);
+        assert.deepEqual([book.used, book.reserved], [100, 0]);
+        // another session of the key: a book of its own
+        const other = await a!.ledger.reserve({ ...s, session: { ...s.session!, id: "run-2" } }, 300, 300);
+        assert.ok(other.ok);
+        await a!.ledger.release(other.reservation);
+        // the key without the caps holds nothing for a session
+        const { session: _, ...plain } = s;
+        const free = await a!.ledger.reserve(plain, 300, 300);
+        assert.ok(free.ok);
+        assert.equal(free.reservation.session, undefined);
+        await a!.ledger.release(free.reservation);
+        assert.equal((await a!.ledger.inspectSession(s.keyId, "run-1"))!.reserved, 0);
+      });
+
+      test("a session's money cap holds what its calls may cost, refused below the minimum naming it", async () => {
+        const [a, b] = instances;
+        const budget = nanosFor(RULE, WANTED) + nanosFor(RULE, MINIMUM) - 1;
+        const s = await sessionSubject({ limitTokens: null, budgetNanos: budget }, "run-money");
+        const first = await a!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(first.ok);
+        assert.deepEqual(first.reservation.holdsNanos, { account: false, key: false, session: true });
+        const denied = await b!.ledger.reserve(s, WANTED, MINIMUM, { ...cost, signal: AbortSignal.abort() });
+        assert.deepEqual(denied, { ok: false, reason: "session_budget", remaining: budget, held: true });
+        await finish(a!, s, first.reservation, 80, 400_000);
+        const book = await sessionAgreed(b!, s);
+        assert.deepEqual([book.spentNanos, book.reservedNanos], [400_000, 0]);
+        const next = await b!.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(next.ok);
+        assert.equal(next.reservation.tokens, Math.min(WANTED, tokensFor(RULE, budget - 400_000)));
+        await finish(b!, s, next.reservation, 0);
+        const refused = await a!.ledger.reserve(s, WANTED, WANTED + 100_000, cost);
+        assert.deepEqual(refused, {
+          ok: false,
+          reason: "session_budget",
+          remaining: budget - 400_000,
+          held: false,
+        });
+      });
+
+      test("a session first met counts what its records already used (a cap set mid-session)", async () => {
+        const [a] = instances;
+        const s = await sessionSubject({ limitTokens: 500, budgetNanos: null }, "run-late");
+        // two calls of the session before its key had caps
+        const { session: _, ...uncapped } = s;
+        for (const tokens of [120, 80]) {
+          const r = await a!.ledger.reserve(uncapped, 200, 200);
+          assert.ok(r.ok);
+          await a!.writer.write(record(s, tokens), r.reservation);
+          await a!.ledger.settle(r.reservation, tokens, 0);
+        }
+        const r = await a!.ledger.reserve(s, 1_000, 10);
+        assert.ok(r.ok);
+        assert.equal(r.reservation.tokens, 300, "the cap less what the session's records used");
+        await finish(a!, s, r.reservation, 0);
+        assert.equal((await sessionAgreed(a!, s)).used, 200);
+      });
+
+      test("a capped session's hold of an instance whose lease ran out is released by another's sweep, its money too", async () => {
+        const s = await sessionSubject(
+          { limitTokens: 1_000, budgetNanos: nanosFor(RULE, WANTED) },
+          "run-swept",
+        );
+        const dying = await instance(randomUUID(), 400);
+        const r = await dying.ledger
+          .reserve(s, WANTED, MINIMUM, cost)
+          .finally(() => dying.lease.stop().catch(() => undefined));
+        assert.ok(r.ok);
+        const other = instances[0]!;
+        const held = (await other.ledger.inspectSession(s.keyId, "run-swept"))!;
+        assert.deepEqual([held.reserved, held.reservedNanos], [WANTED, nanosFor(RULE, WANTED)]);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        assert.ok((await other.ledger.sweep()) >= WANTED);
+        const book = await sessionAgreed(other, s);
+        assert.deepEqual([book.reserved, book.reservedNanos], [0, 0]);
+        const granted = await other.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(granted.ok);
+        await finish(other, s, granted.reservation, 1, 1);
+      });
+
+      test("an instance dies after a capped session's record committed, before its hold closed: the sweep charges the session once", async () => {
+        const s = await sessionSubject({ limitTokens: 1_000, budgetNanos: 10_000_000 }, "run-dead");
+        const dying = await instance(randomUUID(), 400);
+        await dying.lease.stop();
+        const other = instances[0]!;
+        const r = await dying.ledger.reserve(s, WANTED, MINIMUM, cost);
+        assert.ok(r.ok);
+        await dying.writer.write(record(s, 100, 700_000), r.reservation); // committed, never settled
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        await other.ledger.sweep();
+        const book = await sessionAgreed(other, s);
+        assert.deepEqual(
+          [book.used, book.reserved, book.spentNanos, book.reservedNanos],
+          [100, 0, 700_000, 0],
+        );
+        await dying.ledger.settle(r.reservation, 100, 700_000); // late: changes nothing
+        assert.equal((await sessionAgreed(other, s)).used, 100);
+        const rest = await other.ledger.reserve(s, 1_000, 1, { signal: AbortSignal.abort() });
+        assert.ok(rest.ok);
+        assert.equal(rest.reservation.tokens, 900, "the cap less the charge, counted once");
+        await finish(other, s, rest.reservation, 0);
+      });
+
       if (kind === "redis") {
         const flush = () => flushRedisKeys(TEST_REDIS_URL, prefix);
 
@@ -640,6 +805,33 @@ for (const kind of ["postgres", "redis"] as const) {
           assert.equal(next.reservation.tokens, 70);
           await finish(b!, s, next.reservation, 70);
           assert.deepEqual(await a!.ledger.inspect("key", s.keyId), { used: 100, reserved: 0 });
+        });
+
+        test("flushed with a capped session's hold in flight: the new epoch seeds the session from the store and its journaled hold, charged once", async () => {
+          const [a, b] = instances;
+          const s = await sessionSubject({ limitTokens: 300, budgetNanos: 5_000_000 }, "run-flushed");
+          const spent = await a!.ledger.reserve(s, 100, MINIMUM, cost);
+          assert.ok(spent.ok);
+          await finish(a!, s, spent.reservation, 20, 300_000);
+          const first = await a!.ledger.reserve(s, 100, MINIMUM, cost);
+          assert.ok(first.ok);
+          await flush();
+          // b seeds the session from session_usage (20 used) and the journaled hold of 100
+          const denied = await b!.ledger.reserve(s, 200, 200, { ...cost, signal: AbortSignal.abort() });
+          assert.deepEqual(denied, { ok: false, reason: "session_limit", remaining: 280, held: true });
+          const seeded = (await b!.ledger.inspectSession(s.keyId, "run-flushed"))!;
+          assert.deepEqual([seeded.used, seeded.reserved, seeded.spentNanos], [20, 100, 300_000]);
+          assert.equal(seeded.reservedNanos, first.reservation.nanos);
+          await finish(a!, s, first.reservation, 30, 200_000);
+          const book = await sessionAgreed(b!, s);
+          assert.deepEqual(
+            [book.used, book.reserved, book.spentNanos, book.reservedNanos],
+            [50, 0, 500_000, 0],
+          );
+          const next = await b!.ledger.reserve(s, 300, 10);
+          assert.ok(next.ok);
+          assert.equal(next.reservation.tokens, 250, "the cap less the session's use, counted once");
+          await finish(b!, s, next.reservation, 0);
         });
 
         test("flushed after a record committed but before its hold closed in Redis: charged once", async () => {

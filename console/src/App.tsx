@@ -11,6 +11,7 @@ import { OPERATIONS_TABS, OperationsPage } from "./pages/Operations.tsx";
 import { OverviewPage } from "./pages/Overview.tsx";
 import { PlanPage } from "./pages/Plan.tsx";
 import { RecordsPage } from "./pages/Records.tsx";
+import { SessionPage, SessionsPage } from "./pages/Sessions.tsx";
 import { NewTicketPage, TicketPage } from "./pages/Ticket.tsx";
 import { TicketsPage } from "./pages/Tickets.tsx";
 import { Link, match, navigate, useLocation } from "./router.tsx";
@@ -29,6 +30,14 @@ function route(path: string, session: Session): Route {
     return { title: "Overview", page: <OverviewPage />, section: "/" };
   if (path === "/keys") return { title: "Keys", page: <KeysPage />, section: "/keys" };
   if (path === "/records") return { title: "Call records", page: <RecordsPage />, section: "/records" };
+  if (path === "/sessions") return { title: "Sessions", page: <SessionsPage />, section: "/sessions" };
+  const agentSession = match("/sessions/:id", path);
+  if (agentSession)
+    return {
+      title: "Session",
+      page: <SessionPage key={agentSession.id} id={agentSession.id!} />,
+      section: "/sessions",
+    };
   if (path === "/models") return { title: "Models", page: <ModelsPage />, section: "/models" };
   if (path === "/tickets") return { title: "Tickets", page: <TicketsPage />, section: "/tickets" };
   if (path === "/tickets/new") return { title: "New ticket", page: <NewTicketPage />, section: "/tickets" };
@@ -59,6 +68,7 @@ const NAV: { to: string; label: string; admin?: boolean }[] = [
   { to: "/", label: "Overview" },
   { to: "/keys", label: "Keys" },
   { to: "/records", label: "Call records" },
+  { to: "/sessions", label: "Sessions" },
   { to: "/models", label: "Models" },
   { to: "/tickets", label: "Tickets" },
   { to: "/plan", label: "Plan" },

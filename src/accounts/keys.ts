@@ -36,6 +36,12 @@ export interface ApiKey {
   tpm_limit: number | null;
   /** the public models the key may call, within its plan's; null: every model of the plan */
   allowed_models: readonly string[] | null;
+  /**
+   * what each agent session of the key may use over its whole life: tokens, and nanodollars;
+   * null: no cap (docs/accounting.md)
+   */
+  session_limit_tokens: number | null;
+  session_budget_nanos: number | null;
 }
 
 /** What an operator sets on a key; left out: unchanged (or, creating one, the default). */
@@ -49,6 +55,9 @@ export interface KeySettings {
   /** null: no budget; with budget_period, the rule of src/prices/budgets.ts (changedBudget) */
   budget_nanos?: number | null;
   budget_period?: BudgetPeriod;
+  /** each agent session's cap in tokens, and in nanodollars; null: none */
+  session_limit_tokens?: number | null;
+  session_budget_nanos?: number | null;
 }
 
 const keyColumns = [
@@ -68,6 +77,8 @@ const keyColumns = [
   "rpm_limit",
   "tpm_limit",
   "allowed_models",
+  "session_limit_tokens",
+  "session_budget_nanos",
 ] as const;
 
 type KeyRow = Omit<ApiKey, "allowed_models"> & { allowed_models: string | null };
@@ -103,6 +114,8 @@ export function keyAudit(k: ApiKey & { deleted_at?: number | null }) {
     allowed_models: k.allowed_models,
     budget_nanos: k.budget_nanos === null ? null : Number(k.budget_nanos),
     budget_period: k.budget_period,
+    session_limit_tokens: k.session_limit_tokens === null ? null : Number(k.session_limit_tokens),
+    session_budget_nanos: k.session_budget_nanos === null ? null : Number(k.session_budget_nanos),
     disabled: Number(k.disabled) === 1,
     ...(k.deleted_at === undefined ? {} : { deleted: k.deleted_at !== null }),
   };
@@ -138,6 +151,8 @@ export async function createKey(
     limit_tokens: input.limit_tokens ?? null,
     rpm_limit: input.rpm_limit ?? null,
     tpm_limit: input.tpm_limit ?? null,
+    session_limit_tokens: input.session_limit_tokens ?? null,
+    session_budget_nanos: input.session_budget_nanos ?? null,
     created_at: Date.now(),
   };
   const allowed = input.allowed_models === undefined ? null : modelsColumn(input.allowed_models);
@@ -215,7 +230,9 @@ export async function updateKey(
       | "tpm_limit"
       | "allowed_models"
       | "budget_nanos"
-      | "budget_period",
+      | "budget_period"
+      | "session_limit_tokens"
+      | "session_budget_nanos",
       any
     >
   > = {};
@@ -225,6 +242,8 @@ export async function updateKey(
   if (changes.rpm_limit !== undefined) set.rpm_limit = changes.rpm_limit;
   if (changes.tpm_limit !== undefined) set.tpm_limit = changes.tpm_limit;
   if (changes.allowed_models !== undefined) set.allowed_models = modelsColumn(changes.allowed_models);
+  if (changes.session_limit_tokens !== undefined) set.session_limit_tokens = changes.session_limit_tokens;
+  if (changes.session_budget_nanos !== undefined) set.session_budget_nanos = changes.session_budget_nanos;
   const budgetChange = changes.budget_nanos !== undefined || changes.budget_period !== undefined;
   if (!Object.keys(set).length && !budgetChange) return findKeyById(db, id);
   const changed = await db.transaction().execute(async (trx) => {
@@ -280,6 +299,8 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       "k.rpm_limit as k_rpm",
       "k.tpm_limit as k_tpm",
       "k.allowed_models as k_models",
+      "k.session_limit_tokens as k_session_limit",
+      "k.session_budget_nanos as k_session_budget",
       "a.id as a_id",
       "a.name as a_name",
       "a.plan_id as a_plan",
@@ -320,6 +341,8 @@ export async function findKeyByHash(db: Db, hash: string): Promise<{ key: ApiKey
       rpm_limit: row.k_rpm,
       tpm_limit: row.k_tpm,
       allowed_models: parseModels(row.k_models),
+      session_limit_tokens: row.k_session_limit === null ? null : Number(row.k_session_limit),
+      session_budget_nanos: row.k_session_budget === null ? null : Number(row.k_session_budget),
     },
     account: {
       id: row.a_id,

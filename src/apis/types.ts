@@ -38,6 +38,7 @@ import type { EmbeddingRequest } from "../domain/embedding-request.ts";
 import type { GatewayError } from "../errors/index.ts";
 import type { NativeRequest } from "../providers/types.ts";
 import type { ReviewOutcome } from "../safety/policy.ts";
+import type { SessionHints } from "./session.ts";
 
 export type { ApiName } from "../domain/api-names.ts";
 
@@ -184,4 +185,10 @@ export interface ClientApi extends ClientEdge {
    * conversation a previous_response_id continues, which makes the parse asynchronous).
    */
   parse(body: unknown, headers: IncomingHttpHeaders, caller: AuthContext): ClientCall | Promise<ClientCall>;
+  /**
+   * Where the API's body names the agent session a call belongs to (./session.ts reads the
+   * headers): read from the body as it came, before it is validated, so a call refused for
+   * its body still carries its session. Absent: the headers alone say.
+   */
+  sessionHints?(body: unknown): SessionHints;
 }

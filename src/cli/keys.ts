@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { findAccount } from "../accounts/accounts.ts";
 import { setBudget } from "../accounts/budgets.ts";
 import { type ApiKey, createKey, findKey, listKeys, updateKey } from "../accounts/keys.ts";
+import { formatUsd, usd } from "../prices/usd.ts";
 import { budgetView, describeBudget, nextBudget, parseBudget, parsePeriod } from "./budget.ts";
 import { type CliContext, negativeAmounts, parseTokens, print, UsageError } from "./context.ts";
 import { describeWindows, liveView } from "./live.ts";
@@ -22,8 +23,35 @@ export function keyView(k: ApiKey) {
     tpm_limit: k.tpm_limit,
     /** the public models the key may call; null: every model of its plan */
     allowed_models: k.allowed_models === null ? null : [...k.allowed_models],
+    /** what each agent session of the key may use over its life; null: no cap */
+    session_limit_tokens: k.session_limit_tokens,
+    session_budget_usd: k.session_budget_nanos === null ? null : usd(k.session_budget_nanos),
     created_at: new Date(k.created_at).toISOString(),
   };
+}
+
+/** "  session cap: 200000 tokens, $2 each", or nothing without caps */
+function describeSessionCaps(k: ApiKey): string {
+  const caps = [
+    ...(k.session_limit_tokens === null ? [] : [`${k.session_limit_tokens} tokens`]),
+    ...(k.session_budget_nanos === null ? [] : [`$${formatUsd(k.session_budget_nanos)}`]),
+  ];
+  return caps.length ? `  session-cap=${caps.join(",")}` : "";
+}
+
+/** A session cap's `--limit` (tokens) or "none"; zero caps nothing, so it is refused. */
+function parseSessionLimit(value: string | undefined, flag: string): number | null | undefined {
+  const n = parseTokens(value, flag, true);
+  if (n === 0) throw new UsageError(`${flag} must be a positive whole number of tokens or "none"`);
+  return n;
+}
+
+/** A session cap's `--budget` in dollars, or "none". */
+function parseSessionBudget(value: string | undefined, flag: string): number | null | undefined {
+  if (value === undefined) return undefined;
+  const nanos = parseBudget(value, flag);
+  if (nanos === 0) throw new UsageError(`${flag} must be above 0 (or "none")`);
+  return nanos;
 }
 
 /** keyView plus what running gateways hold now and the rate limits in force. */
@@ -67,7 +95,7 @@ function human(v: ReturnType<typeof keyView>, k: ApiKey): string {
   const limit =
     v.limit_tokens === null ? "limit=none" : `limit=${v.limit_tokens}  remaining=${v.remaining_tokens}`;
   const models = v.allowed_models === null ? "" : `  models=${v.allowed_models.join(",") || "(none)"}`;
-  return `${v.id}  ${v.prefix}…  ${v.name ?? "(no name)"}  used=${v.used_tokens}  ${limit}  ${describeBudget(k)}${models}${v.disabled ? "  DISABLED" : ""}`;
+  return `${v.id}  ${v.prefix}…  ${v.name ?? "(no name)"}  used=${v.used_tokens}  ${limit}  ${describeBudget(k)}${describeSessionCaps(k)}${models}${v.disabled ? "  DISABLED" : ""}`;
 }
 
 /**
@@ -113,6 +141,8 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
         name: { type: "string" },
         limit: { type: "string" },
         models: { type: "string" },
+        "session-limit": { type: "string" },
+        "session-budget": { type: "string" },
       } as const;
       const { values } = parseArgs({ args: negativeAmounts(rest, options), options, strict: true });
       if (!values.account) throw new UsageError("keys create needs --account ID|NAME");
@@ -122,6 +152,8 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
         name: values.name ?? null,
         limit_tokens: parseTokens(values.limit, "--limit") ?? null,
         allowed_models: parseModels(ctx, values.models, account.plan_id) ?? null,
+        session_limit_tokens: parseSessionLimit(values["session-limit"], "--session-limit") ?? null,
+        session_budget_nanos: parseSessionBudget(values["session-budget"], "--session-budget") ?? null,
       });
       const v = { ...keyView(key), secret };
       return print(
@@ -204,6 +236,27 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
       const v = keyView(updated);
       return print(ctx, v, () => `updated key ${human(v, updated)}`);
     }
+    case "set-session-cap": {
+      const options = { limit: { type: "string" }, budget: { type: "string" } } as const;
+      const { values, positionals } = parseArgs({
+        args: negativeAmounts(rest, options),
+        options,
+        allowPositionals: true,
+        strict: true,
+      });
+      const key = await findKey(db, one(positionals, "keys set-session-cap needs the key's id or name"));
+      const limit = parseSessionLimit(values.limit, "--limit");
+      const budget = parseSessionBudget(values.budget, "--budget");
+      if (limit === undefined && budget === undefined)
+        throw new UsageError("keys set-session-cap needs --limit TOKENS|none and/or --budget USD|none");
+      await updateKey(db, key.id, {
+        ...(limit === undefined ? {} : { session_limit_tokens: limit }),
+        ...(budget === undefined ? {} : { session_budget_nanos: budget }),
+      });
+      const updated = await findKey(db, key.id);
+      const v = keyView(updated);
+      return print(ctx, v, () => `updated key ${human(v, updated)}`);
+    }
     case "set-budget": {
       const options = { period: { type: "string" } } as const;
       const { values, positionals } = parseArgs({
@@ -225,7 +278,7 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
     }
     default:
       throw new UsageError(
-        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit, set-rate, set-budget, set-models)`,
+        `unknown command "keys ${sub ?? ""}" (create, list, show, disable, enable, set-limit, set-rate, set-budget, set-models, set-session-cap)`,
       );
   }
 }

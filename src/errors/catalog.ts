@@ -83,6 +83,22 @@ export const catalog = {
     "the account's or the key's money budget cannot cover the most the request can cost",
     "never",
   ),
+  session_limit_exceeded: entry(
+    429,
+    "insufficient_quota",
+    "session_limit_exceeded",
+    "This agent session has reached its API key's per-session token limit.",
+    "the call names an agent session (`x-session-id`, Claude Code's session, Codex's thread) and its key's per-session token limit cannot cover the request: the message names the cap, the session and what it has left; another session of the key is not affected",
+    "never",
+  ),
+  session_budget_exceeded: entry(
+    429,
+    "insufficient_quota",
+    "session_budget_exceeded",
+    "This agent session has reached its API key's per-session budget.",
+    "the call names an agent session and its key's per-session money budget cannot cover the most the request can cost: the message names the cap, the session and what it has left",
+    "never",
+  ),
   limit_held: entry(
     429,
     "tokens",

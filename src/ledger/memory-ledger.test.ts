@@ -191,4 +191,88 @@ describe("MemoryLedger", () => {
       assert.deepEqual(await r, { ok: false, reason: "key_limit", remaining: 20, held: false });
     });
   });
+
+  describe("a key's capped sessions", () => {
+    const session = (limitTokens: number | null, budgetNanos: number | null = null, id = "run-1") => ({
+      id,
+      limitTokens,
+      budgetNanos,
+    });
+
+    it("starts a session's book from what it used before, read once however many calls arrive together", async () => {
+      let reads = 0;
+      const ledger = new MemoryLedger({
+        sessionUse: async () => {
+          reads++;
+          await new Promise((r) => setTimeout(r, 5));
+          return { tokens: 250, nanos: 0 };
+        },
+      });
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () => ledger.reserve(subject({ session: session(500) }), 100, 100)),
+      );
+      assert.equal(reads, 1);
+      assert.equal(results.filter((r) => r.ok).length, 2, "the cap less what the session used holds two");
+      assert.deepEqual(
+        results.find((r) => !r.ok),
+        {
+          ok: false,
+          reason: "session_limit",
+          remaining: 250,
+          held: true,
+        },
+      );
+      assert.deepEqual(await ledger.inspectSession("key_1", "run-1"), {
+        used: 250,
+        reserved: 200,
+        spentNanos: 0,
+        reservedNanos: 0,
+      });
+    });
+
+    it("each session of a key, and each key's session of one id, has its own book", async () => {
+      const ledger = new MemoryLedger();
+      assert.ok((await ledger.reserve(subject({ session: session(100) }), 100, 100)).ok);
+      assert.ok((await ledger.reserve(subject({ session: session(100, null, "run-2") }), 100, 100)).ok);
+      assert.ok((await ledger.reserve(subject({ keyId: "key_2", session: session(100) }), 100, 100)).ok);
+      assert.equal((await ledger.reserve(subject({ session: session(100) }), 100, 100)).ok, false);
+    });
+
+    it("charges and releases the session with the key; its money cap holds what the call may cost", async () => {
+      const ledger = new MemoryLedger();
+      const rule = { fixed: 1_000, perToken: 10, promptTokens: 50 };
+      const s = subject({ session: session(null, 3_000) });
+      const r = await ledger.reserve(s, 250, 60, { cost: rule });
+      assert.ok(r.ok);
+      // 3,000 nanodollars pay for the prompt and 200 output tokens
+      assert.equal(r.reservation.tokens, 250);
+      assert.equal(r.reservation.nanos, 3_000);
+      assert.deepEqual(r.reservation.holdsNanos, { account: false, key: false, session: true });
+      assert.equal(r.reservation.session, "run-1");
+      await ledger.settle(r.reservation, 120, 1_700);
+      assert.deepEqual(await ledger.inspectSession("key_1", "run-1"), {
+        used: 120,
+        reserved: 0,
+        spentNanos: 1_700,
+        reservedNanos: 0,
+      });
+      assert.deepEqual(await ledger.reserve(s, 250, 200, { cost: rule }), {
+        ok: false,
+        reason: "session_budget",
+        remaining: 1_300,
+        held: false,
+      });
+      assert.deepEqual(ledger.key("key_1"), { used: 120, reserved: 0 });
+    });
+
+    it("on a tie the key's own limit is named before the session's", async () => {
+      const ledger = new MemoryLedger();
+      assert.deepEqual(await ledger.reserve(subject({ keyLimit: 50, session: session(50) }), 100, 60), {
+        ok: false,
+        reason: "key_limit",
+        remaining: 50,
+        held: false,
+      });
+    });
+  });
 });

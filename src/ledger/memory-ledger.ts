@@ -2,6 +2,9 @@
 // await in between is atomic; that is all "atomic reserve" needs inside one process.
 // A request that does not fit only because calls in flight hold tokens waits for them, in
 // arrival order per account and key, instead of being refused.
+// A capped agent session has a book of its own, made the first time a call of it is held:
+// from what its records say it used (`sessionUse`), then kept here as the key's is. Books of
+// sessions long idle are dropped when there are many, and made again from the records.
 import { monthOf } from "../prices/period.ts";
 import { addSpent, budgetLeft, chargeable, nanosFor, tokensFor } from "./money.ts";
 import type {
@@ -13,8 +16,22 @@ import type {
   Reservation,
   ReserveOptions,
   ReserveResult,
+  SessionCounter,
   Spent,
 } from "./types.ts";
+
+/** What a session used before this process met it: its records' tokens and nanodollars. */
+export type SessionUse = (
+  accountId: string,
+  keyId: string,
+  sessionId: string,
+) => Promise<{ tokens: number; nanos: number }>;
+
+/** Session books kept before idle ones are dropped, and how long one must be idle to go. */
+const SESSION_BOOKS = 10_000;
+// far beyond the records' commit behind the answers (20 ms, retried for seconds): the records
+// a dropped book is made again from hold everything it had counted
+const SESSION_IDLE_MS = 10 * 60_000;
 
 interface Waiter {
   subject: LedgerSubject;
@@ -32,6 +49,11 @@ interface Book {
   reservedNanos: number;
 }
 
+interface SessionBook extends Book {
+  /** when a hold of it last opened or closed */
+  touched: number;
+}
+
 /** What one limit leaves, in tokens, and why. */
 interface Room {
   tokens: number;
@@ -43,6 +65,11 @@ interface Room {
 export class MemoryLedger implements Ledger {
   readonly #accounts = new Map<string, Book>();
   readonly #keys = new Map<string, Book>();
+  /** by sessionKey() */
+  readonly #sessions = new Map<string, SessionBook>();
+  readonly #meeting = new Map<string, Promise<void>>();
+  readonly #sessionUse: SessionUse;
+  #sweptSessions = 0;
   readonly #open = new Map<number, Reservation>();
   readonly #waitMs: number;
   /** in arrival order */
@@ -53,11 +80,13 @@ export class MemoryLedger implements Ledger {
 
   /**
    * `waitMs`: how long a request waits for tokens held by calls in flight (0: refuse at once);
-   * `now`: the clock budget periods are read with
+   * `now`: the clock budget periods are read with; `sessionUse`: what a capped session used
+   * before (none: nothing)
    */
-  constructor(options: { waitMs?: number; now?: () => number } = {}) {
+  constructor(options: { waitMs?: number; now?: () => number; sessionUse?: SessionUse } = {}) {
     this.#waitMs = options.waitMs ?? 0;
     this.#now = options.now ?? Date.now;
+    this.#sessionUse = options.sessionUse ?? (async () => ({ tokens: 0, nanos: 0 }));
   }
 
   reserve(
@@ -66,6 +95,9 @@ export class MemoryLedger implements Ledger {
     minimum: number,
     options: ReserveOptions = {},
   ): Promise<ReserveResult> {
+    // A session met for the first time is read first; from then on a hold is one synchronous step.
+    if (subject.session && !this.#sessions.has(sessionKey(subject.keyId, subject.session.id)))
+      return this.#meet(subject).then(() => this.reserve(subject, wanted, minimum, options));
     const cost = options.cost;
     const refused = this.#refusal(subject, minimum, cost, false);
     if (refused) return Promise.resolve(refused);
@@ -96,6 +128,45 @@ export class MemoryLedger implements Ledger {
     });
   }
 
+  #meet(subject: LedgerSubject): Promise<void> {
+    const id = subject.session!.id;
+    const k = sessionKey(subject.keyId, id);
+    let meeting = this.#meeting.get(k);
+    if (!meeting) {
+      meeting = this.#sessionUse(subject.accountId, subject.keyId, id)
+        .then((use) => {
+          if (this.#sessions.has(k)) return;
+          this.#dropIdleSessions();
+          const spent = { total: use.nanos, month: 0, monthKey: "" };
+          this.#sessions.set(k, {
+            used: use.tokens,
+            reserved: 0,
+            spent,
+            reservedNanos: 0,
+            touched: Date.now(),
+          });
+        })
+        .finally(() => this.#meeting.delete(k));
+      this.#meeting.set(k, meeting);
+    }
+    return meeting;
+  }
+
+  /** Past SESSION_BOOKS, drops the books of sessions idle for long that nothing holds or waits on. */
+  #dropIdleSessions(): void {
+    const now = Date.now();
+    if (this.#sessions.size < SESSION_BOOKS || now - this.#sweptSessions < 1_000) return;
+    this.#sweptSessions = now;
+    const waiting = new Set(
+      this.#waiters.flatMap((w) =>
+        w.subject.session ? [sessionKey(w.subject.keyId, w.subject.session.id)] : [],
+      ),
+    );
+    for (const [k, b] of this.#sessions)
+      if (!b.reserved && !b.reservedNanos && now - b.touched > SESSION_IDLE_MS && !waiting.has(k))
+        this.#sessions.delete(k);
+  }
+
   /**
    * What each limit leaves for this request, in tokens: by consumption alone, or (`held`)
    * with what calls in flight hold too. A budget's room is the tokens its money pays for.
@@ -119,6 +190,19 @@ export class MemoryLedger implements Ledger {
       };
       money("account_budget", subject.accountBudget, account);
       money("key_budget", subject.keyBudget, key);
+    }
+    const session = subject.session;
+    if (session) {
+      const book = this.#sessions.get(sessionKey(subject.keyId, session.id))!;
+      if (session.limitTokens !== null) tokens("session_limit", session.limitTokens, book);
+      if (cost && session.budgetNanos !== null) {
+        const left = session.budgetNanos - book.spent.total;
+        rooms.push({
+          tokens: tokensFor(cost, left - (held ? book.reservedNanos : 0)),
+          reason: "session_budget",
+          left,
+        });
+      }
     }
     return rooms;
   }
@@ -154,7 +238,8 @@ export class MemoryLedger implements Ledger {
     const room = Math.min(...rooms.map((r) => r.tokens));
     if (room < minimum) return undefined;
     const tokens = Math.min(wanted, room);
-    const budgeted = cost && (subject.accountBudget || subject.keyBudget);
+    const sessionBudget = subject.session !== undefined && subject.session.budgetNanos !== null;
+    const budgeted = cost && (subject.accountBudget || subject.keyBudget || sessionBudget);
     const nanos = budgeted ? nanosFor(cost, tokens) : null;
     const account = this.#accounts.get(subject.accountId)!;
     const key = this.#keys.get(subject.keyId)!;
@@ -164,6 +249,12 @@ export class MemoryLedger implements Ledger {
       if (subject.accountBudget) account.reservedNanos += nanos;
       if (subject.keyBudget) key.reservedNanos += nanos;
     }
+    if (subject.session) {
+      const book = this.#sessions.get(sessionKey(subject.keyId, subject.session.id))!;
+      book.reserved += tokens;
+      if (nanos !== null && sessionBudget) book.reservedNanos += nanos;
+      book.touched = Date.now();
+    }
     const reservation: Reservation = {
       id: this.#nextId++,
       accountId: subject.accountId,
@@ -171,8 +262,15 @@ export class MemoryLedger implements Ledger {
       tokens,
       nanos,
       ...(nanos !== null
-        ? { holdsNanos: { account: !!subject.accountBudget, key: !!subject.keyBudget } }
+        ? {
+            holdsNanos: {
+              account: !!subject.accountBudget,
+              key: !!subject.keyBudget,
+              ...(subject.session ? { session: sessionBudget } : {}),
+            },
+          }
         : {}),
+      ...(subject.session ? { session: subject.session.id } : {}),
     };
     this.#open.set(reservation.id, reservation);
     return reservation;
@@ -226,9 +324,15 @@ export class MemoryLedger implements Ledger {
     // Exactly once: a second settle or release of the same reservation changes nothing.
     if (!this.#open.delete(reservation.id)) return;
     const month = monthOf(this.#now());
+    const session =
+      reservation.session === undefined
+        ? undefined
+        : this.#sessions.get(sessionKey(reservation.keyId, reservation.session));
+    if (session) session.touched = Date.now();
     const books: [Book | undefined, boolean][] = [
       [this.#accounts.get(reservation.accountId), reservation.holdsNanos?.account ?? false],
       [this.#keys.get(reservation.keyId), reservation.holdsNanos?.key ?? false],
+      [session, reservation.holdsNanos?.session ?? false],
     ];
     for (const [book, heldNanos] of books) {
       if (!book) continue;
@@ -267,6 +371,18 @@ export class MemoryLedger implements Ledger {
   openReservations(): number {
     return this.#open.size;
   }
+
+  inspectSession(keyId: string, sessionId: string): Promise<SessionCounter | undefined> {
+    const b = this.#sessions.get(sessionKey(keyId, sessionId));
+    return Promise.resolve(
+      b && { used: b.used, reserved: b.reserved, spentNanos: b.spent.total, reservedNanos: b.reservedNanos },
+    );
+  }
+}
+
+/** A session's book is its key's: two keys' sessions of one id are two sessions. */
+function sessionKey(keyId: string, sessionId: string): string {
+  return `${keyId} ${sessionId}`;
 }
 
 /** Whether two requests draw on the same account quota or key limit. */

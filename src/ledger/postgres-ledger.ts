@@ -1,6 +1,6 @@
 // The ledger on PostgreSQL alone, shared by every instance on the store: each hold is one call
-// of gateway_reserve (migrations 010 and 015), atomic under the key's and the account's row
-// locks, tokens and money together; the record writer closes holds in the transaction that
+// of gateway_reserve (migrations 010, 015 and 023), atomic under the key's and the account's
+// row locks (and a capped session's), tokens and money together; the record writer closes holds in the transaction that
 // commits their records and charges (StoreHolds), so the books cannot disagree. Waiters are
 // woken by NOTIFY on a connection of their own.
 import { type Kysely, sql } from "kysely";
@@ -10,7 +10,7 @@ import { warnUnlessUnreachable } from "../store/reachability.ts";
 import type { Database } from "../store/schema.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
 import type { RecordedHold, StoreHolds } from "./store-holds.ts";
-import type { CostRule, Counter, LedgerSubject, MoneyCounter, Reservation } from "./types.ts";
+import type { CostRule, Counter, LedgerSubject, MoneyCounter, Reservation, SessionCounter } from "./types.ts";
 
 const CHANNEL = "gateway_ledger";
 
@@ -28,6 +28,7 @@ interface ReserveRow {
   key_nanos: number;
   key_spent: number | null;
   account_spent: number | null;
+  session_nanos: number;
 }
 
 export class PostgresLedger extends SharedLedger implements StoreHolds {
@@ -85,10 +86,12 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
     waiterId: number | undefined,
     waitMs: number,
   ): Promise<Attempt> {
+    const session = subject.session;
     const { rows } =
       await sql<ReserveRow>`select * from gateway_reserve(${this.#instanceId}, ${subject.accountId},
       ${subject.keyId}, ${subject.accountQuota}, ${wanted}, ${minimum}, ${waiterId ?? null}, ${waitMs},
-      ${cost?.fixed ?? null}, ${cost?.perToken ?? null}::float8, ${cost?.promptTokens ?? null}, ${this.month()})`.execute(
+      ${cost?.fixed ?? null}, ${cost?.perToken ?? null}::float8, ${cost?.promptTokens ?? null}, ${this.month()},
+      ${session?.id ?? null}, ${session?.limitTokens ?? null}, ${session?.budgetNanos ?? null})`.execute(
         this.#db,
       );
     const r = rows[0]!;
@@ -101,6 +104,7 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
       nanos: r.nanos === null ? null : Number(r.nanos),
       accountNanos: Number(r.account_nanos),
       keyNanos: Number(r.key_nanos),
+      sessionNanos: Number(r.session_nanos),
       ...(r.waiter_id !== null ? { waiterId: Number(r.waiter_id) } : {}),
       ...(r.key_used !== null ? { keyUsed: Number(r.key_used) } : {}),
       ...(r.account_used !== null ? { accountUsed: Number(r.account_used) } : {}),
@@ -166,6 +170,23 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
           monthKey: row.spent_month,
         },
         reserved: Number(row.reserved_nanos),
+      }
+    );
+  }
+
+  async inspectSession(keyId: string, sessionId: string): Promise<SessionCounter | undefined> {
+    const row = await this.#db
+      .selectFrom("session_usage")
+      .select(["used_tokens", "reserved_tokens", "spent_nanos", "reserved_nanos"])
+      .where("key_id", "=", keyId)
+      .where("session_id", "=", sessionId)
+      .executeTakeFirst();
+    return (
+      row && {
+        used: Number(row.used_tokens),
+        reserved: Number(row.reserved_tokens),
+        spentNanos: Number(row.spent_nanos),
+        reservedNanos: Number(row.reserved_nanos),
       }
     );
   }

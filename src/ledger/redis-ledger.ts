@@ -15,7 +15,8 @@
 // subjects that did not see it in their seed. A hold made while an epoch ended is adopted into
 // the new one once it is journaled (or given back when the new epoch has no room for it).
 // Budgets come with each call (as the quota and key limit do), the month from this process's
-// clock.
+// clock. A capped agent session is a third subject of the hold (its own key, only for calls
+// under its key's per-session caps), seeded from session_usage and the holds journaled on it.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Kysely, sql } from "kysely";
@@ -27,7 +28,16 @@ import type { Database } from "../store/schema.ts";
 import { ReservationLog } from "./reservation-log.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
 import type { RecordedHold, StoreHolds } from "./store-holds.ts";
-import type { CostRule, Counter, LedgerSubject, MoneyBudget, MoneyCounter, Reservation } from "./types.ts";
+import type {
+  CostRule,
+  Counter,
+  LedgerSubject,
+  MoneyBudget,
+  MoneyCounter,
+  Reservation,
+  SessionCounter,
+  SessionSubject,
+} from "./types.ts";
 
 /** A script of ./lua/ as Redis runs it: the epoch check, then the parts it is made of. */
 function script(...parts: string[]): string {
@@ -48,6 +58,18 @@ const SWEEP_LUA = script("state", "sweep");
 /** A budget as the scripts take it: limit (-1: none) and period. */
 function budgetArgs(budget: MoneyBudget | null): [number, string] {
   return budget ? [budget.limit, budget.period] : [-1, "none"];
+}
+
+/** A capped session's caps as the scripts take them (-1: none); nothing for a call without one. */
+function sessionArgs(session: SessionSubject | undefined): (string | number)[] {
+  return session ? [session.id, session.limitTokens ?? -1, session.budgetNanos ?? -1] : [];
+}
+
+/** What the ledger's subjects are named by: a hold's account, key and capped session. */
+interface Holder {
+  accountId: string;
+  keyId: string;
+  session?: string | undefined;
 }
 
 export class RedisLedger extends SharedLedger implements StoreHolds {
@@ -105,11 +127,13 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   }
 
   /** Redis's keys for a subject and an instance's holds (this instance's by default). */
-  #keys(epoch: string, s: { accountId: string; keyId: string }, instance = this.#instanceId) {
+  #keys(epoch: string, s: Holder, instance = this.#instanceId) {
     const k = (name: string) => this.#redis.key(epoch, name);
     return {
       account: k(`s:a:${s.accountId}`),
       key: k(`s:k:${s.keyId}`),
+      /** only for a hold under a capped session: none is an extra key of no call */
+      session: s.session === undefined ? [] : [k(sessionName(s.keyId, s.session))],
       holds: k(`h:${instance}`),
       swept: k(`x:${instance}`),
       accountQueue: k(`q:a:${s.accountId}`),
@@ -135,9 +159,19 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       let epoch = "";
       const reply = await this.#redis.run(RESERVE_LUA, (e) => {
         epoch = e;
-        const k = this.#keys(e, subject);
+        const k = this.#keys(e, holder(subject));
         return {
-          keys: [k.account, k.key, k.holds, k.accountQueue, k.keyQueue, k.waiters, k.sequence, k.instances],
+          keys: [
+            k.account,
+            k.key,
+            k.holds,
+            k.accountQueue,
+            k.keyQueue,
+            k.waiters,
+            k.sequence,
+            k.instances,
+            ...k.session,
+          ],
           args: [
             subject.accountQuota,
             limit,
@@ -156,28 +190,43 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
             month,
             ...budgetArgs(subject.accountBudget),
             ...budgetArgs(subject.keyBudget),
+            ...sessionArgs(subject.session),
           ],
         };
       });
       if (reply[0] === "seed" && tries < 4) {
-        for (const which of String(reply[1])) await this.#seed(which as "a" | "k", subject);
+        for (const which of String(reply[1])) await this.#seed(which as "a" | "k" | "s", subject);
         continue;
       }
-      const [status, tokens, remaining, reason, accountUsed, keyUsed, waiter, nanos, an, kn, aSpent, kSpent] =
-        reply as [
-          Attempt["status"],
-          number,
-          number,
-          Attempt["reason"],
-          number,
-          number,
-          string,
-          number,
-          number,
-          number,
-          number,
-          number,
-        ];
+      const [
+        status,
+        tokens,
+        remaining,
+        reason,
+        accountUsed,
+        keyUsed,
+        waiter,
+        nanos,
+        an,
+        kn,
+        aSpent,
+        kSpent,
+        sn,
+      ] = reply as [
+        Attempt["status"],
+        number,
+        number,
+        Attempt["reason"],
+        number,
+        number,
+        string,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+      ];
       if (!["ok", "refused", "held", "wait"].includes(status))
         throw new Error(`unexpected answer from the ledger script: ${String(status)}`);
       const attempt: Attempt = {
@@ -188,6 +237,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         nanos: Number(nanos) < 0 ? null : Number(nanos),
         accountNanos: Number(an),
         keyNanos: Number(kn),
+        sessionNanos: Number(sn ?? 0),
         accountUsed: Number(accountUsed),
         keyUsed: Number(keyUsed),
         accountSpent: Number(aSpent),
@@ -210,6 +260,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     const { tokens } = a;
     const accountNanos = a.accountNanos ?? 0;
     const keyNanos = a.keyNanos ?? 0;
+    const sessionNanos = a.sessionNanos ?? 0;
     const row = {
       instance_id: this.#instanceId,
       hold,
@@ -218,20 +269,22 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       tokens,
       account_nanos: accountNanos,
       key_nanos: keyNanos,
+      session_id: subject.session?.id ?? null,
+      session_nanos: sessionNanos,
       created_at: Date.now(),
     };
     try {
       await this.#reservations.add(row);
     } catch (err) {
-      await this.#closeInRedis({ id: hold, ...this.#pair(subject) }, 0, 0).catch(() => undefined);
+      await this.#closeInRedis({ id: hold, ...holder(subject) }, 0, 0).catch(() => undefined);
       throw err;
     }
     if ((await this.#redis.client.get(this.#redis.epochKey)) === epoch) return true;
     this.#logger.warn({ hold }, "Redis's ledger state changed while a hold was journaled: adopting it");
     const adopted = await this.#redis.run(ADOPT_LUA, (e) => {
-      const k = this.#keys(e, subject);
+      const k = this.#keys(e, holder(subject));
       return {
-        keys: [k.account, k.key, k.holds, k.instances],
+        keys: [k.account, k.key, k.holds, k.instances, ...k.session],
         args: [
           hold,
           subject.accountId,
@@ -245,6 +298,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
           ...budgetArgs(subject.accountBudget),
           ...budgetArgs(subject.keyBudget),
           month,
+          ...(subject.session ? [...sessionArgs(subject.session), sessionNanos] : []),
         ],
       };
     });
@@ -253,18 +307,34 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     return false;
   }
 
-  #pair(s: { accountId: string; keyId: string }) {
-    return { accountId: s.accountId, keyId: s.keyId };
-  }
-
   /**
-   * Seeds an account ('a') or key ('k') of the current epoch from one snapshot of the store:
-   * its consumption and spending, and the holds journaled on it.
+   * Seeds an account ('a'), key ('k') or capped session ('s') of the current epoch from one
+   * snapshot of the store: its consumption and spending, and the holds journaled on it. A
+   * session's row is made first, from its records, if no hold made it yet.
    */
-  async #seed(which: "a" | "k", subject: LedgerSubject): Promise<void> {
-    const id = which === "a" ? subject.accountId : subject.keyId;
-    const table = sql.table(which === "a" ? "accounts" : "api_keys");
-    const column = sql.ref(which === "a" ? "account_id" : "key_id");
+  async #seed(which: "a" | "k" | "s", subject: LedgerSubject): Promise<void> {
+    const session = subject.session?.id ?? "";
+    if (which === "s")
+      await sql`select gateway_session_row(${subject.accountId}, ${subject.keyId}, ${session})`.execute(
+        this.#db,
+      );
+    const own =
+      which === "s"
+        ? sql`select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id,
+                 null as key_id, spent_nanos as n1, 0::bigint as n2, '' as spent_month, null as session_id,
+                 0::bigint as n3
+            from session_usage where key_id = ${subject.keyId} and session_id = ${session}`
+        : sql`select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id,
+                 null as key_id, spent_nanos as n1, month_spent_nanos as n2, spent_month, null as session_id,
+                 0::bigint as n3
+            from ${sql.table(which === "a" ? "accounts" : "api_keys")}
+            where id = ${which === "a" ? subject.accountId : subject.keyId}`;
+    const mine =
+      which === "a"
+        ? sql`account_id = ${subject.accountId}`
+        : which === "k"
+          ? sql`key_id = ${subject.keyId}`
+          : sql`key_id = ${subject.keyId} and session_id = ${session}`;
     const { rows } = await sql<{
       kind: string;
       tokens: number;
@@ -276,18 +346,24 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       n1: number;
       n2: number;
       spent_month: string | null;
+      /** h: its capped session, and what it holds against the session's budget */
+      session_id: string | null;
+      n3: number;
     }>`
-      select 'u' as kind, used_tokens as tokens, null as instance_id, null as hold, null as account_id,
-             null as key_id, spent_nanos as n1, month_spent_nanos as n2, spent_month
-        from ${table} where id = ${id}
+      ${own}
       union all
-      select 'h', tokens, instance_id, hold, account_id, key_id, account_nanos, key_nanos, null
-        from ledger_reservations where ${column} = ${id} and hold is not null`.execute(this.#db);
-    const own = rows.find((r) => r.kind === "u");
-    const used = Number(own?.tokens ?? 0);
+      select 'h', tokens, instance_id, hold, account_id, key_id, account_nanos, key_nanos, null, session_id,
+             session_nanos
+        from ledger_reservations where ${mine} and hold is not null`.execute(this.#db);
+    const ownRow = rows.find((r) => r.kind === "u");
+    const used = Number(ownRow?.tokens ?? 0);
     const holds = rows.filter((r) => r.kind === "h");
+    const name =
+      which === "s"
+        ? sessionName(subject.keyId, session)
+        : `s:${which}:${which === "a" ? subject.accountId : subject.keyId}`;
     await this.#redis.run(SEED_LUA, (e) => {
-      const subjectKey = this.#redis.key(e, `s:${which}:${id}`);
+      const subjectKey = this.#redis.key(e, name);
       const hashes = [...new Set(holds.map((h) => this.#redis.key(e, `h:${h.instance_id}`)))];
       const keys = [subjectKey, this.#redis.key(e, "inst"), ...hashes];
       return {
@@ -295,9 +371,9 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         args: [
           which,
           used,
-          Number(own?.n1 ?? 0),
-          Number(own?.n2 ?? 0),
-          own?.spent_month ?? "",
+          Number(ownRow?.n1 ?? 0),
+          Number(ownRow?.n2 ?? 0),
+          ownRow?.spent_month ?? "",
           holds.length,
           ...holds.flatMap((h) => [
             // KEYS[1] is the epoch key, which run() puts first
@@ -309,6 +385,8 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
             h.instance_id,
             Number(h.n1),
             Number(h.n2),
+            h.session_id ?? "",
+            Number(h.n3),
           ]),
         ],
       };
@@ -317,7 +395,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
 
   protected async unwait(waiterId: number, subject: LedgerSubject): Promise<void> {
     await this.#redis.run(UNWAIT_LUA, (e) => {
-      const k = this.#keys(e, subject);
+      const k = this.#keys(e, holder(subject));
       return {
         keys: [k.accountQueue, k.keyQueue, k.waiters],
         args: [waiterId, this.#redis.channel, subject.accountId, subject.keyId],
@@ -375,7 +453,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
 
   /** Closes a hold of this instance, or of `instance` (a dead one's charge, by a sweep). */
   async #closeInRedis(
-    r: Pick<Reservation, "id" | "accountId" | "keyId">,
+    r: Holder & { id: number },
     charge: number,
     nanos: number,
     instance = this.#instanceId,
@@ -384,7 +462,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     await this.#redis.run(SETTLE_LUA, (e) => {
       const k = this.#keys(e, r, instance);
       return {
-        keys: [k.account, k.key, k.holds, k.swept, k.accountQueue, k.keyQueue],
+        keys: [k.account, k.key, k.holds, k.swept, k.accountQueue, k.keyQueue, ...k.session],
         args: [r.id, charge, this.#redis.channel, r.accountId, r.keyId, nanos, month],
       };
     });
@@ -415,13 +493,12 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         ), done as (
           delete from ledger_charges where instance_id = ${instance} and hold = any(${done}::bigint[])
         )
-        insert into ledger_charges (instance_id, hold, account_id, key_id, tokens, nanos, created_at)
-        select ${instance}, c.hold, c.account_id, c.key_id, c.tokens, c.nanos, ${Date.now()}
+        insert into ledger_charges (instance_id, hold, account_id, key_id, tokens, nanos, session_id, created_at)
+        select ${instance}, c.hold, c.account_id, c.key_id, c.tokens, c.nanos, c.session_id, ${Date.now()}
           from unnest(${ids}::bigint[], ${holds.map((h) => h.reservation.accountId)}::text[],
                       ${holds.map((h) => h.reservation.keyId)}::text[], ${holds.map((h) => h.tokens)}::bigint[],
-                      ${holds.map((h) => h.nanos)}::bigint[]) as c(hold, account_id, key_id, tokens, nanos)`.execute(
-        trx,
-      );
+                      ${holds.map((h) => h.nanos)}::bigint[], ${holds.map((h) => h.reservation.session ?? null)}::text[])
+            as c(hold, account_id, key_id, tokens, nanos, session_id)`.execute(trx);
     }
     this.#deleting = done;
     await charge();
@@ -452,6 +529,20 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     );
     if (st === null) return undefined;
     return { spent: { total: Number(st), month: Number(sm), monthKey: mk ?? "" }, reserved: Number(rn) };
+  }
+
+  /** What Redis holds for a capped session in the current epoch (undefined: not seeded). */
+  async inspectSession(keyId: string, sessionId: string): Promise<SessionCounter | undefined> {
+    const epoch = await this.#redis.epoch();
+    const [u, r, st, rn] = await this.#redis.client.hmget(
+      this.#redis.key(epoch, sessionName(keyId, sessionId)),
+      "u",
+      "r",
+      "st",
+      "rn",
+    );
+    if (u === null) return undefined;
+    return { used: Number(u), reserved: Number(r), spentNanos: Number(st), reservedNanos: Number(rn) };
   }
 
   /** Holds open anywhere: journaled in the store, or held in Redis. */
@@ -493,12 +584,17 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       // Charged before released: a hold given back first would leave room its charge used.
       const charges = await this.#db
         .selectFrom("ledger_charges")
-        .select(["hold", "account_id", "key_id", "tokens", "nanos"])
+        .select(["hold", "account_id", "key_id", "tokens", "nanos", "session_id"])
         .where("instance_id", "=", dead)
         .execute();
       for (const c of charges)
         await this.#closeInRedis(
-          { id: Number(c.hold), accountId: c.account_id, keyId: c.key_id },
+          {
+            id: Number(c.hold),
+            accountId: c.account_id,
+            keyId: c.key_id,
+            session: c.session_id ?? undefined,
+          },
           Number(c.tokens),
           Number(c.nanos),
           dead,
@@ -527,8 +623,9 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     const epoch = await this.#redis.epoch();
     const entries = await this.#redis.client.hgetall(this.#redis.key(epoch, `h:${dead}`));
     const holds = Object.entries(entries).map(([id, e]) => {
-      const [accountId, keyId] = e.split(" ");
-      return { id, accountId: accountId!, keyId: keyId! };
+      // state.lua's HOLD: account, key, …, then a capped session's id eighth
+      const [accountId, keyId, , , , , , session] = e.split(" ");
+      return { id, accountId: accountId!, keyId: keyId!, session };
     });
     const reply: Reply = await this.#redis.run(SWEEP_LUA, (e) => {
       const subjects: string[] = [];
@@ -541,6 +638,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         h.id,
         index(this.#redis.key(e, `s:a:${h.accountId}`)),
         index(this.#redis.key(e, `s:k:${h.keyId}`)),
+        h.session === undefined ? 0 : index(this.#redis.key(e, sessionName(h.keyId, h.session))),
       ]);
       return {
         keys: [
@@ -571,4 +669,14 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         .catch(() => undefined);
     await this.#reservations.close();
   }
+}
+
+/** A hold's subjects as Redis names them, from the call's subject. */
+function holder(subject: LedgerSubject): Holder {
+  return { accountId: subject.accountId, keyId: subject.keyId, session: subject.session?.id };
+}
+
+/** A capped session's subject: its key's, since two keys' sessions of one id are two sessions. */
+function sessionName(keyId: string, sessionId: string): string {
+  return `s:s:${keyId}:${sessionId}`;
 }

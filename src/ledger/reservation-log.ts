@@ -12,6 +12,8 @@ export interface ReservationRow {
   tokens: number;
   account_nanos: number;
   key_nanos: number;
+  session_id: string | null;
+  session_nanos: number;
   created_at: number;
 }
 
@@ -52,6 +54,8 @@ export class ReservationLog {
           row.tokens,
           row.account_nanos,
           row.key_nanos,
+          row.session_id,
+          row.session_nanos,
           row.created_at,
         ];
         const b = i * columns.length;
@@ -60,7 +64,7 @@ export class ReservationLog {
       });
       try {
         await this.#pool.query(
-          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos, key_nanos, created_at) values ${rows.join(", ")}`,
+          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos, key_nanos, session_id, session_nanos, created_at) values ${rows.join(", ")}`,
           values,
         );
         for (const p of batch) p.done();

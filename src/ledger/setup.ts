@@ -13,6 +13,7 @@ import { InstanceLease } from "./instances.ts";
 import { MemoryLedger } from "./memory-ledger.ts";
 import { PostgresLedger } from "./postgres-ledger.ts";
 import { RedisLedger } from "./redis-ledger.ts";
+import { recordedSessionUse } from "./session-use.ts";
 import type { StoreHolds } from "./store-holds.ts";
 import type { Ledger } from "./types.ts";
 
@@ -44,7 +45,7 @@ export function ledgerSetup(
   const url = config.store.database_url;
   if (store.dialect === "sqlite" || !url)
     return {
-      ledger: new MemoryLedger({ waitMs, now }),
+      ledger: new MemoryLedger({ waitMs, now, sessionUse: recordedSessionUse(store.db) }),
       rates: new RateLimiter(),
       holds: undefined,
       redis: undefined,

@@ -39,6 +39,8 @@ export interface Attempt {
   nanos?: number | null;
   accountNanos?: number;
   keyNanos?: number;
+  /** ok: nanodollars held against the session's budget (0: none) */
+  sessionNanos?: number;
   /** wait: the place in the queue, to pass to the next attempt */
   waiterId?: number;
   /** the consumption and spending (nanodollars, in total) the shared state knows, for this process's view */
@@ -172,6 +174,7 @@ export abstract class SharedLedger implements Ledger {
   /** The reservation an ok attempt made. */
   #reservation(subject: LedgerSubject, a: Attempt): Reservation {
     const nanos = a.nanos ?? null;
+    const session = subject.session;
     return {
       id: a.reservationId!,
       accountId: subject.accountId,
@@ -179,8 +182,15 @@ export abstract class SharedLedger implements Ledger {
       tokens: a.tokens,
       nanos,
       ...(nanos !== null
-        ? { holdsNanos: { account: (a.accountNanos ?? 0) > 0, key: (a.keyNanos ?? 0) > 0 } }
+        ? {
+            holdsNanos: {
+              account: (a.accountNanos ?? 0) > 0,
+              key: (a.keyNanos ?? 0) > 0,
+              ...(session ? { session: (a.sessionNanos ?? 0) > 0 } : {}),
+            },
+          }
         : {}),
+      ...(session ? { session: session.id } : {}),
     };
   }
 

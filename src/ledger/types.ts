@@ -1,6 +1,8 @@
 // The quota ledger's contract. It holds two things for each call, atomically together: tokens
 // against the account's quota and the key's limit, and money (integer nanodollars) against
-// the account's and the key's budgets, where they have one (src/prices/). Implementations:
+// the account's and the key's budgets, where they have one (src/prices/); and, when the key
+// caps its agent sessions and the call names one, both against that session too (its own
+// use across its calls, for its whole life). Implementations:
 // in-process (memory-ledger.ts), the default of one process on SQLite; shared by every
 // instance on PostgreSQL (postgres-ledger.ts) or through Redis (redis-ledger.ts), with the
 // same semantics (shared-ledger.ts).
@@ -21,6 +23,19 @@ export interface MoneyBudget {
   period: BudgetPeriod;
 }
 
+/**
+ * An agent session under its key's per-session caps: what the session may use over its whole
+ * life, across all its calls (docs/accounting.md). Its use so far is the ledger's to know (the
+ * session's records, or what the shared state keeps of it).
+ */
+export interface SessionSubject {
+  id: string;
+  /** null: no cap in tokens */
+  limitTokens: number | null;
+  /** nanodollars; null: no cap in money */
+  budgetNanos: number | null;
+}
+
 /** Who a reservation charges, with the limits in force for this request. */
 export interface LedgerSubject {
   accountId: string;
@@ -37,6 +52,8 @@ export interface LedgerSubject {
   accountSpent: Spent;
   keyBudget: MoneyBudget | null;
   keySpent: Spent;
+  /** the call's session, only when its key caps sessions: held with the key, in the key's queue */
+  session?: SessionSubject | undefined;
 }
 
 /**
@@ -61,10 +78,19 @@ export interface Reservation {
    */
   readonly nanos: number | null;
   /** which budgets hold `nanos` (present when `nanos` is not null) */
-  readonly holdsNanos?: { readonly account: boolean; readonly key: boolean };
+  readonly holdsNanos?: { readonly account: boolean; readonly key: boolean; readonly session?: boolean };
+  /** the session whose caps the hold counts against (absent: none) */
+  readonly session?: string;
 }
 
-export type RefusalReason = "quota" | "key_limit" | "account_budget" | "key_budget";
+/** Why a hold was refused: which limit, the first of these on a tie. */
+export type RefusalReason =
+  | "quota"
+  | "key_limit"
+  | "account_budget"
+  | "key_budget"
+  | "session_limit"
+  | "session_budget";
 
 export type ReserveResult =
   | { ok: true; reservation: Reservation }
@@ -93,6 +119,12 @@ export interface MoneyCounter {
   spent: Spent;
   /** held by calls in flight on any instance */
   reserved: number;
+}
+
+/** A capped session's figures: tokens used and held, nanodollars spent and held. */
+export interface SessionCounter extends Counter {
+  spentNanos: number;
+  reservedNanos: number;
 }
 
 export interface ReserveOptions {
@@ -138,5 +170,10 @@ export interface Ledger {
   inspect?(kind: "account" | "key", id: string): Promise<Counter | undefined>;
   /** the same for money: what was spent (in total and in its month) and what holds hold */
   inspectMoney?(kind: "account" | "key", id: string): Promise<MoneyCounter | undefined>;
+  /**
+   * What the ledger keeps of a capped session (undefined: it never held one for it): tokens
+   * used and held, nanodollars spent and held. The shared state's, or this process's.
+   */
+  inspectSession?(keyId: string, sessionId: string): Promise<SessionCounter | undefined>;
   openHolds?(): Promise<number>;
 }

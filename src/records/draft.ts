@@ -3,6 +3,7 @@
 
 import type { ApiName } from "../domain/api-names.ts";
 import type { CallOutcome } from "../domain/outcomes.ts";
+import type { CallSession } from "../domain/sessions.ts";
 import type { CallSpan } from "../observability/tracing.ts";
 import { costOf, type Pricing } from "../prices/pricing.ts";
 import type { CallRecord } from "./call-record.ts";
@@ -51,6 +52,8 @@ export class CallDraft {
   upstreamModel: string | null = null;
   provider: string | null = null;
   params: string | null = null;
+  /** the agent session the client named (src/apis/session.ts); null: none */
+  session: CallSession | null = null;
   /** what the answering attempt left out of the client's request (src/providers/passthrough.ts) */
   dropped: readonly string[] = [];
   stream = false;
@@ -222,6 +225,8 @@ export class CallDraft {
       cost_nanos: this.costNanos,
       uncharged_cost_nanos: this.unchargedCostNanos,
       cost_source: this.pricing?.source ?? null,
+      session_id: this.session?.id ?? null,
+      session_client: this.session?.client ?? null,
     };
   }
 }

@@ -10,6 +10,7 @@
 import { type Expression, type Kysely, type SqlBool, sql } from "kysely";
 import type { ApiName } from "../domain/api-names.ts";
 import type { CallStatus } from "../domain/outcomes.ts";
+import type { SessionClient } from "../domain/sessions.ts";
 import { usd } from "../prices/usd.ts";
 import type { Database } from "../store/schema.ts";
 import type { AdminRecordView } from "../views/admin.ts";
@@ -77,6 +78,8 @@ export const RECORD_FIELDS = [
   "cost_nanos",
   "cost_source",
   "api",
+  "session_id",
+  "session_client",
 ] as const satisfies readonly (keyof CallRecordView)[];
 
 /** "<created_at>:<request_id>": opaque to the console, stable across instances. */
@@ -120,7 +123,7 @@ async function scopeOf(db: Db, query: RecordQuery): Promise<Scope> {
 }
 
 /** The columns of a record as the console and the admin API show it. */
-function recordSelect(db: Db) {
+export function recordSelect(db: Db) {
   return db
     .selectFrom("call_records as r")
     .leftJoin("api_keys as k", "k.id", "r.key_id")
@@ -153,12 +156,14 @@ function recordSelect(db: Db) {
       "r.reasoning_tokens",
       "r.cost_nanos",
       "r.cost_source",
+      "r.session_id",
+      "r.session_client",
     ]);
 }
 
 type RecordRow = Awaited<ReturnType<ReturnType<typeof recordSelect>["executeTakeFirstOrThrow"]>>;
 
-function asRecord(r: RecordRow): CallRecordView {
+export function asRecord(r: RecordRow): CallRecordView {
   return {
     request_id: r.request_id,
     created_at: Number(r.created_at),
@@ -189,11 +194,14 @@ function asRecord(r: RecordRow): CallRecordView {
     cost_nanos: Number(r.cost_nanos),
     // written only from a Pricing's source (records/draft.ts)
     cost_source: r.cost_source as CallRecordView["cost_source"],
+    session_id: r.session_id,
+    // written only from a CallSession (records/draft.ts)
+    session_client: r.session_client as SessionClient | null,
   };
 }
 
 /** A page's rows and the cursor after its last one (null: the last page). */
-function paged<T extends { created_at: number; request_id: string }>(rows: T[], limit: number) {
+export function paged<T extends { created_at: number; request_id: string }>(rows: T[], limit: number) {
   const data = rows.slice(0, limit);
   const last = data.at(-1);
   return {
@@ -235,15 +243,19 @@ export interface RecordSearch {
   status?: CallStatus | undefined;
   requestId?: string | undefined;
   api?: ApiName | undefined;
+  sessionId?: string | undefined;
 }
 
-/** The columns of the admin API's export: the console's, then what only an operator sees. */
+/** The columns of the admin API's export: the console's, then what only an operator sees, then the sessions. */
 export const ADMIN_RECORD_FIELDS = [
-  ...RECORD_FIELDS,
+  ...RECORD_FIELDS.filter((f) => f !== "session_id" && f !== "session_client"),
   "account_id",
   "account_name",
   "provider",
   "upstream_model",
+  // added after the admin API's first columns, so theirs keep their places
+  "session_id",
+  "session_client",
 ] as const satisfies readonly (keyof AdminRecordView)[];
 
 async function searchPage(db: Db, s: RecordSearch, limit: number, before: Cursor | undefined) {
@@ -257,6 +269,7 @@ async function searchPage(db: Db, s: RecordSearch, limit: number, before: Cursor
   if (s.status !== undefined) q = q.where("r.status", "=", s.status);
   if (s.requestId !== undefined) q = q.where("r.request_id", "=", s.requestId);
   if (s.api !== undefined) q = q.where("r.api", "=", s.api);
+  if (s.sessionId !== undefined) q = q.where("r.session_id", "=", s.sessionId);
   if (before) q = q.where("r.created_at", "<=", before.created_at).where((eb) => after(eb, before, "<"));
   const rows = await q
     .orderBy("r.created_at", "desc")

@@ -41,6 +41,8 @@ const COLUMNS = [
   "cost_nanos",
   "uncharged_cost_nanos",
   "cost_source",
+  "session_id",
+  "session_client",
 ] as const satisfies readonly (keyof CallRecord)[];
 
 /** A multi-row statement's SQL, which depends only on its row count: compiled once per count, on first use. */
@@ -117,7 +119,8 @@ export function compileStatements(db: Kysely<Database>) {
   return {
     insert: (records: readonly CallRecord[]) => {
       const values: unknown[] = [];
-      for (const r of records) for (const c of COLUMNS) values.push(r[c]);
+      // a journal written before a column existed lacks it: null, as the column's default
+      for (const r of records) for (const c of COLUMNS) values.push(r[c] ?? null);
       return CompiledQuery.raw(insertText(records.length), values);
     },
     addToKey: (id: string, tokens: number) => CompiledQuery.raw(addToKey, [tokens, id]),

@@ -208,6 +208,7 @@ export class RecordWriter {
             await this.#holds.closeWithRecords(trx, holds, { keys, accounts }, charge);
           } else await charge();
           await this.#spend(trx, batch);
+          if (this.#holds) await this.#chargeSessions(trx, batch);
           const daily = dailyDeltas(batch.map((p) => p.record));
           for (let i = 0; i < daily.length; i += UPSERT_ROWS)
             await trx.executeQuery(this.#sql.addToDaily(daily.slice(i, i + UPSERT_ROWS)));
@@ -242,6 +243,55 @@ export class RecordWriter {
       await trx.executeQuery(this.#sql.spend("api_keys", id, keys.get(id)!, month));
     for (const id of [...accounts.keys()].sort())
       await trx.executeQuery(this.#sql.spend("accounts", id, accounts.get(id)!, month));
+  }
+
+  /**
+   * Adds what the batch's calls held under a capped session charge to those sessions (shared
+   * ledgers: the in-process ledger reads a session's use from its records), after the keys and
+   * accounts and in key and session order, as a hold locks them. Calls without a capped
+   * session add nothing here.
+   */
+  async #chargeSessions(trx: Kysely<Database>, batch: Pending[]): Promise<void> {
+    const sessions = new Map<
+      string,
+      { key: string; session: string; account: string; tokens: number; nanos: number }
+    >();
+    for (const { record, reservation } of batch) {
+      if (reservation?.session === undefined || (!record.total_tokens && !record.cost_nanos)) continue;
+      const id = `${reservation.keyId} ${reservation.session}`;
+      const s = sessions.get(id) ?? {
+        key: reservation.keyId,
+        session: reservation.session,
+        account: reservation.accountId,
+        tokens: 0,
+        nanos: 0,
+      };
+      s.tokens += record.total_tokens;
+      s.nanos += record.cost_nanos;
+      sessions.set(id, s);
+    }
+    if (!sessions.size) return;
+    const now = this.#now();
+    const rows = [...sessions.values()]
+      .sort((a, b) => (a.key === b.key ? (a.session < b.session ? -1 : 1) : a.key < b.key ? -1 : 1))
+      .map((s) => ({
+        key_id: s.key,
+        session_id: s.session,
+        account_id: s.account,
+        used_tokens: s.tokens,
+        spent_nanos: s.nanos,
+        created_at: now,
+      }));
+    await trx
+      .insertInto("session_usage")
+      .values(rows)
+      .onConflict((oc) =>
+        oc.columns(["key_id", "session_id"]).doUpdateSet((eb) => ({
+          used_tokens: eb("session_usage.used_tokens", "+", eb.ref("excluded.used_tokens")),
+          spent_nanos: eb("session_usage.spent_nanos", "+", eb.ref("excluded.spent_nanos")),
+        })),
+      )
+      .execute();
   }
 
   /** Writes everything queued; for shutdown. Behind a journal, gives up once a commit fails (the journal keeps the records). */

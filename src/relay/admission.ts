@@ -15,7 +15,16 @@ export async function holdFor(
   budget: Budget,
 ): Promise<Hold | undefined> {
   try {
-    return await admit(deps, ctx.auth, plan, ctx.rateTicket, budget, ctx.setHeaders, ctx.clientSignal);
+    return await admit(
+      deps,
+      ctx.auth,
+      plan,
+      ctx.rateTicket,
+      budget,
+      ctx.setHeaders,
+      ctx.clientSignal,
+      ctx.draft.session,
+    );
   } catch (err) {
     if (!ctx.clientSignal.aborted) throw err;
     await deps.finisher.finish(ctx.draft, CLIENT_GONE);

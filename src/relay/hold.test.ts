@@ -5,6 +5,7 @@ import type { Account } from "../accounts/accounts.ts";
 import type { ApiKey } from "../accounts/keys.ts";
 import type { AuthContext } from "../auth/key-cache.ts";
 import { type PlanConfig, planSchema } from "../config/schema.ts";
+import type { CallSession } from "../domain/sessions.ts";
 import { GatewayError } from "../errors/index.ts";
 import type { RateTicket } from "../rate-limits/rate-limiter.ts";
 import type { Budget } from "./budget.ts";
@@ -62,6 +63,8 @@ function auth(account: Partial<Account> = {}, key: Partial<ApiKey> = {}): AuthCo
       rpm_limit: null,
       tpm_limit: null,
       allowed_models: null,
+      session_limit_tokens: null,
+      session_budget_nanos: null,
       ...key,
     },
   };
@@ -342,6 +345,70 @@ describe("admit", () => {
       const err = await refusedWith(admit(deps, budgeted, PLAN, TICKET, BUDGET, setHeaders), c.name);
       assert.match(err.message, c.message, `${c.reason} held=${c.held}`);
       assert.equal(rates.settles().length, 1, "the rate limits' tokens are given back");
+    }
+  });
+
+  test("a call's session is held only when its key caps sessions", async () => {
+    const subjectOf = async (a: AuthContext, session: CallSession | null) => {
+      const { ledger, deps, setHeaders } = setup();
+      await admit(deps, a, PLAN, TICKET, BUDGET, setHeaders, undefined, session);
+      const [reserve] = ledger.calls;
+      assert.ok(reserve?.op === "reserve");
+      return reserve.subject;
+    };
+    const run = { id: "run-1", client: "codex" } as const;
+    assert.ok(!("session" in (await subjectOf(auth(), run))), "no caps: nothing for the session");
+    const capped = auth({}, { session_limit_tokens: 5_000 });
+    assert.ok(!("session" in (await subjectOf(capped, null))), "no session: nothing either");
+    assert.deepEqual((await subjectOf(capped, run)).session, {
+      id: "run-1",
+      limitTokens: 5_000,
+      budgetNanos: null,
+    });
+    assert.deepEqual((await subjectOf(auth({}, { session_budget_nanos: 70 }), run)).session, {
+      id: "run-1",
+      limitTokens: null,
+      budgetNanos: 70,
+    });
+  });
+
+  test("a session cap's refusal names the cap and the session", async () => {
+    const caps = auth({}, { session_limit_tokens: 5_000, session_budget_nanos: 2_000_000_000 });
+    const run = { id: "run-7", client: "claude-code" } as const;
+    const cases = [
+      {
+        reason: "session_limit",
+        remaining: 12,
+        held: false,
+        name: "session_limit_exceeded",
+        message:
+          /^This API key's per-session limit of 5000 tokens cannot cover this request in session 'run-7' \(12 tokens left\)/,
+      },
+      {
+        reason: "session_budget",
+        remaining: 500_000_000,
+        held: false,
+        name: "session_budget_exceeded",
+        message:
+          /^This API key's per-session budget of \$2 cannot cover this request in session 'run-7' \(\$0\.5 left\)/,
+      },
+      {
+        reason: "session_limit",
+        remaining: 12,
+        held: true,
+        name: "limit_held",
+        message:
+          /^This API key's per-session limit of 5000 tokens leaves session 'run-7' 12 tokens, held by its calls/,
+      },
+    ] as const;
+    for (const c of cases) {
+      const { ledger, deps, setHeaders } = setup();
+      ledger.answer = () => ({ ok: false, reason: c.reason, remaining: c.remaining, held: c.held });
+      const err = await refusedWith(
+        admit(deps, caps, PLAN, TICKET, BUDGET, setHeaders, undefined, run),
+        c.name,
+      );
+      assert.match(err.message, c.message, `${c.reason} held=${c.held}`);
     }
   });
 });

@@ -4,8 +4,16 @@
 import type { ApiKey } from "../accounts/keys.ts";
 import type { AuthContext } from "../auth/key-cache.ts";
 import type { PlanConfig } from "../config/schema.ts";
+import type { CallSession } from "../domain/sessions.ts";
 import { GatewayError } from "../errors/index.ts";
-import type { Ledger, MoneyBudget, Reservation, ReserveResult, Spent } from "../ledger/types.ts";
+import type {
+  Ledger,
+  MoneyBudget,
+  Reservation,
+  ReserveResult,
+  SessionSubject,
+  Spent,
+} from "../ledger/types.ts";
 import { resetsAt } from "../prices/period.ts";
 import { formatUsd } from "../prices/usd.ts";
 import {
@@ -78,9 +86,22 @@ export async function admitRequest(
 }
 
 /**
- * Takes the call's tokens from its rate limits, then holds them in the ledger, waiting (until
- * `signal` aborts) for tokens held by calls in flight. Refusals throw the catalog's 429s; the
- * rate-limit headers are set either way.
+ * The call's session as the ledger holds it: only when its key caps sessions, so a call
+ * without a session, or of a key without caps, holds nothing more than before.
+ */
+function sessionSubject(
+  auth: AuthContext,
+  session: CallSession | null | undefined,
+): SessionSubject | undefined {
+  const { session_limit_tokens: limitTokens, session_budget_nanos: budgetNanos } = auth.key;
+  if (!session || (limitTokens === null && budgetNanos === null)) return undefined;
+  return { id: session.id, limitTokens, budgetNanos };
+}
+
+/**
+ * Takes the call's tokens from its rate limits, then holds them in the ledger (with its
+ * session's, when its key caps sessions), waiting (until `signal` aborts) for tokens held by
+ * calls in flight. Refusals throw the catalog's 429s; the rate-limit headers are set either way.
  */
 export async function admit(
   deps: HoldDeps,
@@ -90,10 +111,12 @@ export async function admit(
   budget: Budget,
   setHeaders: (headers: Record<string, string>) => void,
   signal?: AbortSignal,
+  session?: CallSession | null,
 ): Promise<Hold> {
   const admitted = await deps.rates.admitTokens(ticket, budget.wanted);
   setHeaders(rateHeaders(admitted.state));
   if (!admitted.ok) throw rateLimited(admitted);
+  const capped = sessionSubject(auth, session);
   let reserved: ReserveResult;
   try {
     reserved = await deps.ledger.reserve(
@@ -108,6 +131,7 @@ export async function admit(
         accountSpent: spentOf(auth.account),
         keyBudget: moneyBudget(auth.key),
         keySpent: spentOf(auth.key),
+        ...(capped ? { session: capped } : {}),
       },
       budget.wanted,
       budget.minimum,
@@ -121,7 +145,7 @@ export async function admit(
   }
   if (!reserved.ok) {
     deps.rates.settle(admitted.ticket, 0); // the request counts; its tokens were never used
-    throw ledgerRefusal(reserved, auth, deps.now());
+    throw ledgerRefusal(reserved, auth, deps.now(), session);
   }
   return new Hold(deps, reserved.reservation, admitted.ticket, budget);
 }
@@ -145,7 +169,10 @@ function ledgerRefusal(
   refusal: Extract<ReserveResult, { ok: false }>,
   auth: AuthContext,
   now: number,
+  session: CallSession | null | undefined,
 ): GatewayError {
+  if (refusal.reason === "session_limit" || refusal.reason === "session_budget")
+    return sessionRefusal(refusal, auth, session?.id ?? "");
   if (refusal.reason === "account_budget" || refusal.reason === "key_budget") {
     const row = refusal.reason === "key_budget" ? auth.key : auth.account;
     const which = refusal.reason === "key_budget" ? "This API key's budget" : "The account's budget";
@@ -165,5 +192,29 @@ function ledgerRefusal(
     });
   return new GatewayError(refusal.reason === "key_limit" ? "key_limit_exceeded" : "quota_exceeded", {
     message: `${limit} cannot cover this request (${refusal.remaining} tokens left).`,
+  });
+}
+
+/**
+ * A session's cap refused the call: the message names the cap, what the session has left and
+ * the session, so an agent's user sees which run stopped and why (the key may go on with
+ * another session).
+ */
+function sessionRefusal(
+  refusal: Extract<ReserveResult, { ok: false }>,
+  auth: AuthContext,
+  sessionId: string,
+): GatewayError {
+  const money = refusal.reason === "session_budget";
+  const cap = money
+    ? `This API key's per-session budget of $${formatUsd(auth.key.session_budget_nanos ?? 0)}`
+    : `This API key's per-session limit of ${auth.key.session_limit_tokens ?? 0} tokens`;
+  const left = money ? `$${formatUsd(refusal.remaining)}` : `${refusal.remaining} tokens`;
+  if (refusal.held)
+    return new GatewayError("limit_held", {
+      message: `${cap} leaves session '${sessionId}' ${left}, held by its calls still in flight. Retry after the time in the retry-after header.`,
+    });
+  return new GatewayError(money ? "session_budget_exceeded" : "session_limit_exceeded", {
+    message: `${cap} cannot cover this request in session '${sessionId}' (${left} left). Start a new session, or ask for the cap to be raised.`,
   });
 }

@@ -24,6 +24,7 @@ import * as storedResponseOwners from "./migrations/017-stored-response-owners.t
 import * as loginThrottle from "./migrations/018-login-throttle.ts";
 import * as controlPlane from "./migrations/019-control-plane.ts";
 import * as keyModels from "./migrations/020-key-models.ts";
+import * as agentSessions from "./migrations/023-agent-sessions.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -62,6 +63,7 @@ const migrations: Record<string, Migration> = {
   "018-login-throttle": loginThrottle,
   "019-control-plane": controlPlane,
   "020-key-models": keyModels,
+  "023-agent-sessions": agentSessions,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below

@@ -64,6 +64,9 @@ export interface ApiKeysTable {
   deleted_at: number | null;
   /** JSON array of the public models the key may call; null: every model of its plan */
   allowed_models: string | null;
+  /** what each agent session of the key may use in tokens, and in nanodollars; null: no cap */
+  session_limit_tokens: number | null;
+  session_budget_nanos: number | null;
 }
 
 export interface LiveUsageTable {
@@ -131,6 +134,10 @@ export interface CallRecordsTable {
   uncharged_cost_nanos: number;
   /** where the prices came from: config | table | unpriced; null when no model was resolved */
   cost_source: string | null;
+  /** the agent session the client named (migrations/023-agent-sessions.ts); null: none */
+  session_id: string | null;
+  /** how it named it: header | claude-code | codex; null with no session */
+  session_client: string | null;
 }
 
 export interface DeploymentHealthTable {
@@ -242,6 +249,9 @@ export interface LedgerReservationsTable {
   /** nanodollars the hold holds against the account's budget, and the key's (0: none) */
   account_nanos: Generated<number>;
   key_nanos: Generated<number>;
+  /** the agent session whose cap the hold counts against (null: none), and its nanodollars there */
+  session_id: string | null;
+  session_nanos: Generated<number>;
   created_at: number;
 }
 
@@ -253,6 +263,23 @@ export interface LedgerChargesTable {
   key_id: string;
   tokens: number;
   nanos: number;
+  /** the capped session the charge also counts against */
+  session_id: string | null;
+  created_at: number;
+}
+
+/**
+ * What an agent session of a key that caps sessions used and holds (PostgreSQL only:
+ * migrations/023-agent-sessions.ts).
+ */
+export interface SessionUsageTable {
+  key_id: string;
+  session_id: string;
+  account_id: string;
+  used_tokens: Generated<number>;
+  reserved_tokens: Generated<number>;
+  spent_nanos: Generated<number>;
+  reserved_nanos: Generated<number>;
   created_at: number;
 }
 
@@ -349,6 +376,7 @@ export interface Database {
   ledger_reservations: LedgerReservationsTable;
   ledger_charges: LedgerChargesTable;
   ledger_waiters: LedgerWaitersTable;
+  session_usage: SessionUsageTable;
   stored_responses: StoredResponsesTable;
   login_throttle: LoginThrottleTable;
   catalog_entries: CatalogEntriesTable;

@@ -8,6 +8,7 @@ import type {
   AccountView,
   AdminKeyView,
   CallRecordView,
+  SessionView,
   TicketMessageView,
   TicketView,
   UserView,
@@ -46,6 +47,9 @@ export interface AdminRecordView extends CallRecordView {
   provider: string | null;
   upstream_model: string | null;
 }
+
+/** An agent session of one account, summed from its records (GET /sessions?account=) */
+export type AdminSession = SessionView;
 
 export type AdminTicket = TicketView;
 

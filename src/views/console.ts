@@ -6,10 +6,11 @@
 import type { Role } from "../accounts/roles.ts";
 import type { ApiName } from "../domain/api-names.ts";
 import type { CallStatus } from "../domain/outcomes.ts";
+import type { SessionClient } from "../domain/sessions.ts";
 import type { TicketKind, TicketStatus } from "../domain/ticket-kinds.ts";
 import type { BudgetPeriod } from "../prices/period.ts";
 
-export type { ApiName, BudgetPeriod, CallStatus, Role, TicketKind, TicketStatus };
+export type { ApiName, BudgetPeriod, CallStatus, Role, SessionClient, TicketKind, TicketStatus };
 
 // Flags are booleans here (0/1 in the store); times are Unix milliseconds; money is integer
 // nanodollars (1e-9 USD, `*_nanos`), exact as the store keeps it, so sums stay exact.
@@ -78,6 +79,9 @@ export interface KeyView extends BudgetView {
   used_tokens: number;
   /** the public models the key may call, within its plan's; null: every model of the plan */
   allowed_models: string[] | null;
+  /** what each agent session of the key may use over its life: tokens, and nanodollars; null: no cap */
+  session_limit_tokens: number | null;
+  session_budget_nanos: number | null;
   disabled: boolean;
   created_at: number;
 }
@@ -137,6 +141,32 @@ export interface CallRecordView {
    * none (unpriced: the call cost 0); null when no model was resolved (src/prices/pricing.ts)
    */
   cost_source: "config" | "table" | "unpriced" | null;
+  /** the agent session the client named (docs/records.md); null: none */
+  session_id: string | null;
+  /** how the client named it; null with no session */
+  session_client: SessionClient | null;
+}
+
+/** An agent session of the account, summed from its calls' records (docs/records.md). */
+export interface SessionView {
+  session_id: string;
+  /** how the client named it (its calls name it one way) */
+  client: SessionClient | null;
+  /** its first and last call */
+  first_at: number;
+  last_at: number;
+  calls: number;
+  /** calls that did not end ok */
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cost_usd: number;
+  cost_nanos: number;
+  /** the public models and client APIs its calls used, and the keys they came through */
+  models: string[];
+  apis: ApiName[];
+  keys: { id: string; prefix: string | null; name: string | null }[];
 }
 
 export interface TicketView {
@@ -215,6 +245,19 @@ export interface KeyCreated {
 export interface RecordsAnswer {
   data: CallRecordView[];
   next_before: string | null;
+}
+
+/** GET /sessions: one page, the session with the latest call first; `next_before` continues it */
+export interface SessionsAnswer {
+  data: SessionView[];
+  next_before: string | null;
+}
+
+/** GET /sessions/:id: the session and a page of its calls in order; `next_after` continues it */
+export interface SessionCallsAnswer {
+  session: SessionView;
+  data: CallRecordView[];
+  next_after: string | null;
 }
 
 /** GET /tickets/:id */

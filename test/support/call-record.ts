@@ -40,6 +40,8 @@ export function callRecord(overrides: Partial<CallRecord> = {}): CallRecord {
     cost_nanos: 0,
     uncharged_cost_nanos: 0,
     cost_source: null,
+    session_id: null,
+    session_client: null,
     ...overrides,
   };
 }

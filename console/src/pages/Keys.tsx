@@ -8,7 +8,16 @@ import { FormDialog } from "../components/FormDialog.tsx";
 import { Empty, ErrorNotice, Status } from "../components/Notice.tsx";
 import { PageHeader } from "../components/PageHeader.tsx";
 import { SecretView } from "../components/SecretView.tsx";
-import { fmtDate, fmtDateTime, fmtInt, fmtUsd, parseTokenCount, utcToday } from "../format.ts";
+import {
+  fmtDate,
+  fmtDateTime,
+  fmtInt,
+  fmtUsd,
+  parseTokenCount,
+  parseUsdAmount,
+  usdInputValue,
+  utcToday,
+} from "../format.ts";
 import { Link } from "../router.tsx";
 import { useSession } from "../session.tsx";
 import { useSubmit } from "../submit.ts";
@@ -127,6 +136,23 @@ export function KeysPage() {
             cell: (key) =>
               key.limit_tokens === null ? <span className="muted">none</span> : fmtInt(key.limit_tokens),
           },
+          {
+            header: "Per session",
+            num: true,
+            cell: (key) =>
+              key.session_limit_tokens === null && key.session_budget_nanos === null ? (
+                <span className="muted">no cap</span>
+              ) : (
+                <>
+                  {key.session_limit_tokens !== null && `${fmtInt(key.session_limit_tokens)} tokens`}
+                  {key.session_budget_nanos !== null && (
+                    <span className={key.session_limit_tokens === null ? undefined : "cell-sub"}>
+                      {fmtUsd(key.session_budget_nanos)}
+                    </span>
+                  )}
+                </>
+              ),
+          },
           { header: "Spent", num: true, cell: (key) => <SpentCell spent={key} /> },
           { header: "Budget", num: true, cell: (key) => <BudgetCell budget={key} /> },
           {
@@ -184,8 +210,10 @@ export function KeysPage() {
       <p className="muted small">
         Used: tokens, all time. Spent: dollars, this month for a monthly budget, else all time. A key's
         budget, in dollars, is set by the gateway's administrators; a call it cannot cover is refused. 30 days
-        and Today count UTC days, today included, in tokens and dollars. Per-call detail is in{" "}
-        <Link to="/records">Call records</Link>.
+        and Today count UTC days, today included, in tokens and dollars. Per session: what each agent session
+        (a Claude Code or Codex run, or calls sharing an <code>x-session-id</code>) may use through the key,
+        in all; its next call past the cap is refused. Per-call detail is in{" "}
+        <Link to="/records">Call records</Link>, per session in <Link to="/sessions">Sessions</Link>.
       </p>
 
       <CreateKeyDialog
@@ -237,29 +265,54 @@ export function KeysPage() {
   );
 }
 
-function KeyFields({
-  name,
-  setName,
-  limit,
-  setLimit,
-}: {
+/** What the key forms edit, as typed. */
+interface KeyForm {
   name: string;
-  setName: (v: string) => void;
   limit: string;
-  setLimit: (v: string) => void;
-}) {
+  sessionLimit: string;
+  sessionBudget: string;
+}
+
+const EMPTY_FORM: KeyForm = { name: "", limit: "", sessionLimit: "", sessionBudget: "" };
+
+function formOf(key: KeyView): KeyForm {
+  return {
+    name: key.name ?? "",
+    limit: key.limit_tokens === null ? "" : String(key.limit_tokens),
+    sessionLimit: key.session_limit_tokens === null ? "" : String(key.session_limit_tokens),
+    sessionBudget: key.session_budget_nanos === null ? "" : usdInputValue(key.session_budget_nanos),
+  };
+}
+
+/** The form as the API takes it; throws the reason a field is refused, for the form. */
+function bodyOf(form: KeyForm) {
+  const sessionLimit = limitOf(form.sessionLimit, "The per-session token cap");
+  if (sessionLimit === 0) throw new Error("The per-session token cap must be above 0, or empty for none.");
+  const sessionBudget = parseUsdAmount(form.sessionBudget, "The per-session budget");
+  if (sessionBudget === 0) throw new Error("The per-session budget must be above $0, or empty for none.");
+  return {
+    name: form.name.trim() || null,
+    limit_tokens: limitOf(form.limit, "The token limit"),
+    session_limit_tokens: sessionLimit,
+    session_budget_nanos: sessionBudget,
+  };
+}
+
+function KeyFields({ form, setForm }: { form: KeyForm; setForm: (f: KeyForm) => void }) {
   const nameId = useId();
   const limitId = useId();
+  const sessionLimitId = useId();
+  const sessionBudgetId = useId();
   return (
     <>
       <div className="field">
         <label htmlFor={nameId}>Name</label>
         <input
           id={nameId}
-          value={name}
+          value={form.name}
           maxLength={100}
           placeholder="e.g. billing-service (production)"
-          onChange={(e) => setName(e.target.value)}
+          onChange={(e) => setForm({ ...form, name: e.target.value })}
         />
         <p className="hint">The application that will use it.</p>
       </div>
@@ -268,14 +321,43 @@ function KeyFields({
         <input
           id={limitId}
           inputMode="numeric"
-          value={limit}
+          value={form.limit}
           placeholder="no limit"
           aria-describedby={`${limitId}-hint`}
-          onChange={(e) => setLimit(e.target.value)}
+          onChange={(e) => setForm({ ...form, limit: e.target.value })}
         />
         <p className="hint" id={`${limitId}-hint`}>
           Total tokens this key may consume; empty for no limit of its own (the account's quota still
           applies).
+        </p>
+      </div>
+      <div className="field">
+        <label htmlFor={sessionLimitId}>Per-session token cap</label>
+        <input
+          id={sessionLimitId}
+          inputMode="numeric"
+          value={form.sessionLimit}
+          placeholder="no cap"
+          aria-describedby={`${sessionLimitId}-hint`}
+          onChange={(e) => setForm({ ...form, sessionLimit: e.target.value })}
+        />
+        <p className="hint" id={`${sessionLimitId}-hint`}>
+          Tokens each agent session may use through this key (a Claude Code or Codex run, or the calls that
+          send one <code>x-session-id</code>); empty for no cap.
+        </p>
+      </div>
+      <div className="field">
+        <label htmlFor={sessionBudgetId}>Per-session budget (USD)</label>
+        <input
+          id={sessionBudgetId}
+          inputMode="decimal"
+          value={form.sessionBudget}
+          placeholder="no cap"
+          aria-describedby={`${sessionBudgetId}-hint`}
+          onChange={(e) => setForm({ ...form, sessionBudget: e.target.value })}
+        />
+        <p className="hint" id={`${sessionBudgetId}-hint`}>
+          Dollars each agent session may cost through this key, in all; empty for no cap.
         </p>
       </div>
     </>
@@ -283,9 +365,9 @@ function KeyFields({
 }
 
 /** "" is no limit; anything else must be a whole number of tokens */
-function limitOf(text: string): number | null {
+function limitOf(text: string, what: string): number | null {
   const limit = parseTokenCount(text);
-  if (limit === "invalid") throw new Error("The token limit must be a whole number, or empty for no limit.");
+  if (limit === "invalid") throw new Error(`${what} must be a whole number, or empty for none.`);
   return limit;
 }
 
@@ -299,16 +381,12 @@ function CreateKeyDialog({
   onClose: () => void;
   onCreated: (result: KeyCreated) => void;
 }) {
-  const [name, setName] = useState("");
-  const [limit, setLimit] = useState("");
+  const [form, setForm] = useState(EMPTY_FORM);
   const submit = useSubmit(async () => {
-    const limitTokens = limitOf(limit);
-    const body: { name?: string; limit_tokens?: number } = {};
-    if (name.trim()) body.name = name.trim();
-    if (limitTokens !== null) body.limit_tokens = limitTokens;
+    // what is not set is left out: the key takes the defaults
+    const body = Object.fromEntries(Object.entries(bodyOf(form)).filter(([, v]) => v !== null));
     const result = await api<KeyCreated>("/keys", { method: "POST", body });
-    setName("");
-    setLimit("");
+    setForm(EMPTY_FORM);
     onCreated(result);
   });
 
@@ -322,7 +400,7 @@ function CreateKeyDialog({
       label="Create key"
       busyLabel="Creating…"
     >
-      <KeyFields name={name} setName={setName} limit={limit} setLimit={setLimit} />
+      <KeyFields form={form} setForm={setForm} />
     </FormDialog>
   );
 }
@@ -336,13 +414,11 @@ function EditKeyDialog({
   onClose: () => void;
   onSaved: (key: KeyView) => void;
 }) {
-  const [name, setName] = useState(keyToEdit.name ?? "");
-  const [limit, setLimit] = useState(keyToEdit.limit_tokens === null ? "" : String(keyToEdit.limit_tokens));
+  const [form, setForm] = useState(() => formOf(keyToEdit));
   const submit = useSubmit(async () => {
-    const limitTokens = limitOf(limit);
     const { key } = await api<KeyAnswer>(`/keys/${encodeURIComponent(keyToEdit.id)}`, {
       method: "PATCH",
-      body: { name: name.trim() || null, limit_tokens: limitTokens },
+      body: bodyOf(form),
     });
     onSaved(key);
   });
@@ -355,7 +431,7 @@ function EditKeyDialog({
       label="Save"
       busyLabel="Saving…"
     >
-      <KeyFields name={name} setName={setName} limit={limit} setLimit={setLimit} />
+      <KeyFields form={form} setForm={setForm} />
       <p className="muted small">
         Used so far: {fmtInt(keyToEdit.used_tokens)} tokens; {fmtUsd(keyToEdit.spent_nanos)} spent
         {keyToEdit.budget_period === "month" ? " this month" : ""}.

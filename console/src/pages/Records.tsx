@@ -405,6 +405,16 @@ export function RecordDetail({ record, account }: { record: CallRecordView; acco
     ["Key", record.key_prefix ? `${record.key_prefix}… ${record.key_name ?? ""}` : "no key"],
     ["Model", record.model ?? "–"],
     ["API", <code key="api">{record.api}</code>],
+    [
+      "Session",
+      record.session_id ? (
+        <Link key="session" to={`/sessions/${encodeURIComponent(record.session_id)}`}>
+          <code>{record.session_id}</code>
+        </Link>
+      ) : (
+        "–"
+      ),
+    ],
     ["Status", `${record.status} (HTTP ${record.http_status})`],
     ["Error", recordError(record) || "–"],
     [

@@ -51,6 +51,10 @@ class MessagesCall implements ClientCall {
   }
 }
 
+function field(value: unknown, name: string): unknown {
+  return value !== null && typeof value === "object" ? (value as Record<string, unknown>)[name] : undefined;
+}
+
 /** x-api-key first (Anthropic's own header), else a Bearer token. */
 export function messagesCredential(headers: IncomingHttpHeaders): Credential {
   const key = headers["x-api-key"];
@@ -66,6 +70,8 @@ export const messages: ClientApi = {
   // Anthropic's SDKs read `request-id` (`message._request_id`, `error.requestID`)
   requestIdHeader: "request-id",
   error: anthropicErrorAnswer,
+  // Claude Code names its session in metadata.user_id too, for clients that drop its header
+  sessionHints: (body) => ({ metadataUserId: field(field(body, "metadata"), "user_id") }),
   parse(body: unknown, headers: IncomingHttpHeaders): ClientCall {
     const req = parseBody(messagesRequestSchema, body);
     checkMessages(req);

@@ -259,6 +259,13 @@ export function responsesApi(deps: ResponsesDeps): ClientApi {
       status: error.status,
       body: JSON.stringify(error.toBody()),
     }),
+    // Codex keys the prompt cache by its thread
+    sessionHints: (body) => ({
+      promptCacheKey:
+        body !== null && typeof body === "object"
+          ? (body as { prompt_cache_key?: unknown }).prompt_cache_key
+          : undefined,
+    }),
     async parse(body: unknown, _headers: IncomingHttpHeaders, caller: AuthContext): Promise<ClientCall> {
       const req = parseResponsesRequest(body);
       const owner = { accountId: caller.account.id, keyId: caller.key.id };

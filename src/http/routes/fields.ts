@@ -23,6 +23,14 @@ export const budgetNanos = z
 export const budgetPeriod = z.enum(BUDGET_PERIODS);
 export const keyName = z.string().trim().min(1).max(100).nullable();
 export const limitTokens = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).nullable();
+/** What each agent session of a key may use: tokens, and nanodollars over its life; null: no cap. */
+export const sessionLimitTokens = z.number().int().positive().max(Number.MAX_SAFE_INTEGER).nullable();
+export const sessionBudgetNanos = z
+  .number()
+  .int("must be a whole number of nanodollars")
+  .positive()
+  .max(MAX_BUDGET_NANOS, `must be at most ${MAX_BUDGET_NANOS} nanodollars ($9,000,000)`)
+  .nullable();
 /** A key's own requests or tokens per minute; null: its plan's. */
 export const rateLimit = z.number().int().positive().max(1_000_000_000).nullable();
 /** A key's own list of public models, within its plan's; null: every model of the plan. */

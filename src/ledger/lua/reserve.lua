@@ -1,18 +1,23 @@
 -- KEYS: epoch, account, key, own holds, account queue, key queue, waiter expiries, waiter
--- sequence, instances with holds. ARGV: epoch, quota, limit (-1: none), wanted, minimum,
--- waiter ('' for a first attempt), wait ms, hold id, account id, key id, channel, instance,
--- the cost rule's fixed ('' : the call costs nothing), per token and prompt tokens, month,
--- the account's budget (-1: none) and period, the key's.
+-- sequence, instances with holds; and the session, only for a call under its key's per-session
+-- caps. ARGV: epoch, quota, limit (-1: none), wanted, minimum, waiter ('' for a first
+-- attempt), wait ms, hold id, account id, key id, channel, instance, the cost rule's fixed
+-- ('' : the call costs nothing), per token and prompt tokens, month, the account's budget
+-- (-1: none) and period, the key's; with a session: its id, its token cap and budget (-1: none).
 -- Answers: status, tokens, remaining, reason, consumption of account and key, waiter, nanos
 -- held (-1: no budget applies), held against the account's and the key's budget, spending of
--- account and key.
+-- account and key, held against the session's budget.
 
 local a = fields(KEYS[2])
 local k = fields(KEYS[3])
-if not a[1] or not k[1] then
+local capped = KEYS[10] ~= nil
+local s = {}
+if capped then s = fields(KEYS[10]) end
+if not a[1] or not k[1] or (capped and not s[1]) then
   local need = ''
   if not a[1] then need = 'a' end
   if not k[1] then need = need .. 'k' end
+  if capped and not s[1] then need = need .. 's' end
   return {'seed', need}
 end
 local au, ar, ku, kr = tonumber(a[1]), tonumber(a[2]), tonumber(k[1]), tonumber(k[2])
@@ -45,6 +50,18 @@ if priced then
       'key_budget')
   end
 end
+-- the session's caps last: a tie names the key's or the account's limit
+local sleft
+if capped then
+  local slimit, sbudget = tonumber(ARGV[22]), tonumber(ARGV[23])
+  local su = tonumber(s[1])
+  if slimit >= 0 then limitBy(slimit - su, slimit - su - tonumber(s[2]), slimit - su, 'session_limit') end
+  if priced and sbudget >= 0 then
+    sleft = sbudget - tonumber(s[3])
+    limitBy(tokensFor(fixed, per, prompt, sleft), tokensFor(fixed, per, prompt, sleft - tonumber(s[6])), sleft,
+      'session_budget')
+  end
+end
 local function leave()
   if wid == '' then return end
   redis.call('ZREM', KEYS[5], wid)
@@ -56,7 +73,7 @@ local function leave()
 end
 if free < minimum then
   leave()
-  return {'refused', 0, left, why, au, ku, '', -1, 0, 0, ast, kst}
+  return {'refused', 0, left, why, au, ku, '', -1, 0, 0, ast, kst, 0}
 end
 local function before(q)
   while true do
@@ -69,11 +86,12 @@ local function before(q)
 end
 if room >= minimum and not before(KEYS[5]) and not before(KEYS[6]) then
   local got = math.min(wanted, room)
-  local nanos, an, kn = -1, 0, 0
-  if priced and (aleft or kleft) then
+  local nanos, an, kn, sn = -1, 0, 0, 0
+  if priced and (aleft or kleft or sleft) then
     nanos = nanosFor(fixed, per, prompt, got)
     if aleft then an = nanos end
     if kleft then kn = nanos end
+    if sleft then sn = nanos end
   end
   redis.call('HINCRBY', KEYS[2], 'r', int(got))
   redis.call('HINCRBY', KEYS[3], 'r', int(got))
@@ -81,15 +99,21 @@ if room >= minimum and not before(KEYS[5]) and not before(KEYS[6]) then
   if kn > 0 then redis.call('HINCRBY', KEYS[3], 'rn', int(kn)) end
   redis.call('PERSIST', KEYS[2])
   redis.call('PERSIST', KEYS[3])
-  redis.call('HSET', KEYS[4], ARGV[8],
-    ARGV[9] .. ' ' .. ARGV[10] .. ' ' .. int(got) .. ' 1 1 ' .. int(an) .. ' ' .. int(kn))
+  local entry = ARGV[9] .. ' ' .. ARGV[10] .. ' ' .. int(got) .. ' 1 1 ' .. int(an) .. ' ' .. int(kn)
+  if capped then
+    redis.call('HINCRBY', KEYS[10], 'r', int(got))
+    if sn > 0 then redis.call('HINCRBY', KEYS[10], 'rn', int(sn)) end
+    redis.call('PERSIST', KEYS[10])
+    entry = entry .. ' ' .. ARGV[21] .. ' 1 ' .. int(sn)
+  end
+  redis.call('HSET', KEYS[4], ARGV[8], entry)
   redis.call('SADD', KEYS[9], ARGV[12])
   leave()
-  return {'ok', got, left, why, au, ku, '', nanos, an, kn, ast, kst}
+  return {'ok', got, left, why, au, ku, '', nanos, an, kn, ast, kst, sn}
 end
 if waitMs <= 0 then
   leave()
-  return {'held', 0, left, why, au, ku, '', -1, 0, 0, ast, kst}
+  return {'held', 0, left, why, au, ku, '', -1, 0, 0, ast, kst, 0}
 end
 if wid == '' then
   wid = tostring(redis.call('INCR', KEYS[8]))
@@ -97,4 +121,4 @@ if wid == '' then
   redis.call('ZADD', KEYS[6], tonumber(wid), wid)
 end
 redis.call('HSET', KEYS[7], wid, int(now + waitMs))
-return {'wait', 0, left, why, au, ku, wid, -1, 0, 0, ast, kst}
+return {'wait', 0, left, why, au, ku, wid, -1, 0, 0, ast, kst, 0}

@@ -1,6 +1,7 @@
--- KEYS: epoch, account, key, own holds, own swept holds, account queue, key queue.
--- ARGV: epoch, hold, charge, channel, account id, key id, nanodollars charged, month. A hold
--- swept while its instance seemed dead only adds its charge: what it held was released already.
+-- KEYS: epoch, account, key, own holds, own swept holds, account queue, key queue; and the
+-- session, for a hold under a capped session. ARGV: epoch, hold, charge, channel, account id,
+-- key id, nanodollars charged, month. A hold swept while its instance seemed dead only adds
+-- its charge: what it held was released already.
 
 local from = KEYS[4]
 local e = redis.call('HGET', from, ARGV[2])
@@ -32,6 +33,10 @@ local function close(s, flag, held)
 end
 close(KEYS[2], fa, an)
 close(KEYS[3], fk, kn)
+if KEYS[8] then
+  local _s, fs, sn = string.match(e, HOLD_SESSION)
+  if fs then close(KEYS[8], fs, sn) end
+end
 if redis.call('ZCARD', KEYS[6]) + redis.call('ZCARD', KEYS[7]) > 0 then
   redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. ARGV[6])
 end

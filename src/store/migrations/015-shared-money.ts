@@ -60,7 +60,33 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`drop function gateway_reserve(text, text, text, bigint, bigint, bigint, bigint, bigint)`.execute(
     db,
   );
-  await sql`
+  await sql.raw(RESERVE_MONEY).execute(db);
+
+  // As in 010, and the money the closed holds held is no longer reserved either. The sweep
+  // (gateway_ledger_sweep) closes through this function, so it releases money too.
+  await sql.raw(CLOSE_MONEY).execute(db);
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await sql`drop function gateway_reserve(text, text, text, bigint, bigint, bigint, bigint, bigint, bigint, float8, bigint, text)`.execute(
+    db,
+  );
+  await sql.raw(RESERVE_TOKENS).execute(db);
+  await sql.raw(CLOSE_TOKENS).execute(db);
+  for (const fn of [
+    "gateway_budget_left(bigint, text, bigint, bigint, text, text)",
+    "gateway_tokens_for(bigint, float8, bigint, bigint)",
+    "gateway_nanos_for(bigint, float8, bigint, bigint)",
+  ])
+    await sql.raw(`drop function ${fn}`).execute(db);
+  for (const column of ["key_nanos", "account_nanos"])
+    await db.schema.alterTable("ledger_reservations").dropColumn(column).execute();
+}
+
+// gateway_reserve and gateway_ledger_close as this migration made them (tokens and money),
+// also for migration 023's down.
+export const RESERVE_MONEY = `
     create function gateway_reserve(
       p_instance text, p_account text, p_key text, p_plan_quota bigint,
       p_wanted bigint, p_minimum bigint, p_waiter bigint, p_wait_ms bigint,
@@ -162,11 +188,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       end if;
       return query select 'wait', 0::bigint, v_left, v_why, null::bigint, wid, k.used_tokens, a.used_tokens,
         null::bigint, 0::bigint, 0::bigint, k.spent_nanos, a.spent_nanos;
-    end $$`.execute(db);
+    end $$`;
 
-  // As in 010, and the money the closed holds held is no longer reserved either. The sweep
-  // (gateway_ledger_sweep) closes through this function, so it releases money too.
-  await sql`
+export const CLOSE_MONEY = `
     create or replace function gateway_ledger_close(
       p_ids bigint[], p_keys text[], p_key_used bigint[], p_accounts text[], p_account_used bigint[])
     returns bigint language plpgsql as $$
@@ -210,22 +234,4 @@ export async function up(db: Kysely<any>): Promise<void> {
         perform gateway_ledger_notify(r.a, r.k);
       end loop;
       return coalesce((select sum(t) from unnest(g_tokens) as t), 0);
-    end $$`.execute(db);
-}
-
-export async function down(db: Kysely<any>): Promise<void> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
-  await sql`drop function gateway_reserve(text, text, text, bigint, bigint, bigint, bigint, bigint, bigint, float8, bigint, text)`.execute(
-    db,
-  );
-  await sql.raw(RESERVE_TOKENS).execute(db);
-  await sql.raw(CLOSE_TOKENS).execute(db);
-  for (const fn of [
-    "gateway_budget_left(bigint, text, bigint, bigint, text, text)",
-    "gateway_tokens_for(bigint, float8, bigint, bigint)",
-    "gateway_nanos_for(bigint, float8, bigint, bigint)",
-  ])
-    await sql.raw(`drop function ${fn}`).execute(db);
-  for (const column of ["key_nanos", "account_nanos"])
-    await db.schema.alterTable("ledger_reservations").dropColumn(column).execute();
-}
+    end $$`;

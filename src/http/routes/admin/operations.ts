@@ -222,6 +222,20 @@ export const operations = {
     status: 200,
     answer: s.recordList,
   }),
+  listSessions: operation({
+    id: "listSessions",
+    method: "GET",
+    path: "/sessions",
+    tag: "records",
+    summary: "An account's agent sessions, the one with the latest call first, a page at a time",
+    description:
+      "Each session summed from the records the store keeps of it. A session's calls: `GET /records?account=…&session=…`.",
+    scope: "read",
+    query: s.sessionsQuery,
+    body: undefined,
+    status: 200,
+    answer: s.sessionList,
+  }),
   exportRecords: operation({
     id: "exportRecords",
     method: "GET",
@@ -229,7 +243,7 @@ export const operations = {
     tag: "records",
     summary: "Every record the filters match, as CSV or JSON Lines, newest first",
     description:
-      "The console's export format, with `account_id`, `provider` and `upstream_model` as the last columns. Streamed: a failure after the first page cuts the download.",
+      "The console's export format, with `account_id`, `provider` and `upstream_model`, then `session_id` and `session_client`, as the last columns. Streamed: a failure after the first page cuts the download.",
     scope: "read",
     query: s.exportQuery,
     body: undefined,

@@ -11,11 +11,17 @@ import {
   type RecordSearch,
   searchRecords,
 } from "../../../records/queries.ts";
+import { encodeSessionCursor, listSessions } from "../../../records/sessions.ts";
 import { usage } from "../../../records/usage.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { route } from "./contract.ts";
 import { operations as ops } from "./operations.ts";
-import { RECORDS_DEFAULT_LIMIT, USAGE_DEFAULT_DAYS, USAGE_DEFAULT_LIMIT } from "./schemas.ts";
+import {
+  RECORDS_DEFAULT_LIMIT,
+  SESSIONS_DEFAULT_LIMIT,
+  USAGE_DEFAULT_DAYS,
+  USAGE_DEFAULT_LIMIT,
+} from "./schemas.ts";
 
 interface Filters {
   from?: number | undefined;
@@ -26,6 +32,7 @@ interface Filters {
   status?: RecordSearch["status"];
   request_id?: string | undefined;
   api?: RecordSearch["api"];
+  session?: string | undefined;
 }
 
 function search(q: Filters): RecordSearch {
@@ -38,6 +45,7 @@ function search(q: Filters): RecordSearch {
     status: q.status,
     requestId: q.request_id,
     api: q.api,
+    sessionId: q.session,
   };
 }
 
@@ -54,6 +62,20 @@ export async function recordRoutes(app: FastifyInstance, deps: GatewayDeps): Pro
       data,
       has_more: next !== null,
       next_cursor: next && encodeCursor(next),
+    };
+  });
+
+  route(app, ops.listSessions, async ({ query }) => {
+    const { data, next } = await listSessions(
+      db,
+      { accountId: query.account, keyId: query.key },
+      { limit: query.limit ?? SESSIONS_DEFAULT_LIMIT, before: query.cursor },
+    );
+    return {
+      object: "list" as const,
+      data,
+      has_more: next !== null,
+      next_cursor: next && encodeSessionCursor(next),
     };
   });
 

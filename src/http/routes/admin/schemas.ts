@@ -8,15 +8,18 @@ import { ADMIN_SCOPES } from "../../../accounts/admin-scopes.ts";
 import { ROLES } from "../../../accounts/roles.ts";
 import { API_NAMES } from "../../../domain/api-names.ts";
 import { CALL_STATUSES } from "../../../domain/outcomes.ts";
+import { SESSION_CLIENTS, SESSION_ID } from "../../../domain/sessions.ts";
 import { TICKET_KINDS, TICKET_STATUSES } from "../../../domain/ticket-kinds.ts";
 import { USAGE_GROUPS } from "../../../domain/usage-groups.ts";
 import { BUDGET_PERIODS } from "../../../prices/period.ts";
 import { type Cursor, decodeCursor } from "../../../records/queries.ts";
+import { decodeSessionCursor, type SessionCursor } from "../../../records/sessions.ts";
 import type {
   AdminAccount,
   AdminKey,
   AdminKeyCreated,
   AdminRecordView,
+  AdminSession,
   AdminTicket,
   AdminTicketMessage,
   AdminTicketThread,
@@ -38,6 +41,8 @@ import {
   planId,
   quota,
   rateLimit,
+  sessionBudgetNanos,
+  sessionLimitTokens,
 } from "../fields.ts";
 
 /** The document's named schemas: request bodies (read as they are sent) and answers. */
@@ -111,6 +116,8 @@ export const usersQuery = z
   .object({ account: idParam.optional().describe("only this account's users") })
   .strict();
 
+const sessionParam = z.string().regex(SESSION_ID, "is not a session id");
+
 const recordFilters = {
   from: timeParam.optional().describe("records made at or after this time (see `to`)"),
   to: timeParam
@@ -124,6 +131,7 @@ const recordFilters = {
   status: z.enum(CALL_STATUSES).optional(),
   request_id: idParam.optional().describe("the one record of a request (its `x-request-id`)"),
   api: z.enum(API_NAMES).optional().describe("the client API the call came in"),
+  session: sessionParam.optional().describe("one agent session's records (with `account`: that account's)"),
 };
 
 export const RECORDS_DEFAULT_LIMIT = 100;
@@ -136,6 +144,28 @@ export const recordsQuery = z
   .strict();
 export const exportQuery = z
   .object({ ...recordFilters, format: z.enum(["csv", "jsonl"]).default("csv") })
+  .strict();
+
+export const SESSIONS_DEFAULT_LIMIT = 50;
+export const sessionsQuery = z
+  .object({
+    account: idParam.describe("the account whose sessions are listed"),
+    key: idParam.optional().describe("only the sessions with a call through this key"),
+    limit: pageLimit(200, SESSIONS_DEFAULT_LIMIT).optional(),
+    cursor: z
+      .string()
+      .max(300)
+      .transform((text, ctx): SessionCursor => {
+        const cursor = decodeSessionCursor(text);
+        if (!cursor) {
+          ctx.addIssue({ code: "custom", message: "is not a cursor this API returned" });
+          return z.NEVER;
+        }
+        return cursor;
+      })
+      .describe("the `next_cursor` of the previous page")
+      .optional(),
+  })
   .strict();
 
 export const ticketsQuery = z
@@ -223,6 +253,12 @@ const keyFields = {
     .describe("the public models of its plan the key may call; null: every model of the plan"),
   budget_nanos: budgetNanos.optional().describe("nanodollars; null: none"),
   budget_period: budgetPeriod.optional(),
+  session_limit_tokens: sessionLimitTokens
+    .optional()
+    .describe("what each agent session of the key may use over its life, in tokens; null: no cap"),
+  session_budget_nanos: sessionBudgetNanos
+    .optional()
+    .describe("what each agent session of the key may cost over its life, in nanodollars; null: no cap"),
 };
 
 export const keyCreate = named(
@@ -240,7 +276,7 @@ export const keyPatch = named(
     .refine(
       someField,
       atLeastOne(
-        "name, limit_tokens, rpm_limit, tpm_limit, allowed_models, disabled, budget_nanos, budget_period",
+        "name, limit_tokens, rpm_limit, tpm_limit, allowed_models, disabled, budget_nanos, budget_period, session_limit_tokens, session_budget_nanos",
       ),
     ),
 );
@@ -345,6 +381,8 @@ export const keyAnswer = named(
     rpm_limit: int.nullable(),
     tpm_limit: int.nullable(),
     allowed_models: z.array(z.string()).nullable(),
+    session_limit_tokens: int.nullable().describe("each agent session's cap in tokens; null: none"),
+    session_budget_nanos: int.nullable().describe("each agent session's cap in nanodollars; null: none"),
     ...budget,
     disabled: z.boolean(),
     created_at: time,
@@ -404,8 +442,39 @@ export const recordAnswer = named(
     cost_usd: z.number(),
     cost_nanos: int,
     cost_source: z.enum(["config", "table", "unpriced"]).nullable(),
+    session_id: z.string().nullable().describe("the agent session the client named; null: none"),
+    session_client: z
+      .enum(SESSION_CLIENTS)
+      .nullable()
+      .describe("how: an `x-session-id` header, Claude Code's session, Codex's thread"),
   }),
 ) satisfies z.ZodType<AdminRecordView>;
+
+export const sessionAnswer = named(
+  answerSchemas,
+  "Session",
+  z.strictObject({
+    session_id: z.string().describe("as the client named it"),
+    client: z
+      .enum(SESSION_CLIENTS)
+      .nullable()
+      .describe("how: an `x-session-id` header, Claude Code's session, Codex's thread"),
+    first_at: time.describe("its first call"),
+    last_at: time.describe("its last call"),
+    calls: int,
+    errors: int.describe("calls that did not end `ok`"),
+    prompt_tokens: int,
+    completion_tokens: int,
+    total_tokens: int,
+    cost_usd: z.number(),
+    cost_nanos: int,
+    models: z.array(z.string()).describe("the public models its calls asked for"),
+    apis: z.array(z.enum(API_NAMES)).describe("the client APIs its calls came in"),
+    keys: z
+      .array(z.strictObject({ id: z.string(), prefix: z.string().nullable(), name: z.string().nullable() }))
+      .describe("the keys its calls came through"),
+  }),
+) satisfies z.ZodType<AdminSession>;
 
 export const ticketAnswer = named(
   answerSchemas,
@@ -585,6 +654,7 @@ export const keyList = named(answerSchemas, "KeyList", list(keyAnswer));
 export const userList = named(answerSchemas, "UserList", list(userAnswer));
 export const recordList = named(answerSchemas, "RecordList", list(recordAnswer));
 export const ticketList = named(answerSchemas, "TicketList", list(ticketAnswer));
+export const sessionList = named(answerSchemas, "SessionList", list(sessionAnswer));
 export const adminTokenList = named(answerSchemas, "AdminTokenList", list(adminTokenAnswer));
 export const auditList = named(answerSchemas, "AuditList", list(auditEntryAnswer));
 

@@ -200,6 +200,8 @@ export function keyView(k: ApiKey): KeyView {
     limit_tokens: k.limit_tokens === null ? null : Number(k.limit_tokens),
     used_tokens: Number(k.used_tokens),
     allowed_models: k.allowed_models === null ? null : [...k.allowed_models],
+    session_limit_tokens: k.session_limit_tokens === null ? null : Number(k.session_limit_tokens),
+    session_budget_nanos: k.session_budget_nanos === null ? null : Number(k.session_budget_nanos),
     ...budgetView(k),
     disabled: Number(k.disabled) === 1,
     created_at: Number(k.created_at),

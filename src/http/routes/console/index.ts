@@ -15,6 +15,7 @@ import { overTls } from "./context.ts";
 import { keyRoutes } from "./keys.ts";
 import { recordRoutes } from "./records.ts";
 import { sessionRoutes } from "./session.ts";
+import { agentSessionRoutes } from "./sessions.ts";
 import { ticketRoutes } from "./tickets.ts";
 
 export const CONSOLE_PREFIX = "/api/console";
@@ -92,6 +93,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
       await api.register(accountRoutes, deps);
       await api.register(keyRoutes, deps);
       await api.register(recordRoutes, deps);
+      await api.register(agentSessionRoutes, deps);
       await api.register(ticketRoutes, deps);
       await api.register(adminRoutes, deps);
     },

@@ -7,7 +7,14 @@ import { z } from "zod";
 import { createKey, deleteKey, listKeys, updateKey } from "../../../accounts/keys.ts";
 import type { KeyAnswer, KeyCreated, KeyView, List } from "../../../views/console.ts";
 import type { GatewayDeps } from "../../deps.ts";
-import { allowedModels, checkModels, keyName, limitTokens } from "../fields.ts";
+import {
+  allowedModels,
+  checkModels,
+  keyName,
+  limitTokens,
+  sessionBudgetNanos,
+  sessionLimitTokens,
+} from "../fields.ts";
 import {
   accountFor,
   accountQuery,
@@ -21,11 +28,15 @@ import {
 } from "./context.ts";
 
 const scopeQuery = z.object(accountQuery).strict();
+// A session cap only narrows what the key's own limit and budgets allow, so whoever may set
+// the key's limit may set it, money included.
 const createBody = z
   .object({
     name: keyName.optional(),
     limit_tokens: limitTokens.optional(),
     allowed_models: allowedModels.optional(),
+    session_limit_tokens: sessionLimitTokens.optional(),
+    session_budget_nanos: sessionBudgetNanos.optional(),
   })
   .strict();
 const patchBody = z
@@ -33,11 +44,14 @@ const patchBody = z
     name: keyName.optional(),
     limit_tokens: limitTokens.optional(),
     allowed_models: allowedModels.optional(),
+    session_limit_tokens: sessionLimitTokens.optional(),
+    session_budget_nanos: sessionBudgetNanos.optional(),
     disabled: z.boolean().optional(),
   })
   .strict()
   .refine((b) => Object.values(b).some((v) => v !== undefined), {
-    message: "give at least one of name, limit_tokens, allowed_models, disabled",
+    message:
+      "give at least one of name, limit_tokens, allowed_models, session_limit_tokens, session_budget_nanos, disabled",
   });
 const keyPath = z.object({ id: z.string() }).strict();
 
@@ -72,6 +86,8 @@ export async function keyRoutes(app: FastifyInstance, deps: GatewayDeps): Promis
         name: body.name ?? null,
         limit_tokens: body.limit_tokens ?? null,
         allowed_models: body.allowed_models ?? null,
+        session_limit_tokens: body.session_limit_tokens ?? null,
+        session_budget_nanos: body.session_budget_nanos ?? null,
       },
       userActor(request),
     );

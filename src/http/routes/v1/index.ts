@@ -8,6 +8,7 @@ import { messages } from "../../../apis/messages/api.ts";
 import { countTokens } from "../../../apis/messages/count-tokens.ts";
 import { responsesApi } from "../../../apis/responses/api.ts";
 import { ResponseStore } from "../../../apis/responses/stored.ts";
+import { sessionOf } from "../../../apis/session.ts";
 import { CLIENT_GONE } from "../../../domain/outcomes.ts";
 import { GatewayError } from "../../../errors/index.ts";
 import { wrongModelKind } from "../../../models/registry.ts";
@@ -45,6 +46,8 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     // runs (during the key lookup, or while its body is read) would otherwise leave none:
     // Fastify waits for the rest of a body that never comes, and no handler runs.
     request.call = draft;
+    // the headers' session, for a call refused before its body is read (the route reads the body's)
+    draft.session = sessionOf(request.headers);
     draft.span = deps.tracing.startCall(request, api.name);
     // Every call's answer says how many upstream attempts it took; routing sets the real count.
     reply.header("x-gateway-attempts", "0");

@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { embeddings } from "../../../apis/embeddings/api.ts";
 import { checkMediaUrls } from "../../../apis/media-urls.ts";
+import { sessionOf } from "../../../apis/session.ts";
 import type { ClientApi, ClientEdge } from "../../../apis/types.ts";
 import { type CallContext, ClientGone } from "../../../relay/call.ts";
 import { admitRequest } from "../../../relay/hold.ts";
@@ -17,7 +18,7 @@ export function callRoute(api: ClientEdge) {
 }
 
 export function relayRoute(deps: GatewayDeps, api: ClientApi) {
-  return callHandler(deps, async (request, reply, auth) => {
+  return callHandler(deps, api, async (request, reply, auth) => {
     const call = await api.parse(request.body, request.headers, auth);
     checkMediaUrls(call, deps.config.media_urls);
     return (ctx) =>
@@ -27,7 +28,7 @@ export function relayRoute(deps: GatewayDeps, api: ClientApi) {
 
 /** POST /v1/embeddings: the relay's embeddings call (src/relay/embed.ts), answered in JSON. */
 export function embeddingsRoute(deps: GatewayDeps) {
-  return callHandler(deps, async (request) => {
+  return callHandler(deps, {}, async (request) => {
     const call = embeddings.parse(request.body);
     return (ctx) => deps.relay.embed(ctx, call);
   });
@@ -40,6 +41,8 @@ export function embeddingsRoute(deps: GatewayDeps) {
  */
 function callHandler(
   deps: GatewayDeps,
+  /** the client API, whose body may name the call's session (Claude Code's metadata, Codex's cache key) */
+  api: Pick<ClientApi, "sessionHints">,
   prepare: (
     request: FastifyRequest,
     reply: FastifyReply,
@@ -48,6 +51,8 @@ function callHandler(
 ) {
   return async function relayCall(request: FastifyRequest, reply: FastifyReply) {
     request.call!.relayed = true;
+    // before anything can refuse the call, so its record carries its session whatever happens
+    request.call!.session = sessionOf(request.headers, api.sessionHints?.(request.body));
     const auth = request.auth!;
     const setHeaders = (headers: Record<string, string>) => reply.headers(headers);
     // The request counts against the rate limits before anything else is done with it.
