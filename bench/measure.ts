@@ -7,7 +7,7 @@ import type { BenchOptions } from "./options.ts";
 import { cpuMicros, machineCpuMicros, RssSampler } from "./proc-stats.ts";
 import { runToEnd } from "./processes.ts";
 import { requestBody, requestHeaders } from "./requests.ts";
-import { ROOT, type Target } from "./servers.ts";
+import { ROOT, type Target, targetFor } from "./servers.ts";
 import { type BenchStore, type StoreCpu, storeCpu, storeSpent } from "./stores.ts";
 import type { LoadKind, LoadResult, LoadSpec, Mode, RunResult } from "./types.ts";
 
@@ -20,12 +20,17 @@ const REQUEST_TIMEOUT_S = 10;
  */
 const SETTLE_MS = 500;
 
-function loadSpec(target: Target, mode: Mode, kind: LoadKind, options: BenchOptions): LoadSpec {
+function rateConnections(mode: Mode, options: BenchOptions): number {
+  return mode === "stream-paced" ? options.pacedRateConnections : options.rateConnections;
+}
+
+function loadSpec(asked: Target, mode: Mode, kind: LoadKind, options: BenchOptions): LoadSpec {
+  const target = targetFor(asked, mode);
   const spec: LoadSpec = {
     urls: target.urls,
     headers: requestHeaders(target),
     body: requestBody(target.api, target.model, options.tokens, mode),
-    connections: kind === "rate" ? options.rateConnections : options.connections,
+    connections: kind === "rate" ? rateConnections(mode, options) : options.connections,
     durationS: kind === "rate" ? options.rateDuration : options.duration,
     timeoutS: REQUEST_TIMEOUT_S,
   };
@@ -81,6 +86,7 @@ function otherLoad(before: CpuSnapshot, after: CpuSnapshot, loadgenMicros: numbe
 
 export interface Processes {
   target: Target;
+  /** the mock this mode's requests end at */
   upstreamPid: number;
   /** every server the benchmark runs, so that their idle CPU is not taken for other load */
   serverPids: number[];
@@ -89,12 +95,14 @@ export interface Processes {
 }
 
 export async function measure(
-  { target, upstreamPid, serverPids, store }: Processes,
+  { target: asked, upstreamPid, serverPids, store }: Processes,
   mode: Mode,
   kind: LoadKind,
   options: BenchOptions,
 ): Promise<RunResult> {
-  const spec = loadSpec(target, mode, kind, options);
+  const spec = loadSpec(asked, mode, kind, options);
+  // direct's paced form is the other mock, a process of its own
+  const target = targetFor(asked, mode);
   await sleep(SETTLE_MS);
   const before = snapshot(serverPids, store);
   const sampler = new RssSampler(target.pids);

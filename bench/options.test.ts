@@ -57,18 +57,42 @@ describe("bench options", () => {
       assert.throws(() => parseOptions(["--store", "postgres", "--instances", n], {}), /--instances/, n);
   });
 
-  test("--chunk-delay paces the openai mock's streams, and the fixed rate gets the connections the longer streams need", () => {
-    assert.equal(parseOptions([], {}).chunkDelay, 0);
+  test("the modes: json, burst streams and paced streams, all three by default", () => {
+    assert.deepEqual(parseOptions([], {}).modes, ["json", "stream", "stream-paced"]);
+    assert.deepEqual(parseOptions(["--modes", "stream-paced,json"], {}).modes, ["json", "stream-paced"]);
+    assert.deepEqual(parseOptions([], { BENCH_MODES: "stream" }).modes, ["stream"]);
+    assert.throws(() => parseOptions(["--modes", "paced"], {}), /--modes: unknown "paced"/);
+  });
+
+  test("--chunk-delay paces the stream-paced mode's mock, whose fixed rate gets the connections its longer streams need", () => {
+    const defaults = parseOptions([], {});
+    assert.equal(defaults.chunkDelay, 1);
+    assert.equal(defaults.rateConnections, 50);
+    assert.equal(defaults.pacedRateConnections, 50);
     const paced = parseOptions(["--chunk-delay", "5"], {});
     assert.equal(paced.chunkDelay, 5);
     // 500/s of streams lasting 20 + 5 × 22 ms: 130 connections keep each under half a second
-    assert.equal(paced.rateConnections, 130);
+    assert.equal(paced.pacedRateConnections, 130);
+    assert.equal(paced.rateConnections, 50, "the burst modes' streams are no longer");
+    assert.equal(
+      parseOptions(["--chunk-delay", "5", "--rate-connections", "80"], {}).pacedRateConnections,
+      80,
+    );
     assert.equal(parseOptions([], { BENCH_CHUNK_DELAY: "2" }).chunkDelay, 2);
+    assert.throws(() => parseOptions(["--chunk-delay", "0"], {}), /above 0/);
+    assert.throws(() => parseOptions(["--chunk-delay", "-1"], {}), /--chunk-delay/);
+  });
+
+  test("only the openai mock paces its streams: another provider's run leaves stream-paced out, or refuses it", () => {
+    assert.deepEqual(parseOptions(["--provider", "gemini"], {}).modes, ["json", "stream"]);
+    assert.throws(
+      () => parseOptions(["--provider", "anthropic", "--modes", "stream-paced"], {}),
+      /only the openai mock/,
+    );
     assert.throws(
       () => parseOptions(["--chunk-delay", "1", "--provider", "gemini"], {}),
       /only the openai mock/,
     );
-    assert.throws(() => parseOptions(["--chunk-delay", "-1"], {}), /--chunk-delay/);
   });
 
   test("another provider's mock still measures the gateway alone", () => {

@@ -13,13 +13,16 @@ export interface BenchOptions {
   connections: number;
   /** requests per second of the fixed-rate runs */
   rate: number;
-  /** connections of the fixed-rate runs; see rateConnectionsFor */
+  /** connections of the fixed-rate runs of json and stream; see rateConnectionsFor */
   rateConnections: number;
+  /** connections of the fixed-rate runs of stream-paced, whose streams last longer */
+  pacedRateConnections: number;
   /** the mock upstream's delay before its response headers, ms */
   latency: number;
   /**
-   * ms the mock waits between the events of a stream; 0 sends the whole stream in one write,
-   * which a pass-through forwards as one while the gateway handles each event
+   * ms the paced mock waits between the events of a stream (the stream-paced mode); the stream
+   * mode's mock sends a whole stream in one write, which a pass-through forwards as one while
+   * the gateway handles each event
    */
   chunkDelay: number;
   /** completion length the mock answers with */
@@ -58,14 +61,15 @@ export const USAGE = `usage: npm run bench -- [options]
   --rate R              requests/s of the fixed-rate runs         (BENCH_RATE, default 500)
   --rate-connections N  connections of the fixed-rate runs        (BENCH_RATE_CONNECTIONS, default --connections)
   --latency MS          mock upstream latency                     (BENCH_LATENCY, default 20)
-  --chunk-delay MS      the mock's pause between stream events, as a model's tokens
-                        come; 0 sends a stream in one write (openai only)
-                                                                  (BENCH_CHUNK_DELAY, default 0)
+  --chunk-delay MS      the stream-paced mode's pause between stream events, as a
+                        model's tokens come (openai only)         (BENCH_CHUNK_DELAY, default 1)
   --tokens N            completion tokens per answer              (BENCH_TOKENS, default 20)
   --log-level L         the gateway's LOG_LEVEL                   (BENCH_LOG_LEVEL, default warn)
   --targets LIST        direct,passthrough,gateway,routed,messages,responses
                                                                   (BENCH_TARGETS, default all)
-  --modes LIST          json,stream                               (BENCH_MODES, default both)
+  --modes LIST          json,stream,stream-paced: stream is the mock's whole stream in
+                        one write, stream-paced one event every --chunk-delay ms
+                                                                  (BENCH_MODES, default all three)
   --provider P          the upstream: openai (the default), anthropic, gemini or azure; the
                         last three measure the gateway alone against that provider's mock,
                         so its CPU µs/req is the cost of the translation (BENCH_PROVIDER)
@@ -97,7 +101,7 @@ const TARGETS: readonly TargetName[] = [
 const STORES: readonly StoreKind[] = ["sqlite", "postgres", "postgres+redis"];
 /** More gateway instances than that only fight over the machine's cores. */
 const MAX_INSTANCES = 16;
-const MODES: readonly Mode[] = ["json", "stream"];
+const MODES: readonly Mode[] = ["json", "stream", "stream-paced"];
 const PROVIDERS: readonly BenchProvider[] = ["openai", "anthropic", "gemini", "azure"];
 
 type Env = Record<string, string | undefined>;
@@ -154,6 +158,18 @@ function instancesFor(store: StoreKind, raw: string | undefined): number {
   return instances;
 }
 
+/**
+ * Only the openai mock paces its streams for the bench: another provider's run leaves the paced
+ * mode out unless it is asked for, and then refuses it.
+ */
+function modesFor(provider: BenchProvider, raw: string | undefined): Mode[] {
+  const modes = list("--modes", raw, MODES);
+  if (provider === "openai") return modes;
+  if (raw && modes.includes("stream-paced"))
+    throw new Error(`--modes stream-paced: only the openai mock paces its streams, not the ${provider} one`);
+  return modes.filter((m) => m !== "stream-paced");
+}
+
 /** Only the gateway speaks OpenAI's API in front of another provider's mock. */
 function targetsFor(provider: BenchProvider, targets: TargetName[]) {
   if (provider === "openai") return { provider, targets };
@@ -197,11 +213,24 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
     number("--connections", pick(values.connections, "BENCH_CONNECTIONS"), 50, 10_000),
   );
   const store = one("--store", pick(values.store, "BENCH_STORE") || "sqlite", STORES);
-  const chunkDelay = number("--chunk-delay", pick(values["chunk-delay"], "BENCH_CHUNK_DELAY"), 0, 1_000);
+  const rawChunkDelay = pick(values["chunk-delay"], "BENCH_CHUNK_DELAY");
+  const chunkDelay = number("--chunk-delay", rawChunkDelay, 1, 1_000);
+  // 0 would make stream-paced the stream mode again
+  if (chunkDelay <= 0) throw new Error("--chunk-delay must be above 0: the stream mode is the unpaced one");
   const tokens = number("--tokens", pick(values.tokens, "BENCH_TOKENS"), 20, 100_000);
   const provider = list("--provider", pick(values.provider, "BENCH_PROVIDER") ?? "openai", PROVIDERS)[0]!;
-  if (chunkDelay > 0 && provider !== "openai")
+  if (rawChunkDelay && provider !== "openai")
     throw new Error(`--chunk-delay: only the openai mock paces its streams, not the ${provider} one`);
+  const rateConnections = (streamMs: number) =>
+    Math.max(
+      1,
+      number(
+        "--rate-connections",
+        pick(values["rate-connections"], "BENCH_RATE_CONNECTIONS"),
+        rateConnectionsFor(rate, streamMs, connections),
+        10_000,
+      ),
+    );
   return {
     duration: number("--duration", pick(values.duration, "BENCH_DURATION"), quick ? 3 : 15, MAX_SECONDS),
     rateDuration: number(
@@ -213,22 +242,15 @@ export function parseOptions(argv: string[], env: Env): BenchOptions {
     warmup: number("--warmup", pick(values.warmup, "BENCH_WARMUP"), quick ? 1 : 2, MAX_SECONDS),
     connections,
     rate,
-    rateConnections: Math.max(
-      1,
-      number(
-        "--rate-connections",
-        pick(values["rate-connections"], "BENCH_RATE_CONNECTIONS"),
-        // a paced stream lasts its latency and a pause per event (the tokens, a finish, usage)
-        rateConnectionsFor(rate, latency + chunkDelay * (tokens + 2), connections),
-        10_000,
-      ),
-    ),
+    rateConnections: rateConnections(latency),
+    // a paced stream lasts its latency and a pause per event (the tokens, a finish, usage)
+    pacedRateConnections: rateConnections(latency + chunkDelay * (tokens + 2)),
     latency,
     chunkDelay,
     tokens,
     logLevel: pick(values["log-level"], "BENCH_LOG_LEVEL") ?? "warn",
     ...targetsFor(provider, list("--targets", pick(values.targets, "BENCH_TARGETS"), TARGETS)),
-    modes: list("--modes", pick(values.modes, "BENCH_MODES"), MODES),
+    modes: modesFor(provider, pick(values.modes, "BENCH_MODES")),
     store,
     instances: instancesFor(store, pick(values.instances, "BENCH_INSTANCES")),
     safety: list("--safety", pick(values.safety, "BENCH_SAFETY") ?? "off", ["off", "rules"] as const)[0]!,

@@ -1,6 +1,6 @@
 // Turns the runs into the printed table, the goal checks and the JSON written to .bench/.
 import type { BenchOptions } from "./options.ts";
-import type { LoadKind, Mode, RunResult, TargetName } from "./types.ts";
+import { isStream, type LoadKind, type Mode, type RunResult, type TargetName } from "./types.ts";
 
 /**
  * The issue's goals: CPU per request against the floor, and the latency the gateway adds over
@@ -74,7 +74,7 @@ export function checkGoals(runs: RunResult[], modes: Mode[]): GoalCheck[] {
         : {}),
       gatewayOverDirectP50Ms: gateway?.addedP50Ms,
       passthroughAddedP50Ms: passthrough?.addedP50Ms,
-      ...(mode === "stream" && gateway && passthrough
+      ...(isStream(mode) && gateway && passthrough
         ? { addedFirstByteMs: gateway.firstByteMs.p50 - passthrough.firstByteMs.p50 }
         : {}),
     };
@@ -148,19 +148,20 @@ function times(value: number | undefined): string {
 
 function goalLines(goals: GoalCheck[], options: BenchOptions): string[] {
   const lines = [`Goals (fixed rate ${options.rate} req/s; saturation in brackets):`];
+  const width = Math.max(6, ...goals.map((g) => g.mode.length));
   for (const g of goals) {
     lines.push(
-      `  ${g.mode.padEnd(6)} gateway CPU/req ÷ pass-through: ${times(g.cpuRatio)} ` +
+      `  ${g.mode.padEnd(width)} gateway CPU/req ÷ pass-through: ${times(g.cpuRatio)} ` +
         `[${times(g.cpuRatioSaturation)}]  goal ≤ ${GOALS.cpuRatio}×  ${verdict(g.cpuRatio, GOALS.cpuRatio)}`,
-      `  ${g.mode.padEnd(6)} gateway p50 vs pass-through: ${signed(g.addedP50Ms)} ms  ` +
+      `  ${g.mode.padEnd(width)} gateway p50 vs pass-through: ${signed(g.addedP50Ms)} ms  ` +
         `goal ≤ ${GOALS.addedP50Ms} ms  ${verdict(g.addedP50Ms, GOALS.addedP50Ms)}` +
         `  (over direct: gateway ${signed(g.gatewayOverDirectP50Ms)} ms, pass-through ${signed(g.passthroughAddedP50Ms)} ms)`,
-      `  ${g.mode.padEnd(6)} gateway p99 vs pass-through: ${signed(g.addedP99Ms)} ms  ` +
+      `  ${g.mode.padEnd(width)} gateway p99 vs pass-through: ${signed(g.addedP99Ms)} ms  ` +
         `goal ≤ ${GOALS.addedP99Ms} ms  ${verdict(g.addedP99Ms, GOALS.addedP99Ms)}`,
     );
     if (g.addedFirstByteMs !== undefined)
       lines.push(
-        `  ${g.mode.padEnd(6)} gateway first byte vs pass-through: ${signed(g.addedFirstByteMs)} ms (p50)  ` +
+        `  ${g.mode.padEnd(width)} gateway first byte vs pass-through: ${signed(g.addedFirstByteMs)} ms (p50)  ` +
           `goal ≤ ${GOALS.addedFirstByteMs} ms  ${verdict(g.addedFirstByteMs, GOALS.addedFirstByteMs)}`,
       );
   }
@@ -187,6 +188,7 @@ function gatewayLines(gateway: GatewaySummary | undefined): string[] {
 function differenceLines(runs: RunResult[], modes: Mode[], targets: TargetName[]): string[] {
   const lines: string[] = [];
   const width = Math.max(...targets.map((t) => t.length));
+  const modeWidth = Math.max(6, ...modes.map((m) => m.length));
   for (const mode of modes)
     for (const load of ["rate", "saturation"] as const)
       for (const target of targets) {
@@ -194,7 +196,7 @@ function differenceLines(runs: RunResult[], modes: Mode[], targets: TargetName[]
         const gateway = find(runs, mode, "gateway", load);
         if (!run || !gateway) continue;
         lines.push(
-          `  ${mode.padEnd(6)} ${load.padEnd(10)} ${targets.length > 1 ? `${target.padEnd(width)} ` : ""}` +
+          `  ${mode.padEnd(modeWidth)} ${load.padEnd(10)} ${targets.length > 1 ? `${target.padEnd(width)} ` : ""}` +
             `CPU ${signed(run.cpuUsPerReq - gateway.cpuUsPerReq)} µs/req, ` +
             `p50 ${signed(run.latencyMs.p50 - gateway.latencyMs.p50)} ms, req/s ${run.reqPerS.toFixed(0)} vs ${gateway.reqPerS.toFixed(0)}`,
         );

@@ -30,6 +30,7 @@ import {
   startMock,
   startPassthrough,
   type Target,
+  targetFor,
 } from "./servers.ts";
 import { type BenchStore, prepareStore, removeStores } from "./stores.ts";
 import type { Mode, RunResult, TargetName } from "./types.ts";
@@ -79,8 +80,25 @@ function estimateSeconds(options: BenchOptions): number {
 /** The targets the gateway process (or instances) answers. */
 const GATEWAY_TARGETS: readonly TargetName[] = ["gateway", "routed", "messages", "responses"];
 
+/** The mocks: one writing each stream at once, and for the stream-paced mode one pacing its events. */
+interface Mocks {
+  burst: ServerProcess;
+  paced?: ServerProcess | undefined;
+}
+
+async function startMocks(options: BenchOptions): Promise<Mocks> {
+  const burst = await startMock(options.latency, options.provider);
+  if (!options.modes.includes("stream-paced")) return { burst };
+  return { burst, paced: await startMock(options.latency, options.provider, options.chunkDelay) };
+}
+
+/** The mock a mode's requests end at. */
+function upstreamOf(mocks: Mocks, mode: Mode): ServerProcess {
+  return mode === "stream-paced" && mocks.paced ? mocks.paced : mocks.burst;
+}
+
 async function startTargets(
-  mock: ServerProcess,
+  mocks: Mocks,
   options: BenchOptions,
   store: BenchStore,
   dir: string,
@@ -88,14 +106,23 @@ async function startTargets(
   const profiling = { dir: options.profile ? join(OUT_DIR, "profiles") : undefined, perf: options.perf };
   const targets: Target[] = [];
   const wanted = (name: TargetName) => options.targets.includes(name);
-  if (wanted("direct")) targets.push(directTarget(mock));
-  if (wanted("passthrough")) targets.push(await startPassthrough(mock, profiling));
+  const mock = mocks.burst;
+  if (wanted("direct")) targets.push(directTarget(mock, mocks.paced));
+  if (wanted("passthrough")) targets.push(await startPassthrough(mock, profiling, mocks.paced));
   if (GATEWAY_TARGETS.some(wanted)) {
     const { logLevel, safety, provider, instances, nodeOptions } = options;
     const gateway = await startGatewayTarget(
       mock,
       dir,
-      { logLevel, safety, provider, instances, store, nodeOptions },
+      {
+        logLevel,
+        safety,
+        provider,
+        instances,
+        store,
+        nodeOptions,
+        pacedUpstream: mocks.paced && String(mocks.paced.info.url),
+      },
       profiling,
     );
     if (wanted("gateway")) targets.push(gateway);
@@ -143,14 +170,19 @@ async function warmUpAll(targets: Target[], options: BenchOptions): Promise<void
 async function benchAll(
   targets: Target[],
   options: BenchOptions,
-  upstreamPid: number,
+  mocks: Mocks,
   store: BenchStore,
 ): Promise<RunResult[]> {
-  const serverPids = [...new Set([upstreamPid, ...targets.flatMap((t) => t.pids)])];
+  const mockPids = [mocks.burst.pid, ...(mocks.paced ? [mocks.paced.pid] : [])];
+  const serverPids = [
+    ...new Set([...mockPids, ...targets.flatMap((t) => [...t.pids, ...(t.paced?.pids ?? [])])]),
+  ];
   const runs: RunResult[] = [];
-  for (const mode of options.modes)
+  for (const mode of options.modes) {
+    const upstreamPid = upstreamOf(mocks, mode).pid;
     for (const target of targets)
       runs.push(...(await benchTarget({ target, upstreamPid, serverPids, store }, mode, options)));
+  }
   return runs;
 }
 
@@ -225,7 +257,9 @@ async function bench(options: BenchOptions): Promise<number> {
   tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
   log(
     `benchmark: about ${estimateSeconds(options)} s; ${options.provider} mock upstream, latency ${options.latency} ms` +
-      (options.chunkDelay ? `, ${options.chunkDelay} ms between stream events` : "") +
+      (options.modes.includes("stream-paced")
+        ? `, ${options.chunkDelay} ms between the events of paced streams`
+        : "") +
       "; " +
       `store ${options.store}, ${options.instances} gateway instance${options.instances > 1 ? "s" : ""}` +
       (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)") +
@@ -233,14 +267,14 @@ async function bench(options: BenchOptions): Promise<number> {
   );
   if (options.perf) checkPerf();
   const store = await prepareStore(options.store);
-  const mock = await startMock(options.latency, options.provider, options.chunkDelay);
-  const targets = await startTargets(mock, options, store, tempDir);
+  const mocks = await startMocks(options);
+  const targets = await startTargets(mocks, options, store, tempDir);
   for (const target of targets)
-    for (const mode of options.modes) await preflight(target, mode, options.tokens);
+    for (const mode of options.modes) await preflight(targetFor(target, mode), mode, options.tokens);
   const recordings = options.perf ? await startRecordings(targets) : [];
   const started = Date.now();
   await warmUpAll(targets, options);
-  const runs = await benchAll(targets, options, mock.pid, store);
+  const runs = await benchAll(targets, options, mocks, store);
   for (const recording of recordings) await recording.stop();
   addLatencyDeltas(runs);
   const goals = checkGoals(runs, options.modes);

@@ -44,7 +44,16 @@ export interface LoadResult {
   cpuMicros: number;
 }
 
-export type Mode = "json" | "stream";
+/**
+ * `stream` is the mock writing a whole stream at once (burst), `stream-paced` the mock pausing
+ * between its events as a model's tokens come (see --chunk-delay)
+ */
+export type Mode = "json" | "stream" | "stream-paced";
+
+/** Whether a mode's requests ask for a stream. */
+export function isStream(mode: Mode): boolean {
+  return mode !== "json";
+}
 /** the upstream wire format a benchmark runs against */
 export type BenchProvider = "openai" | "anthropic" | "gemini" | "azure";
 /**
