@@ -62,13 +62,14 @@ interface CpuSnapshot {
   machine: number;
   /** per server pid */
   servers: Map<number, number>;
-  store: StoreCpu;
+  /** per store, in the order of Processes.stores */
+  stores: StoreCpu[];
 }
 
-function snapshot(pids: number[], store: BenchStore): CpuSnapshot {
+function snapshot(pids: number[], stores: BenchStore[]): CpuSnapshot {
   const servers = new Map<number, number>();
   for (const pid of pids) servers.set(pid, cpuMicros(pid));
-  return { at: performance.now(), machine: machineCpuMicros(), servers, store: storeCpu(store) };
+  return { at: performance.now(), machine: machineCpuMicros(), servers, stores: stores.map(storeCpu) };
 }
 
 /** CPU the processes spent between the two snapshots, together. */
@@ -76,10 +77,14 @@ function spent(before: CpuSnapshot, after: CpuSnapshot, pids: number[]): number 
   return pids.reduce((sum, pid) => sum + (after.servers.get(pid) ?? 0) - (before.servers.get(pid) ?? 0), 0);
 }
 
-/** Cores used by processes other than the benchmark's servers, its store and its load generator. */
+/** CPU every store's processes spent between the two snapshots, together. */
+function storesSpent(before: CpuSnapshot, after: CpuSnapshot): number {
+  return before.stores.reduce((sum, store, i) => sum + storeSpent(store, after.stores[i]!), 0);
+}
+
+/** Cores used by processes other than the benchmark's servers, its stores and its load generator. */
 function otherLoad(before: CpuSnapshot, after: CpuSnapshot, loadgenMicros: number): number {
-  const ours =
-    loadgenMicros + spent(before, after, [...before.servers.keys()]) + storeSpent(before.store, after.store);
+  const ours = loadgenMicros + spent(before, after, [...before.servers.keys()]) + storesSpent(before, after);
   const wallMicros = (after.at - before.at) * 1000;
   return wallMicros > 0 ? Math.max(0, after.machine - before.machine - ours) / wallMicros : 0;
 }
@@ -90,12 +95,12 @@ export interface Processes {
   upstreamPid: number;
   /** every server the benchmark runs, so that their idle CPU is not taken for other load */
   serverPids: number[];
-  /** the gateway's store, whose processes' CPU is measured on PostgreSQL */
-  store: BenchStore;
+  /** every store of the run: the target's is billed to it, the others' are not other load */
+  stores: BenchStore[];
 }
 
 export async function measure(
-  { target: asked, upstreamPid, serverPids, store }: Processes,
+  { target: asked, upstreamPid, serverPids, stores }: Processes,
   mode: Mode,
   kind: LoadKind,
   options: BenchOptions,
@@ -104,7 +109,7 @@ export async function measure(
   // direct's paced form is the other mock, a process of its own
   const target = targetFor(asked, mode);
   await sleep(SETTLE_MS);
-  const before = snapshot(serverPids, store);
+  const before = snapshot(serverPids, stores);
   const sampler = new RssSampler(target.pids);
   let load: LoadResult;
   try {
@@ -113,12 +118,15 @@ export async function measure(
   } finally {
     sampler.stop();
   }
-  const after = snapshot(serverPids, store);
-  // the store's own processes work for the gateway only: none for direct and pass-through
-  const usesStore = store.kind !== "sqlite" && target.name !== "direct" && target.name !== "passthrough";
+  const after = snapshot(serverPids, stores);
+  // a store's own processes work for its gateway only: none for direct and pass-through, and
+  // SQLite's work is in the gateway's own CPU
+  const own = stores.findIndex((s) => s.kind === target.store);
+  const usesStore = own >= 0 && target.store !== "sqlite";
   return {
     mode,
     target: target.name,
+    ...(target.store ? { store: target.store } : {}),
     load: kind,
     connections: spec.connections,
     ...(spec.overallRate ? { rate: spec.overallRate } : {}),
@@ -127,7 +135,7 @@ export async function measure(
     firstByteMs: load.firstByteMs,
     cpuUsPerReq: perRequest(spent(before, after, target.pids), load.responses),
     ...(usesStore
-      ? { storeCpuUsPerReq: perRequest(storeSpent(before.store, after.store), load.responses) }
+      ? { storeCpuUsPerReq: perRequest(storeSpent(before.stores[own]!, after.stores[own]!), load.responses) }
       : {}),
     upstreamCpuUsPerReq: perRequest(spent(before, after, [upstreamPid]), load.responses),
     loadgenCpuUsPerReq: perRequest(load.cpuMicros, load.responses),

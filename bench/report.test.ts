@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { parseOptions } from "./options.ts";
-import { addLatencyDeltas, checkGoals, formatReport } from "./report.ts";
-import type { LoadKind, Mode, RunResult, TargetName } from "./types.ts";
+import { addLatencyDeltas, checkGoals, formatReport, type StoreSetup } from "./report.ts";
+import type { LoadKind, Mode, RunResult, StoreKind, TargetName } from "./types.ts";
 
 function run(
   target: TargetName,
@@ -20,6 +20,7 @@ function run(
   return {
     mode,
     target,
+    ...(target === "direct" || target === "passthrough" ? {} : { store: "sqlite" as const }),
     load,
     connections: 50,
     ...(load === "rate" ? { rate: 500 } : {}),
@@ -49,14 +50,23 @@ const RUNS: RunResult[] = [
   run("responses", "json", "rate", 690, 21.9, 500, 890),
 ];
 
-function report(argv: string[], description: string): string {
+const SQLITE: StoreSetup[] = [
+  { kind: "sqlite", description: "SQLite in the run's temp folder", instances: 1 },
+];
+
+/** The same runs of the gateway on another store. */
+function on(store: StoreKind, runs: RunResult[]): RunResult[] {
+  return runs.map((r) => (r.store ? { ...r, store } : r));
+}
+
+function report(argv: string[], stores: StoreSetup[], runs = RUNS): string {
   const options = parseOptions(argv, {});
-  return formatReport(RUNS, checkGoals(RUNS, options.modes), undefined, options, description);
+  return formatReport(runs, checkGoals(runs, options.modes), [], options, stores);
 }
 
 describe("bench report", () => {
   test("Translation: each API's row minus gateway's, per mode and load, with both throughputs", () => {
-    const text = report(["--modes", "json"], "SQLite in the run's temp folder");
+    const text = report(["--modes", "json", "--store", "sqlite"], SQLITE);
     const block = text.slice(text.indexOf("Translation"));
     const lines = block.split("\n").slice(1, 4);
     assert.deepEqual(lines, [
@@ -68,19 +78,46 @@ describe("bench report", () => {
   });
 
   test("the header names the store and the instances; store CPU is a column on PostgreSQL only", () => {
-    const sqlite = report([], "SQLite in the run's temp folder");
+    const sqlite = report(["--store", "sqlite"], SQLITE);
     assert.match(sqlite, /^Store: sqlite \(SQLite in the run's temp folder\); 1 gateway instance$/m);
     assert.doesNotMatch(sqlite, /store µs\/req/);
     const postgres = report(
       ["--store", "postgres+redis", "--instances", "2"],
-      "PostgreSQL database gw_bench_x",
+      [{ kind: "postgres+redis", description: "PostgreSQL database gw_bench_x", instances: 2 }],
+      on("postgres+redis", RUNS),
     );
     assert.match(
       postgres,
-      /^Store: postgres\+redis \(PostgreSQL database gw_bench_x\); 2 gateway instances: /m,
+      /^Store: postgres\+redis \(PostgreSQL database gw_bench_x\); 2 gateway instances$/m,
     );
+    assert.match(postgres, /^ {2}with several instances, the gateway rows' CPU is theirs summed/m);
     const table = postgres.split("\n").filter((l) => l.startsWith("json "));
     assert.match(table[0]!, /\s700\s+900\s+300\s/, "CPU, store CPU, RSS of the gateway's rate row");
+  });
+
+  test("several stores: each named in the header, a store column, each gateway against its own store's rows", () => {
+    // SQLite's work is in the gateway's own CPU
+    const sqlite = RUNS.map(({ storeCpuUsPerReq: _, ...r }) => r);
+    const runs = [...sqlite, ...on("postgres+redis", RUNS.slice(0, 2))];
+    const text = report(
+      ["--modes", "json"],
+      [
+        SQLITE[0]!,
+        { kind: "postgres+redis", description: "PostgreSQL database gw_bench_x, Redis", instances: 1 },
+      ],
+      runs,
+    );
+    assert.match(text, /^Stores: sqlite \(SQLite in the run's temp folder\); 1 gateway instance$/m);
+    assert.match(
+      text,
+      /^ {7} postgres\+redis \(PostgreSQL database gw_bench_x, Redis\); 1 gateway instance$/m,
+    );
+    const rows = text.split("\n").filter((l) => /^json +gateway /.test(l));
+    assert.equal(rows.length, 4);
+    assert.match(rows[2]!, /^json +gateway +postgres\+redis +500\/s, 50c /);
+    assert.match(rows[0]!, /^json +gateway +sqlite +500\/s, 50c .* 700 +— +300 /, "no store CPU on SQLite");
+    const translation = text.slice(text.indexOf("Translation")).split("\n").slice(1, 3);
+    assert.match(translation[0]!, /^ {2}sqlite json {3}rate {7}messages {2}CPU \+60\.00 µs\/req/);
   });
 
   test("streams: the gateway's first byte against the pass-through's, a goal line of its own", () => {
@@ -93,7 +130,7 @@ describe("bench report", () => {
     const goals = checkGoals(runs, ["json", "stream"]);
     assert.equal(goals[0]!.addedFirstByteMs, undefined, "a JSON answer has no first byte to speak of");
     assert.ok(Math.abs(goals[1]!.addedFirstByteMs! - 0.7) < 1e-9);
-    const text = formatReport(runs, goals, undefined, parseOptions([], {}), "SQLite");
+    const text = formatReport(runs, goals, [], parseOptions(["--store", "sqlite"], {}), SQLITE);
     assert.match(
       text,
       /^ {2}stream gateway first byte vs pass-through: \+0\.70 ms \(p50\) {2}goal ≤ 1 ms {2}ok$/m,
@@ -103,7 +140,7 @@ describe("bench report", () => {
       ["stream"],
     );
     assert.match(
-      formatReport(runs, slow, undefined, parseOptions([], {}), "SQLite"),
+      formatReport(runs, slow, [], parseOptions(["--store", "sqlite"], {}), SQLITE),
       /first byte .* \+2\.30 ms .*MISSED/,
     );
   });
@@ -115,7 +152,13 @@ describe("bench report", () => {
       run("gateway", "json", "rate", 600, 21.45, 500, undefined, 21.45, 26.7),
     ];
     addLatencyDeltas(runs);
-    const text = formatReport(runs, checkGoals(runs, ["json"]), undefined, parseOptions([], {}), "SQLite");
+    const text = formatReport(
+      runs,
+      checkGoals(runs, ["json"]),
+      [],
+      parseOptions(["--store", "sqlite"], {}),
+      SQLITE,
+    );
     assert.match(
       text,
       /^ {2}json {3}gateway p50 vs pass-through: \+0\.45 ms {2}goal ≤ 0\.5 ms {2}ok {2}\(over direct: gateway \+0\.95 ms, pass-through \+0\.50 ms\)$/m,
@@ -129,9 +172,9 @@ describe("bench report", () => {
     const missed = formatReport(
       slower,
       checkGoals(slower, ["json"]),
-      undefined,
-      parseOptions([], {}),
-      "SQLite",
+      [],
+      parseOptions(["--store", "sqlite"], {}),
+      SQLITE,
     );
     assert.match(missed, /p50 vs pass-through: \+0\.60 ms .*MISSED/);
     assert.match(missed, /p99 vs pass-through: \+2\.20 ms .*MISSED/);

@@ -1,6 +1,13 @@
 // Turns the runs into the printed table, the goal checks and the JSON written to .bench/.
 import type { BenchOptions } from "./options.ts";
-import { isStream, type LoadKind, type Mode, type RunResult, type TargetName } from "./types.ts";
+import {
+  isStream,
+  type LoadKind,
+  type Mode,
+  type RunResult,
+  type StoreKind,
+  type TargetName,
+} from "./types.ts";
 
 /**
  * The issue's goals: CPU per request against the floor, and the latency the gateway adds over
@@ -14,6 +21,8 @@ const RATE_REACHED = 0.97;
 const DISTURBED_CORES = 0.15;
 
 export interface GoalCheck {
+  /** the store of the gateway checked */
+  store: StoreKind;
   mode: Mode;
   /** gateway CPU µs/request ÷ pass-through's, in the fixed-rate run (saturation run alongside) */
   cpuRatio?: number;
@@ -31,6 +40,7 @@ export interface GoalCheck {
 }
 
 export interface GatewaySummary {
+  store: StoreKind;
   /** the gateway processes' peak resident memory over the whole bench (VmHWM), the highest of them */
   peakRssMb: number;
   /** each instance's, in start order */
@@ -39,8 +49,20 @@ export interface GatewaySummary {
   logTail: string[];
 }
 
-function find(runs: RunResult[], mode: Mode, target: TargetName, load: LoadKind): RunResult | undefined {
-  return runs.find((r) => r.mode === mode && r.target === target && r.load === load);
+/** A run of a target; of a gateway target, of the gateway on `store`. */
+function find(
+  runs: RunResult[],
+  mode: Mode,
+  target: TargetName,
+  load: LoadKind,
+  store?: StoreKind,
+): RunResult | undefined {
+  return runs.find((r) => r.mode === mode && r.target === target && r.load === load && r.store === store);
+}
+
+/** The stores whose gateway was measured, in the order they were. */
+export function storesOf(runs: RunResult[]): StoreKind[] {
+  return [...new Set(runs.flatMap((r) => (r.store ? [r.store] : [])))];
 }
 
 /** Fills in each run's p50 above the direct target's under the same mode and load. */
@@ -56,29 +78,32 @@ function ratio(a: RunResult | undefined, b: RunResult | undefined): number | und
 }
 
 export function checkGoals(runs: RunResult[], modes: Mode[]): GoalCheck[] {
-  return modes.map((mode) => {
-    const gateway = find(runs, mode, "gateway", "rate");
-    const passthrough = find(runs, mode, "passthrough", "rate");
-    return {
-      mode,
-      cpuRatio: ratio(gateway, passthrough),
-      cpuRatioSaturation: ratio(
-        find(runs, mode, "gateway", "saturation"),
-        find(runs, mode, "passthrough", "saturation"),
-      ),
-      ...(gateway && passthrough
-        ? {
-            addedP50Ms: gateway.latencyMs.p50 - passthrough.latencyMs.p50,
-            addedP99Ms: gateway.latencyMs.p99 - passthrough.latencyMs.p99,
-          }
-        : {}),
-      gatewayOverDirectP50Ms: gateway?.addedP50Ms,
-      passthroughAddedP50Ms: passthrough?.addedP50Ms,
-      ...(isStream(mode) && gateway && passthrough
-        ? { addedFirstByteMs: gateway.firstByteMs.p50 - passthrough.firstByteMs.p50 }
-        : {}),
-    };
-  });
+  return storesOf(runs).flatMap((store) =>
+    modes.map((mode) => {
+      const gateway = find(runs, mode, "gateway", "rate", store);
+      const passthrough = find(runs, mode, "passthrough", "rate");
+      return {
+        store,
+        mode,
+        cpuRatio: ratio(gateway, passthrough),
+        cpuRatioSaturation: ratio(
+          find(runs, mode, "gateway", "saturation", store),
+          find(runs, mode, "passthrough", "saturation"),
+        ),
+        ...(gateway && passthrough
+          ? {
+              addedP50Ms: gateway.latencyMs.p50 - passthrough.latencyMs.p50,
+              addedP99Ms: gateway.latencyMs.p99 - passthrough.latencyMs.p99,
+            }
+          : {}),
+        gatewayOverDirectP50Ms: gateway?.addedP50Ms,
+        passthroughAddedP50Ms: passthrough?.addedP50Ms,
+        ...(isStream(mode) && gateway && passthrough
+          ? { addedFirstByteMs: gateway.firstByteMs.p50 - passthrough.firstByteMs.p50 }
+          : {}),
+      };
+    }),
+  );
 }
 
 export function failures(runs: RunResult[]): number {
@@ -89,24 +114,28 @@ export function failures(runs: RunResult[]): number {
 // Text
 // ---------------------------------------------------------------------------
 
-/** Each column's heading and cell; `store` only on a PostgreSQL store. */
-const COLUMNS: { heading: string; store?: true; cell(run: RunResult): string }[] = [
+/**
+ * Each column's heading and cell; `stores` only with several stores, `storeCpu` only with a
+ * PostgreSQL one.
+ */
+const COLUMNS: { heading: string; only?: "stores" | "storeCpu"; cell(run: RunResult): string }[] = [
   { heading: "mode", cell: (r) => r.mode },
   { heading: "target", cell: (r) => r.target },
+  { heading: "store", only: "stores", cell: (r) => r.store ?? "" },
   { heading: "load", cell: (r) => loadLabel(r) },
   { heading: "req/s", cell: (r) => rateCell(r) },
   { heading: "p50 ms", cell: (r) => fixed(r.latencyMs.p50, 2) },
   { heading: "p99 ms", cell: (r) => fixed(r.latencyMs.p99, 2) },
   { heading: "+p50 ms", cell: (r) => signed(r.addedP50Ms) },
   { heading: "CPU µs/req", cell: (r) => fixed(r.cpuUsPerReq, 0) },
-  { heading: "store µs/req", store: true, cell: (r) => fixed(r.storeCpuUsPerReq, 0) },
+  { heading: "store µs/req", only: "storeCpu", cell: (r) => fixed(r.storeCpuUsPerReq, 0) },
   { heading: "peak RSS MB", cell: (r) => fixed(r.peakRssMb, 0) },
   { heading: "errors", cell: (r) => String(r.errors) },
   { heading: "non-2xx", cell: (r) => String(r.non2xx) },
   { heading: "other load", cell: (r) => fixed(r.otherLoadCores, 2) },
 ];
 /** Columns printed left-aligned; the numeric ones are right-aligned. */
-const TEXT_COLUMNS = 3;
+const TEXT_COLUMNS = new Set(["mode", "target", "store", "load"]);
 
 function fixed(value: number | undefined, digits: number): string {
   return value === undefined ? "—" : value.toFixed(digits);
@@ -128,11 +157,17 @@ function rateCell(run: RunResult): string {
 }
 
 function table(runs: RunResult[], options: BenchOptions): string {
-  const columns = COLUMNS.filter((c) => !c.store || options.store !== "sqlite");
+  const shown = {
+    stores: options.stores.length > 1,
+    storeCpu: options.stores.some((s) => s !== "sqlite"),
+  };
+  const columns = COLUMNS.filter((c) => !c.only || shown[c.only]);
   const all = [columns.map((c) => c.heading), ...runs.map((run) => columns.map((c) => c.cell(run)))];
   const widths = columns.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
-    cells.map((c, i) => (i < TEXT_COLUMNS ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+    cells
+      .map((c, i) => (TEXT_COLUMNS.has(columns[i]!.heading) ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join("  ");
   const [header, ...rows] = all.map(line);
   return [header!, "-".repeat(header!.length), ...rows].join("\n");
 }
@@ -149,7 +184,9 @@ function times(value: number | undefined): string {
 function goalLines(goals: GoalCheck[], options: BenchOptions): string[] {
   const lines = [`Goals (fixed rate ${options.rate} req/s; saturation in brackets):`];
   const width = Math.max(6, ...goals.map((g) => g.mode.length));
+  const several = new Set(goals.map((g) => g.store)).size > 1;
   for (const g of goals) {
+    if (several && g.mode === goals.find((o) => o.store === g.store)?.mode) lines.push(`  ${g.store}:`);
     lines.push(
       `  ${g.mode.padEnd(width)} gateway CPU/req ÷ pass-through: ${times(g.cpuRatio)} ` +
         `[${times(g.cpuRatioSaturation)}]  goal ≤ ${GOALS.cpuRatio}×  ${verdict(g.cpuRatio, GOALS.cpuRatio)}`,
@@ -168,39 +205,48 @@ function goalLines(goals: GoalCheck[], options: BenchOptions): string[] {
   return lines;
 }
 
-function gatewayLines(gateway: GatewaySummary | undefined): string[] {
-  if (!gateway) return [];
-  const each =
-    gateway.instancesPeakRssMb.length > 1
-      ? ` (the highest instance; each: ${gateway.instancesPeakRssMb.map((mb) => mb.toFixed(0)).join(", ")} MB)`
-      : "";
-  const lines = [
-    `Gateway peak memory (VmHWM over the whole bench): ${gateway.peakRssMb.toFixed(0)} MB${each}`,
-  ];
-  if (gateway.logLines > 0) {
-    lines.push(`Gateway wrote ${gateway.logLines} log lines at its log level; the last ones:`);
-    lines.push(...gateway.logTail.slice(-5).map((l) => `  ${l.slice(0, 300)}`));
-  }
-  return lines;
+function gatewayLines(gateways: GatewaySummary[]): string[] {
+  const several = gateways.length > 1;
+  return gateways.flatMap((gateway) => {
+    const name = several ? `Gateway on ${gateway.store}` : "Gateway";
+    const each =
+      gateway.instancesPeakRssMb.length > 1
+        ? ` (the highest instance; each: ${gateway.instancesPeakRssMb.map((mb) => mb.toFixed(0)).join(", ")} MB)`
+        : "";
+    const lines = [
+      `${name} peak memory (VmHWM over the whole bench): ${gateway.peakRssMb.toFixed(0)} MB${each}`,
+    ];
+    if (gateway.logLines > 0) {
+      lines.push(`${name} wrote ${gateway.logLines} log lines at its log level; the last ones:`);
+      lines.push(...gateway.logTail.slice(-5).map((l) => `  ${l.slice(0, 300)}`));
+    }
+    return lines;
+  });
 }
 
-/** Per mode and load, each target's row minus the gateway's: CPU µs/req, p50, and both throughputs. */
+/**
+ * Per mode and load, each target's row minus the gateway's of the same store: CPU µs/req, p50,
+ * and both throughputs.
+ */
 function differenceLines(runs: RunResult[], modes: Mode[], targets: TargetName[]): string[] {
   const lines: string[] = [];
   const width = Math.max(...targets.map((t) => t.length));
   const modeWidth = Math.max(6, ...modes.map((m) => m.length));
-  for (const mode of modes)
-    for (const load of ["rate", "saturation"] as const)
-      for (const target of targets) {
-        const run = find(runs, mode, target, load);
-        const gateway = find(runs, mode, "gateway", load);
-        if (!run || !gateway) continue;
-        lines.push(
-          `  ${mode.padEnd(modeWidth)} ${load.padEnd(10)} ${targets.length > 1 ? `${target.padEnd(width)} ` : ""}` +
-            `CPU ${signed(run.cpuUsPerReq - gateway.cpuUsPerReq)} µs/req, ` +
-            `p50 ${signed(run.latencyMs.p50 - gateway.latencyMs.p50)} ms, req/s ${run.reqPerS.toFixed(0)} vs ${gateway.reqPerS.toFixed(0)}`,
-        );
-      }
+  const stores = storesOf(runs);
+  for (const store of stores)
+    for (const mode of modes)
+      for (const load of ["rate", "saturation"] as const)
+        for (const target of targets) {
+          const run = find(runs, mode, target, load, store);
+          const gateway = find(runs, mode, "gateway", load, store);
+          if (!run || !gateway) continue;
+          lines.push(
+            `  ${stores.length > 1 ? `${store} ` : ""}${mode.padEnd(modeWidth)} ${load.padEnd(10)} ` +
+              `${targets.length > 1 ? `${target.padEnd(width)} ` : ""}` +
+              `CPU ${signed(run.cpuUsPerReq - gateway.cpuUsPerReq)} µs/req, ` +
+              `p50 ${signed(run.latencyMs.p50 - gateway.latencyMs.p50)} ms, req/s ${run.reqPerS.toFixed(0)} vs ${gateway.reqPerS.toFixed(0)}`,
+          );
+        }
   return lines;
 }
 
@@ -225,17 +271,30 @@ function translationLines(runs: RunResult[], modes: Mode[]): string[] {
     : [];
 }
 
-/** Which gateway the numbers are of: its store, its instances. */
-function storeLines(options: BenchOptions, storeDescription: string): string[] {
-  const instances = options.instances === 1 ? "1 gateway instance" : `${options.instances} gateway instances`;
+/** A store the gateway ran on: what it is (no credentials), and how many instances shared it. */
+export interface StoreSetup {
+  kind: StoreKind;
+  description: string;
+  instances: number;
+}
+
+/** Which gateways the numbers are of: their stores, their instances. */
+function storeLines(stores: StoreSetup[]): string[] {
+  const instances = (n: number) => (n === 1 ? "1 gateway instance" : `${n} gateway instances`);
+  const many = stores.some((s) => s.instances > 1);
   return [
-    `Store: ${options.store} (${storeDescription}); ${instances}` +
-      (options.instances > 1 ? ": the gateway rows' CPU is theirs summed, their RSS the highest" : ""),
-    ...(options.store === "sqlite"
-      ? []
-      : [
+    ...stores.map(
+      (s, i) =>
+        `${i === 0 ? (stores.length > 1 ? "Stores:" : "Store:") : "       "} ${s.kind} (${s.description}); ${instances(s.instances)}`,
+    ),
+    ...(many
+      ? ["  with several instances, the gateway rows' CPU is theirs summed, their RSS the highest"]
+      : []),
+    ...(stores.some((s) => s.kind !== "sqlite")
+      ? [
           "  store µs/req: the CPU of the run database's PostgreSQL backends (and of the Redis server) per request",
-        ]),
+        ]
+      : []),
     "",
   ];
 }
@@ -252,13 +311,13 @@ function disturbanceLines(runs: RunResult[]): string[] {
 export function formatReport(
   runs: RunResult[],
   goals: GoalCheck[],
-  gateway: GatewaySummary | undefined,
+  gateways: GatewaySummary[],
   options: BenchOptions,
-  storeDescription: string,
+  stores: StoreSetup[],
 ): string {
   const failed = failures(runs);
   return [
-    ...storeLines(options, storeDescription),
+    ...storeLines(stores),
     ...(options.provider === "openai"
       ? []
       : [
@@ -272,7 +331,7 @@ export function formatReport(
     "",
     ...routingLines(runs, options.modes),
     ...translationLines(runs, options.modes),
-    ...gatewayLines(gateway),
+    ...gatewayLines(gateways),
     ...disturbanceLines(runs),
     failed > 0
       ? `WARNING: ${failed} requests failed (errors + non-2xx): the numbers above are not a clean run.`

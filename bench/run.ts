@@ -7,10 +7,17 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { measure, type Processes, warmUp } from "./measure.ts";
-import { type BenchOptions, parseOptions, USAGE } from "./options.ts";
+import {
+  type BenchOptions,
+  GATEWAY_TARGETS,
+  instancesOn,
+  parseOptions,
+  storeTargets,
+  USAGE,
+} from "./options.ts";
 import { checkPerf, type PerfRecording, recordPerf } from "./perf-record.ts";
 import { statusKb } from "./proc-stats.ts";
-import { killAllNow, type ServerProcess, stopAll } from "./processes.ts";
+import { killAllNow, lostServers, type ServerProcess, stopAll } from "./processes.ts";
 import {
   addLatencyDeltas,
   checkGoals,
@@ -24,6 +31,7 @@ import {
   apiTarget,
   collectProfiles,
   directTarget,
+  type Profiling,
   ROOT,
   routedTarget,
   startGatewayTarget,
@@ -72,13 +80,12 @@ function onSignal(signal: NodeJS.Signals): void {
 // ---------------------------------------------------------------------------
 
 function estimateSeconds(options: BenchOptions): number {
+  const baselines = options.targets.filter((t) => !GATEWAY_TARGETS.includes(t)).length;
+  const gateways = [...storeTargets(options).values()].reduce((n, targets) => n + targets.length, 0);
   // the first round of warm-ups, then each target's own warm-up, runs and pauses
   const perTarget = 2 * options.warmup + options.rateDuration + options.duration + 3;
-  return Math.round(options.modes.length * options.targets.length * perTarget + 5);
+  return Math.round(options.modes.length * (baselines + gateways) * perTarget + 5);
 }
-
-/** The targets the gateway process (or instances) answers. */
-const GATEWAY_TARGETS: readonly TargetName[] = ["gateway", "routed", "messages", "responses"];
 
 /** The mocks: one writing each stream at once, and for the stream-paced mode one pacing its events. */
 interface Mocks {
@@ -97,40 +104,67 @@ function upstreamOf(mocks: Mocks, mode: Mode): ServerProcess {
   return mode === "stream-paced" && mocks.paced ? mocks.paced : mocks.burst;
 }
 
-async function startTargets(
+function profilingOf(options: BenchOptions): Profiling {
+  return { dir: options.profile ? join(OUT_DIR, "profiles") : undefined, perf: options.perf };
+}
+
+/** direct and passthrough, measured once for every store's gateway. */
+async function startBaselines(mocks: Mocks, options: BenchOptions): Promise<Target[]> {
+  const targets: Target[] = [];
+  if (options.targets.includes("direct")) targets.push(directTarget(mocks.burst, mocks.paced));
+  if (options.targets.includes("passthrough"))
+    targets.push(await startPassthrough(mocks.burst, profilingOf(options), mocks.paced));
+  return targets;
+}
+
+/** One store's gateway: its instances, and the targets they answer. */
+interface Setup {
+  store: BenchStore;
+  gateway: Target;
+  targets: Target[];
+}
+
+async function startSetup(
   mocks: Mocks,
   options: BenchOptions,
   store: BenchStore,
+  names: TargetName[],
   dir: string,
-): Promise<Target[]> {
-  const profiling = { dir: options.profile ? join(OUT_DIR, "profiles") : undefined, perf: options.perf };
+): Promise<Setup> {
+  const { logLevel, safety, provider, nodeOptions } = options;
+  mkdirSync(dir, { recursive: true });
+  const gateway = await startGatewayTarget(
+    mocks.burst,
+    dir,
+    {
+      logLevel,
+      safety,
+      provider,
+      instances: instancesOn(store.kind, options),
+      store,
+      nodeOptions,
+      pacedUpstream: mocks.paced && String(mocks.paced.info.url),
+      label: options.stores.length > 1 ? store.kind : undefined,
+    },
+    profilingOf(options),
+  );
   const targets: Target[] = [];
-  const wanted = (name: TargetName) => options.targets.includes(name);
-  const mock = mocks.burst;
-  if (wanted("direct")) targets.push(directTarget(mock, mocks.paced));
-  if (wanted("passthrough")) targets.push(await startPassthrough(mock, profiling, mocks.paced));
-  if (GATEWAY_TARGETS.some(wanted)) {
-    const { logLevel, safety, provider, instances, nodeOptions } = options;
-    const gateway = await startGatewayTarget(
-      mock,
-      dir,
-      {
-        logLevel,
-        safety,
-        provider,
-        instances,
-        store,
-        nodeOptions,
-        pacedUpstream: mocks.paced && String(mocks.paced.info.url),
-      },
-      profiling,
-    );
-    if (wanted("gateway")) targets.push(gateway);
-    if (wanted("routed")) targets.push(routedTarget(gateway));
-    if (wanted("messages")) targets.push(apiTarget(gateway, "messages"));
-    if (wanted("responses")) targets.push(apiTarget(gateway, "responses"));
+  if (names.includes("gateway")) targets.push(gateway);
+  if (names.includes("routed")) targets.push(routedTarget(gateway));
+  if (names.includes("messages")) targets.push(apiTarget(gateway, "messages"));
+  if (names.includes("responses")) targets.push(apiTarget(gateway, "responses"));
+  return { store, gateway, targets };
+}
+
+/** Each store made and its gateway started, in the order of --store. */
+async function startSetups(mocks: Mocks, options: BenchOptions, dir: string): Promise<Setup[]> {
+  const setups: Setup[] = [];
+  for (const [kind, names] of storeTargets(options)) {
+    if (names.length === 0) continue;
+    const store = await prepareStore(kind);
+    setups.push(await startSetup(mocks, options, store, names, join(dir, kind.replace("+", "-"))));
   }
-  return targets;
+  return setups;
 }
 
 function describe(run: RunResult): string {
@@ -143,7 +177,8 @@ function describe(run: RunResult): string {
 }
 
 async function benchTarget(processes: Processes, mode: Mode, options: BenchOptions) {
-  log(`  [${mode}] ${processes.target.name}`);
+  const { name, store } = processes.target;
+  log(`  [${mode}] ${name}${store && processes.stores.length > 1 ? ` on ${store}` : ""}`);
   await warmUp(processes.target, mode, options);
   const runs: RunResult[] = [];
   // The fixed-rate run goes first, so a saturation run's backlog cannot leak into it.
@@ -167,31 +202,41 @@ async function warmUpAll(targets: Target[], options: BenchOptions): Promise<void
   for (const mode of options.modes) for (const target of targets) await warmUp(target, mode, options);
 }
 
+/**
+ * Mode by mode, every target in turn: the baselines, then each store's gateway. A mode's
+ * baselines are then measured minutes, not a whole run, before the gateways they are compared
+ * with, so a change in the machine's other load moves both.
+ */
 async function benchAll(
-  targets: Target[],
+  baselines: Target[],
+  setups: Setup[],
   options: BenchOptions,
   mocks: Mocks,
-  store: BenchStore,
 ): Promise<RunResult[]> {
+  const targets = [...baselines, ...setups.flatMap((s) => s.targets)];
   const mockPids = [mocks.burst.pid, ...(mocks.paced ? [mocks.paced.pid] : [])];
   const serverPids = [
-    ...new Set([...mockPids, ...targets.flatMap((t) => [...t.pids, ...(t.paced?.pids ?? [])])]),
+    ...new Set([
+      ...mockPids,
+      ...[...targets, ...setups.map((s) => s.gateway)].flatMap((t) => [...t.pids, ...(t.paced?.pids ?? [])]),
+    ]),
   ];
+  const stores = setups.map((s) => s.store);
   const runs: RunResult[] = [];
   for (const mode of options.modes) {
     const upstreamPid = upstreamOf(mocks, mode).pid;
     for (const target of targets)
-      runs.push(...(await benchTarget({ target, upstreamPid, serverPids, store }, mode, options)));
+      runs.push(...(await benchTarget({ target, upstreamPid, serverPids, stores }, mode, options)));
   }
   return runs;
 }
 
-function gatewaySummary(targets: Target[]): GatewaySummary | undefined {
-  const gateway = targets.find((t) => GATEWAY_TARGETS.includes(t.name));
-  if (!gateway) return undefined;
+function gatewaySummary(setup: Setup): GatewaySummary {
+  const { gateway } = setup;
   const peaks = gateway.pids.map((pid) => statusKb(pid, "VmHWM") / 1024);
   const many = gateway.servers.length > 1;
   return {
+    store: setup.store.kind,
     peakRssMb: Math.max(...peaks),
     instancesPeakRssMb: peaks,
     logLines: gateway.servers.reduce((n, s) => n + s.logs.count, 0),
@@ -210,25 +255,29 @@ function gitCommit(): string | undefined {
 
 function writeResults(
   options: BenchOptions,
-  store: BenchStore,
+  setups: Setup[],
   runs: RunResult[],
   goals: GoalCheck[],
-  gateway: GatewaySummary | undefined,
+  gateways: GatewaySummary[],
 ): string {
   mkdirSync(OUT_DIR, { recursive: true });
   const file = join(OUT_DIR, "last.json");
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version };
-  // options.store and options.instances say what it ran on; no URL (nor credentials) here
-  const where = { kind: store.kind, instances: options.instances, description: store.description };
+  // what each store's gateway ran on; no URL (nor credentials) here
+  const stores = setups.map(({ store, gateway }) => ({
+    kind: store.kind,
+    instances: gateway.pids.length,
+    description: store.description,
+  }));
   const doc = {
     date: new Date().toISOString(),
     commit: gitCommit(),
     machine,
     options,
-    store: where,
+    stores,
     runs,
     goals,
-    gateway,
+    gateways,
   };
   writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
   return file;
@@ -242,15 +291,25 @@ function writeResults(
  * One perf recording per server process kind, over the warm-ups and every measured run: the
  * gateway's covers all the targets it answers (routed, messages, responses too).
  */
-function startRecordings(targets: Target[]): Promise<PerfRecording[]> {
+function startRecordings(baselines: Target[], setups: Setup[]): Promise<PerfRecording[]> {
   const dir = join(OUT_DIR, "perf");
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  return Promise.all(
-    targets
-      .filter((t) => t.name === "passthrough" || t.name === "gateway")
-      .map((t) => recordPerf(dir, t.name, t.pids)),
-  );
+  const passthrough = baselines.filter((t) => t.name === "passthrough");
+  return Promise.all([
+    ...passthrough.map((t) => recordPerf(dir, t.name, t.pids)),
+    ...setups.map(({ store, gateway }) =>
+      recordPerf(dir, setups.length > 1 ? `gateway-${store.kind}` : "gateway", gateway.pids),
+    ),
+  ]);
+}
+
+function describeStores(options: BenchOptions): string {
+  const stores = options.stores.map((kind) => {
+    const n = instancesOn(kind, options);
+    return n > 1 ? `${kind} (${n} gateway instances)` : kind;
+  });
+  return `${options.stores.length > 1 ? "stores" : "store"} ${stores.join(", ")}`;
 }
 
 async function bench(options: BenchOptions): Promise<number> {
@@ -260,27 +319,27 @@ async function bench(options: BenchOptions): Promise<number> {
       (options.modes.includes("stream-paced")
         ? `, ${options.chunkDelay} ms between the events of paced streams`
         : "") +
-      "; " +
-      `store ${options.store}, ${options.instances} gateway instance${options.instances > 1 ? "s" : ""}` +
+      `; ${describeStores(options)}` +
       (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)") +
       (options.nodeOptions.length ? `; gateway run with ${options.nodeOptions.join(" ")}` : ""),
   );
   if (options.perf) checkPerf();
-  const store = await prepareStore(options.store);
   const mocks = await startMocks(options);
-  const targets = await startTargets(mocks, options, store, tempDir);
-  for (const target of targets)
+  const baselines = await startBaselines(mocks, options);
+  const setups = await startSetups(mocks, options, tempDir);
+  for (const target of [...baselines, ...setups.flatMap((s) => s.targets)])
     for (const mode of options.modes) await preflight(targetFor(target, mode), mode, options.tokens);
-  const recordings = options.perf ? await startRecordings(targets) : [];
+  const recordings = options.perf ? await startRecordings(baselines, setups) : [];
   const started = Date.now();
-  await warmUpAll(targets, options);
-  const runs = await benchAll(targets, options, mocks, store);
+  await warmUpAll([...baselines, ...setups.flatMap((s) => s.targets)], options);
+  const runs = await benchAll(baselines, setups, options, mocks);
   for (const recording of recordings) await recording.stop();
   addLatencyDeltas(runs);
   const goals = checkGoals(runs, options.modes);
-  const gateway = gatewaySummary(targets);
-  process.stdout.write(`\n${formatReport(runs, goals, gateway, options, store.description)}\n`);
-  const file = writeResults(options, store, runs, goals, gateway);
+  const gateways = setups.map(gatewaySummary);
+  const stores = setups.map(({ store, gateway }) => ({ ...store, instances: gateway.pids.length }));
+  process.stdout.write(`\n${formatReport(runs, goals, gateways, options, stores)}\n`);
+  const file = writeResults(options, setups, runs, goals, gateways);
   log(`\nmeasured for ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}`);
   // A run with failed requests must not look like a good one to a script either.
   return failures(runs) > 0 ? 1 : 0;
@@ -302,7 +361,7 @@ async function main(): Promise<void> {
   }
   if (options.perf && process.exitCode === 0)
     log(
-      `CPU-time recordings in ${join(OUT_DIR, "perf")}; read one with: node bench/perf-summary.ts ${join(OUT_DIR, "perf", "gateway.data")}`,
+      `CPU-time recordings in ${join(OUT_DIR, "perf")}; read one with: node bench/perf-summary.ts ${join(OUT_DIR, "perf", options.stores.length > 1 ? `gateway-${options.stores[0]}.data` : "gateway.data")}`,
     );
   // The profiles are written as the servers exit, so only now are they complete.
   if (options.profile) {
@@ -315,5 +374,6 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   log(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
+  for (const server of lostServers()) log(`before that, ${server}`);
   process.exitCode = 1;
 });

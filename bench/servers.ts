@@ -8,7 +8,7 @@ import { stringify } from "yaml";
 import { type ServerProcess, startServer } from "./processes.ts";
 import { API_PATHS } from "./requests.ts";
 import type { BenchStore } from "./stores.ts";
-import type { BenchProvider, ClientApiName, Mode, TargetName } from "./types.ts";
+import type { BenchProvider, ClientApiName, Mode, StoreKind, TargetName } from "./types.ts";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** Each provider's mock (test/support), the gateway's provider entry for it, and its model name. */
@@ -71,6 +71,8 @@ export interface Target {
   /** the API key (for the mock and the pass-through, a made-up one of a gateway key's length) */
   key: string;
   servers: ServerProcess[];
+  /** the gateway's store; none for direct and passthrough */
+  store?: StoreKind;
   /**
    * The same target in the stream-paced mode, whose upstream is the mock that paces its streams:
    * the mock itself for direct, another route of the same process for the others
@@ -259,6 +261,8 @@ export interface GatewayOptions {
   store: BenchStore;
   /** the mock that paces its streams, behind models of their own (the stream-paced mode) */
   pacedUpstream?: string | undefined;
+  /** in the processes' names, when the run has a gateway per store */
+  label?: string | undefined;
 }
 
 /** A model of one deployment and one of two (routing), on the providers `<id>` and `<id>-b`. */
@@ -345,7 +349,9 @@ export async function startGatewayTarget(
 ): Promise<Target> {
   const config = writeGatewayConfig(dir, String(mock.info.url), options);
   const start = (n: number) => {
-    const name = options.instances > 1 ? `gateway-${n}` : "gateway";
+    const name = ["gateway", options.label, options.instances > 1 ? n : undefined]
+      .filter((part) => part !== undefined)
+      .join("-");
     const dataDir = join(dir, `data-${n}`);
     mkdirSync(dataDir, { recursive: true });
     return startServer(
@@ -369,6 +375,7 @@ export async function startGatewayTarget(
     model: GATEWAY_MODEL,
     key,
     servers,
+    store: options.store.kind,
     ...(options.pacedUpstream ? { paced: { urls, pids, model: PACED_MODEL } } : {}),
   };
 }

@@ -72,6 +72,8 @@ export type StoreKind = "sqlite" | "postgres" | "postgres+redis";
 export interface RunResult {
   mode: Mode;
   target: TargetName;
+  /** the store of the gateway that answered; none for direct and passthrough */
+  store?: StoreKind;
   load: LoadKind;
   connections: number;
   /** the requested rate for a fixed-rate run */
