@@ -4,8 +4,9 @@
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { BenchOptions } from "./options.ts";
-import { cpuMicros, machineCpuMicros, RssSampler } from "./proc-stats.ts";
+import { cpuMicros, machineCpuMicros, RssSampler, statusKb } from "./proc-stats.ts";
 import { runToEnd } from "./processes.ts";
+import { IDLE_SECONDS } from "./report.ts";
 import { requestBody, requestHeaders } from "./requests.ts";
 import { ROOT, type Target, targetFor } from "./servers.ts";
 import { type BenchStore, type StoreCpu, storeCpu, storeSpent } from "./stores.ts";
@@ -148,4 +149,17 @@ export async function measure(
     bytesPerResponse: load.responses > 0 ? load.bytes / load.responses : 0,
     statusCodes: load.statusCodes,
   };
+}
+
+/**
+ * Resident memory (MB) of each process once it has been idle for IDLE_SECONDS since `since`
+ * (a performance.now() time). Marked handled at once: it is awaited only when the run ends, and
+ * a process gone by then rejects it there rather than crash the run as an unhandled rejection.
+ */
+export function idleRss(pids: number[], since = performance.now()): Promise<number[]> {
+  const reading = sleep(Math.max(0, since + IDLE_SECONDS * 1000 - performance.now())).then(() =>
+    pids.map((pid) => statusKb(pid, "VmRSS") / 1024),
+  );
+  reading.catch(() => {});
+  return reading;
 }

@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { measure, type Processes, warmUp } from "./measure.ts";
+import { idleRss, measure, type Processes, warmUp } from "./measure.ts";
 import {
   type BenchOptions,
   GATEWAY_TARGETS,
@@ -20,11 +20,15 @@ import { statusKb } from "./proc-stats.ts";
 import { killAllNow, lostServers, type ServerProcess, stopAll } from "./processes.ts";
 import {
   addLatencyDeltas,
+  type BenchResults,
   checkGoals,
   failures,
   formatReport,
   type GatewaySummary,
   type GoalCheck,
+  IDLE_SECONDS,
+  type MemorySummary,
+  summarizeStores,
 } from "./report.ts";
 import { preflight } from "./requests.ts";
 import {
@@ -84,7 +88,8 @@ function estimateSeconds(options: BenchOptions): number {
   const gateways = [...storeTargets(options).values()].reduce((n, targets) => n + targets.length, 0);
   // the first round of warm-ups, then each target's own warm-up, runs and pauses
   const perTarget = 2 * options.warmup + options.rateDuration + options.duration + 3;
-  return Math.round(options.modes.length * (baselines + gateways) * perTarget + 5);
+  // and the idle memory, read after start-up and after the last run
+  return Math.round(options.modes.length * (baselines + gateways) * perTarget + 2 * IDLE_SECONDS + 5);
 }
 
 /** The mocks: one writing each stream at once, and for the stream-paced mode one pacing its events. */
@@ -122,6 +127,8 @@ interface Setup {
   store: BenchStore;
   gateway: Target;
   targets: Target[];
+  /** the instances' memory IDLE_SECONDS after they started */
+  idleStart: Promise<number[]>;
 }
 
 async function startSetup(
@@ -153,7 +160,7 @@ async function startSetup(
   if (names.includes("routed")) targets.push(routedTarget(gateway));
   if (names.includes("messages")) targets.push(apiTarget(gateway, "messages"));
   if (names.includes("responses")) targets.push(apiTarget(gateway, "responses"));
-  return { store, gateway, targets };
+  return { store, gateway, targets, idleStart: idleRss(gateway.pids) };
 }
 
 /** Each store made and its gateway started, in the order of --store. */
@@ -205,14 +212,16 @@ async function warmUpAll(targets: Target[], options: BenchOptions): Promise<void
 /**
  * Mode by mode, every target in turn: the baselines, then each store's gateway. A mode's
  * baselines are then measured minutes, not a whole run, before the gateways they are compared
- * with, so a change in the machine's other load moves both.
+ * with, so a change in the machine's other load moves both. Once a server has answered its
+ * last measured run, its idle memory is read IDLE_SECONDS later (while the others go on),
+ * by the pass-through's name or its store's.
  */
 async function benchAll(
   baselines: Target[],
   setups: Setup[],
   options: BenchOptions,
   mocks: Mocks,
-): Promise<RunResult[]> {
+): Promise<{ runs: RunResult[]; idleAfter: Map<string, Promise<number[]>> }> {
   const targets = [...baselines, ...setups.flatMap((s) => s.targets)];
   const mockPids = [mocks.burst.pid, ...(mocks.paced ? [mocks.paced.pid] : [])];
   const serverPids = [
@@ -222,23 +231,43 @@ async function benchAll(
     ]),
   ];
   const stores = setups.map((s) => s.store);
+  const lastOf = new Map<Target, string>(setups.map((s) => [s.targets.at(-1)!, s.store.kind]));
+  for (const t of baselines) if (t.name === "passthrough") lastOf.set(t, "passthrough");
+  const idleAfter = new Map<string, Promise<number[]>>();
   const runs: RunResult[] = [];
   for (const mode of options.modes) {
     const upstreamPid = upstreamOf(mocks, mode).pid;
-    for (const target of targets)
+    for (const target of targets) {
       runs.push(...(await benchTarget({ target, upstreamPid, serverPids, stores }, mode, options)));
+      const server = lastOf.get(target);
+      if (mode === options.modes.at(-1) && server) idleAfter.set(server, idleRss(target.pids));
+    }
   }
-  return runs;
+  return { runs, idleAfter };
 }
 
-function gatewaySummary(setup: Setup): GatewaySummary {
+/** Peak memory over the whole bench, with the idle readings. */
+async function memory(
+  pids: number[],
+  idleStart: Promise<number[]>,
+  idleAfter: Promise<number[]> | undefined,
+): Promise<MemorySummary> {
+  return {
+    peakRssMb: pids.map((pid) => statusKb(pid, "VmHWM") / 1024),
+    idleStartRssMb: await idleStart,
+    idleAfterRssMb: (await idleAfter) ?? [],
+  };
+}
+
+async function gatewaySummary(
+  setup: Setup,
+  idleAfter: Map<string, Promise<number[]>>,
+): Promise<GatewaySummary> {
   const { gateway } = setup;
-  const peaks = gateway.pids.map((pid) => statusKb(pid, "VmHWM") / 1024);
   const many = gateway.servers.length > 1;
   return {
     store: setup.store.kind,
-    peakRssMb: Math.max(...peaks),
-    instancesPeakRssMb: peaks,
+    memory: await memory(gateway.pids, setup.idleStart, idleAfter.get(setup.store.kind)),
     logLines: gateway.servers.reduce((n, s) => n + s.logs.count, 0),
     // each instance's lines, named when there are several
     logTail: gateway.servers.flatMap((s) => s.logs.tail.map((line) => (many ? `${s.name}: ${line}` : line))),
@@ -253,22 +282,12 @@ function gitCommit(): string | undefined {
   }
 }
 
-function writeResults(
-  options: BenchOptions,
-  setups: Setup[],
-  runs: RunResult[],
-  goals: GoalCheck[],
-  gateways: GatewaySummary[],
-): string {
+function writeResults(options: BenchOptions, results: BenchResults, goals: GoalCheck[]): string {
   mkdirSync(OUT_DIR, { recursive: true });
   const file = join(OUT_DIR, "last.json");
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version };
-  // what each store's gateway ran on; no URL (nor credentials) here
-  const stores = setups.map(({ store, gateway }) => ({
-    kind: store.kind,
-    instances: gateway.pids.length,
-    description: store.description,
-  }));
+  // the stores' descriptions name no URL (nor credentials)
+  const { runs, stores, gateways, passthrough } = results;
   const doc = {
     date: new Date().toISOString(),
     commit: gitCommit(),
@@ -276,8 +295,10 @@ function writeResults(
     options,
     stores,
     runs,
+    perStore: summarizeStores(results, options.modes),
     goals,
     gateways,
+    passthrough,
   };
   writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
   return file;
@@ -326,20 +347,37 @@ async function bench(options: BenchOptions): Promise<number> {
   if (options.perf) checkPerf();
   const mocks = await startMocks(options);
   const baselines = await startBaselines(mocks, options);
+  const passthrough = baselines.find((t) => t.name === "passthrough");
+  const passthroughIdle = passthrough && idleRss(passthrough.pids);
   const setups = await startSetups(mocks, options, tempDir);
+  // before any request: the idle memory of a process that has only started
+  log(`  waiting for the servers' idle memory (${IDLE_SECONDS} s after each started)…`);
+  await Promise.all([passthroughIdle, ...setups.map((s) => s.idleStart)]);
   for (const target of [...baselines, ...setups.flatMap((s) => s.targets)])
     for (const mode of options.modes) await preflight(targetFor(target, mode), mode, options.tokens);
   const recordings = options.perf ? await startRecordings(baselines, setups) : [];
   const started = Date.now();
   await warmUpAll([...baselines, ...setups.flatMap((s) => s.targets)], options);
-  const runs = await benchAll(baselines, setups, options, mocks);
+  const { runs, idleAfter } = await benchAll(baselines, setups, options, mocks);
   for (const recording of recordings) await recording.stop();
+  log(`  waiting for the servers' idle memory (${IDLE_SECONDS} s after each one's last run)…`);
   addLatencyDeltas(runs);
-  const goals = checkGoals(runs, options.modes);
-  const gateways = setups.map(gatewaySummary);
-  const stores = setups.map(({ store, gateway }) => ({ ...store, instances: gateway.pids.length }));
-  process.stdout.write(`\n${formatReport(runs, goals, gateways, options, stores)}\n`);
-  const file = writeResults(options, setups, runs, goals, gateways);
+  const results: BenchResults = {
+    runs,
+    stores: setups.map(({ store, gateway }) => ({
+      kind: store.kind,
+      description: store.description,
+      instances: gateway.pids.length,
+    })),
+    gateways: await Promise.all(setups.map((s) => gatewaySummary(s, idleAfter))),
+    passthrough:
+      passthrough && passthroughIdle
+        ? await memory(passthrough.pids, passthroughIdle, idleAfter.get("passthrough"))
+        : undefined,
+  };
+  const goals = checkGoals(results, options.modes);
+  process.stdout.write(`\n${formatReport(results, goals, options)}\n`);
+  const file = writeResults(options, results, goals);
   log(`\nmeasured for ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}`);
   // A run with failed requests must not look like a good one to a script either.
   return failures(runs) > 0 ? 1 : 0;
