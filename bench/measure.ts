@@ -9,7 +9,7 @@ import { runToEnd } from "./processes.ts";
 import { IDLE_SECONDS } from "./report.ts";
 import { requestBody, requestHeaders } from "./requests.ts";
 import { ROOT, type Target, targetFor } from "./servers.ts";
-import { type BenchStore, type StoreCpu, storeCpu, storeSpent } from "./stores.ts";
+import { type BenchStore, type StoreCpu, storeCpu, storeSpent, storeSpentParts } from "./stores.ts";
 import type { LoadKind, LoadResult, LoadSpec, Mode, RunResult } from "./types.ts";
 
 const LOAD_SCRIPT = join(ROOT, "bench/load.ts");
@@ -55,6 +55,17 @@ export async function warmUp(target: Target, mode: Mode, options: BenchOptions):
 
 function perRequest(micros: number, responses: number): number {
   return responses > 0 ? micros / responses : 0;
+}
+
+function storeCpuOf(before: StoreCpu, after: StoreCpu, responses: number) {
+  const { postgres, redis } = storeSpentParts(before, after);
+  return {
+    storeCpuUsPerReq: perRequest(postgres + redis, responses),
+    storeCpuParts: {
+      postgresUsPerReq: perRequest(postgres, responses),
+      redisUsPerReq: perRequest(redis, responses),
+    },
+  };
 }
 
 /** CPU counters read before and after a run. */
@@ -135,9 +146,7 @@ export async function measure(
     latencyMs: load.latencyMs,
     firstByteMs: load.firstByteMs,
     cpuUsPerReq: perRequest(spent(before, after, target.pids), load.responses),
-    ...(usesStore
-      ? { storeCpuUsPerReq: perRequest(storeSpent(before.stores[own]!, after.stores[own]!), load.responses) }
-      : {}),
+    ...(usesStore ? storeCpuOf(before.stores[own]!, after.stores[own]!, load.responses) : {}),
     upstreamCpuUsPerReq: perRequest(spent(before, after, [upstreamPid]), load.responses),
     loadgenCpuUsPerReq: perRequest(load.cpuMicros, load.responses),
     otherLoadCores: otherLoad(before, after, load.cpuMicros),

@@ -82,6 +82,8 @@ export interface StoreModeSummary {
   gatewayCpuUs: AtLoads;
   /** the store's processes' CPU, µs per call (PostgreSQL stores) */
   storeCpuUs: AtLoads;
+  /** its parts at the fixed rate: PostgreSQL's backends, the Redis server */
+  storeCpuParts?: { postgresUsPerReq: number; redisUsPerReq: number } | undefined;
   /** gatewayCpuUs ÷ the pass-through's */
   vsPassthrough: AtLoads;
   /** (gatewayCpuUs + storeCpuUs) ÷ the pass-through's: the whole cost of a call on this store */
@@ -207,6 +209,7 @@ export function summarizeStores(results: BenchResults, modes: Mode[]): StoreSumm
           mode,
           gatewayCpuUs,
           storeCpuUs,
+          storeCpuParts: find(runs, mode, "gateway", "rate", store)?.storeCpuParts,
           vsPassthrough: ratios(gatewayCpuUs, passthroughCpu),
           withStoreVsPassthrough: ratios(
             { rate: sum("rate"), saturation: sum("saturation") },
@@ -422,6 +425,11 @@ function times(value: number | undefined): string {
   return value === undefined ? "—" : `${value.toFixed(2)}×`;
 }
 
+/** The store's CPU per call at the fixed rate, PostgreSQL's and Redis's. */
+function parts(value: StoreModeSummary["storeCpuParts"]): string {
+  return value ? `${value.postgresUsPerReq.toFixed(0)} + ${value.redisUsPerReq.toFixed(0)}` : "—";
+}
+
 /** Per store: the gateway target's CPU per call, the store's, their ratios to the pass-through. */
 function storeCpuLines(summaries: StoreSummary[], options: BenchOptions): string[] {
   if (summaries.length === 0) return [];
@@ -433,7 +441,7 @@ function storeCpuLines(summaries: StoreSummary[], options: BenchOptions): string
       "gateway µs/call",
       ...(shared ? ["store µs/call"] : []),
       "÷ pass-through",
-      ...(shared ? ["with the store ÷ pass-through"] : []),
+      ...(shared ? ["with the store ÷ pass-through", "store: PostgreSQL + Redis"] : []),
     ],
     ...summaries.flatMap((s) =>
       s.modes.map((m) => [
@@ -442,7 +450,7 @@ function storeCpuLines(summaries: StoreSummary[], options: BenchOptions): string
         atBoth(m.gatewayCpuUs, (n) => fixed(n, 0)),
         ...(shared ? [atBoth(m.storeCpuUs, (n) => fixed(n, 0))] : []),
         atBoth(m.vsPassthrough, times),
-        ...(shared ? [atBoth(m.withStoreVsPassthrough, times)] : []),
+        ...(shared ? [atBoth(m.withStoreVsPassthrough, times), parts(m.storeCpuParts)] : []),
       ]),
     ),
   ];
