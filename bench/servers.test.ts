@@ -93,6 +93,9 @@ for (const [kind, instances] of [
         );
         perfMaps.push(`/tmp/perf-${pid}.map`);
       }
+      const isolateLogs = () =>
+        readdirSync(process.cwd()).filter((f) => gateway.pids.some((pid) => f.endsWith(`-${pid}-v8.log`)));
+      assert.deepEqual(isolateLogs(), [], "V8's log of a perf run leaves no file in the working directory");
       assert.deepEqual(
         targets.map((t) => t.urls.map((u) => new URL(u).pathname)[0]),
         ["/v1/chat/completions", "/v1/chat/completions", "/v1/messages", "/v1/responses"],

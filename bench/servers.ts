@@ -108,8 +108,10 @@ function profileFlags(profiling: Profiling, name: string): string[] {
     ...(profiling.dir
       ? ["--cpu-prof", `--cpu-prof-dir=${join(profiling.dir, `${name}-${Date.now()}`)}`]
       : []),
-    // names the process's JIT code for perf, in /tmp/perf-<pid>.map (Node's fixed place)
-    ...(profiling.perf ? ["--perf-basic-prof"] : []),
+    // names the process's JIT code for perf, in /tmp/perf-<pid>.map (Node's fixed place); V8
+    // then also logs its heap's chunks, by default into an isolate-*-v8.log per thread in the
+    // working directory, which "+" keeps in a temporary file that goes with the process
+    ...(profiling.perf ? ["--perf-basic-prof", "--no-logfile-per-isolate", "--logfile=+"] : []),
   ];
 }
 
