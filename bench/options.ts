@@ -166,7 +166,7 @@ export const GATEWAY_TARGETS: readonly TargetName[] = ["gateway", "routed", "mes
  * The gateway's targets on each store: every one asked for on the first store; on the others
  * `gateway` alone. Routed, messages and responses are read against the gateway row of their
  * own process, which a store moves as much as theirs; measuring them once keeps the default
- * run of two stores near 12 minutes instead of 17.
+ * run of two stores near 13 minutes instead of 17.5.
  */
 export function storeTargets(
   options: Pick<BenchOptions, "targets" | "stores">,
