@@ -4,11 +4,12 @@
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { BenchOptions } from "./options.ts";
-import { cpuMicros, machineCpuMicros, RssSampler } from "./proc-stats.ts";
+import { cpuMicros, machineCpuMicros, RssSampler, statusKb } from "./proc-stats.ts";
 import { runToEnd } from "./processes.ts";
+import { IDLE_SECONDS } from "./report.ts";
 import { requestBody, requestHeaders } from "./requests.ts";
-import { ROOT, type Target } from "./servers.ts";
-import { type BenchStore, type StoreCpu, storeCpu, storeSpent } from "./stores.ts";
+import { ROOT, type Target, targetFor } from "./servers.ts";
+import { type BenchStore, type StoreCpu, storeCpu, storeSpent, storeSpentParts } from "./stores.ts";
 import type { LoadKind, LoadResult, LoadSpec, Mode, RunResult } from "./types.ts";
 
 const LOAD_SCRIPT = join(ROOT, "bench/load.ts");
@@ -20,12 +21,17 @@ const REQUEST_TIMEOUT_S = 10;
  */
 const SETTLE_MS = 500;
 
-function loadSpec(target: Target, mode: Mode, kind: LoadKind, options: BenchOptions): LoadSpec {
+function rateConnections(mode: Mode, options: BenchOptions): number {
+  return mode === "stream-paced" ? options.pacedRateConnections : options.rateConnections;
+}
+
+function loadSpec(asked: Target, mode: Mode, kind: LoadKind, options: BenchOptions): LoadSpec {
+  const target = targetFor(asked, mode);
   const spec: LoadSpec = {
     urls: target.urls,
     headers: requestHeaders(target),
     body: requestBody(target.api, target.model, options.tokens, mode),
-    connections: kind === "rate" ? options.rateConnections : options.connections,
+    connections: kind === "rate" ? rateConnections(mode, options) : options.connections,
     durationS: kind === "rate" ? options.rateDuration : options.duration,
     timeoutS: REQUEST_TIMEOUT_S,
   };
@@ -51,19 +57,31 @@ function perRequest(micros: number, responses: number): number {
   return responses > 0 ? micros / responses : 0;
 }
 
+function storeCpuOf(before: StoreCpu, after: StoreCpu, responses: number) {
+  const { postgres, redis } = storeSpentParts(before, after);
+  return {
+    storeCpuUsPerReq: perRequest(postgres + redis, responses),
+    storeCpuParts: {
+      postgresUsPerReq: perRequest(postgres, responses),
+      redisUsPerReq: perRequest(redis, responses),
+    },
+  };
+}
+
 /** CPU counters read before and after a run. */
 interface CpuSnapshot {
   at: number;
   machine: number;
   /** per server pid */
   servers: Map<number, number>;
-  store: StoreCpu;
+  /** per store, in the order of Processes.stores */
+  stores: StoreCpu[];
 }
 
-function snapshot(pids: number[], store: BenchStore): CpuSnapshot {
+function snapshot(pids: number[], stores: BenchStore[]): CpuSnapshot {
   const servers = new Map<number, number>();
   for (const pid of pids) servers.set(pid, cpuMicros(pid));
-  return { at: performance.now(), machine: machineCpuMicros(), servers, store: storeCpu(store) };
+  return { at: performance.now(), machine: machineCpuMicros(), servers, stores: stores.map(storeCpu) };
 }
 
 /** CPU the processes spent between the two snapshots, together. */
@@ -71,32 +89,39 @@ function spent(before: CpuSnapshot, after: CpuSnapshot, pids: number[]): number 
   return pids.reduce((sum, pid) => sum + (after.servers.get(pid) ?? 0) - (before.servers.get(pid) ?? 0), 0);
 }
 
-/** Cores used by processes other than the benchmark's servers, its store and its load generator. */
+/** CPU every store's processes spent between the two snapshots, together. */
+function storesSpent(before: CpuSnapshot, after: CpuSnapshot): number {
+  return before.stores.reduce((sum, store, i) => sum + storeSpent(store, after.stores[i]!), 0);
+}
+
+/** Cores used by processes other than the benchmark's servers, its stores and its load generator. */
 function otherLoad(before: CpuSnapshot, after: CpuSnapshot, loadgenMicros: number): number {
-  const ours =
-    loadgenMicros + spent(before, after, [...before.servers.keys()]) + storeSpent(before.store, after.store);
+  const ours = loadgenMicros + spent(before, after, [...before.servers.keys()]) + storesSpent(before, after);
   const wallMicros = (after.at - before.at) * 1000;
   return wallMicros > 0 ? Math.max(0, after.machine - before.machine - ours) / wallMicros : 0;
 }
 
 export interface Processes {
   target: Target;
+  /** the mock this mode's requests end at */
   upstreamPid: number;
   /** every server the benchmark runs, so that their idle CPU is not taken for other load */
   serverPids: number[];
-  /** the gateway's store, whose processes' CPU is measured on PostgreSQL */
-  store: BenchStore;
+  /** every store of the run: the target's is billed to it, the others' are not other load */
+  stores: BenchStore[];
 }
 
 export async function measure(
-  { target, upstreamPid, serverPids, store }: Processes,
+  { target: asked, upstreamPid, serverPids, stores }: Processes,
   mode: Mode,
   kind: LoadKind,
   options: BenchOptions,
 ): Promise<RunResult> {
-  const spec = loadSpec(target, mode, kind, options);
+  const spec = loadSpec(asked, mode, kind, options);
+  // direct's paced form is the other mock, a process of its own
+  const target = targetFor(asked, mode);
   await sleep(SETTLE_MS);
-  const before = snapshot(serverPids, store);
+  const before = snapshot(serverPids, stores);
   const sampler = new RssSampler(target.pids);
   let load: LoadResult;
   try {
@@ -105,12 +130,15 @@ export async function measure(
   } finally {
     sampler.stop();
   }
-  const after = snapshot(serverPids, store);
-  // the store's own processes work for the gateway only: none for direct and pass-through
-  const usesStore = store.kind !== "sqlite" && target.name !== "direct" && target.name !== "passthrough";
+  const after = snapshot(serverPids, stores);
+  // a store's own processes work for its gateway only: none for direct and pass-through, and
+  // SQLite's work is in the gateway's own CPU
+  const own = stores.findIndex((s) => s.kind === target.store);
+  const usesStore = own >= 0 && target.store !== "sqlite";
   return {
     mode,
     target: target.name,
+    ...(target.store ? { store: target.store } : {}),
     load: kind,
     connections: spec.connections,
     ...(spec.overallRate ? { rate: spec.overallRate } : {}),
@@ -118,9 +146,7 @@ export async function measure(
     latencyMs: load.latencyMs,
     firstByteMs: load.firstByteMs,
     cpuUsPerReq: perRequest(spent(before, after, target.pids), load.responses),
-    ...(usesStore
-      ? { storeCpuUsPerReq: perRequest(storeSpent(before.store, after.store), load.responses) }
-      : {}),
+    ...(usesStore ? storeCpuOf(before.stores[own]!, after.stores[own]!, load.responses) : {}),
     upstreamCpuUsPerReq: perRequest(spent(before, after, [upstreamPid]), load.responses),
     loadgenCpuUsPerReq: perRequest(load.cpuMicros, load.responses),
     otherLoadCores: otherLoad(before, after, load.cpuMicros),
@@ -132,4 +158,17 @@ export async function measure(
     bytesPerResponse: load.responses > 0 ? load.bytes / load.responses : 0,
     statusCodes: load.statusCodes,
   };
+}
+
+/**
+ * Resident memory (MB) of each process once it has been idle for IDLE_SECONDS since `since`
+ * (a performance.now() time). Marked handled at once: it is awaited only when the run ends, and
+ * a process gone by then rejects it there rather than crash the run as an unhandled rejection.
+ */
+export function idleRss(pids: number[], since = performance.now()): Promise<number[]> {
+  const reading = sleep(Math.max(0, since + IDLE_SECONDS * 1000 - performance.now())).then(() =>
+    pids.map((pid) => statusKb(pid, "VmRSS") / 1024),
+  );
+  reading.catch(() => {});
+  return reading;
 }

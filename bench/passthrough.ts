@@ -2,8 +2,11 @@
 // server forwards POST /v1/chat/completions to the upstream through one keep-alive undici Pool
 // and pipes the bytes both ways without parsing them: no auth, no JSON, no accounting.
 // Whatever the gateway costs above this is the price of its features.
-//   node bench/passthrough.ts --upstream http://127.0.0.1:9100/v1 [--port 0] [--connections 256]
-// prints one line `{"url":"http://127.0.0.1:PORT/v1"}` and exits on SIGTERM/SIGINT.
+// With --paced-upstream, POST /paced/v1/chat/completions goes to that second upstream (the mock
+// that paces its streams), through a pool of its own, so one process answers every mode as the
+// one gateway process does.
+//   node bench/passthrough.ts --upstream http://127.0.0.1:9100/v1 [--paced-upstream URL] [--port 0] [--connections 256]
+// prints one line `{"url":"http://127.0.0.1:PORT/v1"}` (and `paced_url`) and exits on SIGTERM/SIGINT.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,9 +14,11 @@ import { parseArgs } from "node:util";
 import { Pool } from "undici";
 
 const ROUTE = "/v1/chat/completions";
+const PACED_ROUTE = "/paced/v1/chat/completions";
 
 interface Options {
   upstream: URL;
+  pacedUpstream: URL | undefined;
   host: string;
   port: number;
   connections: number;
@@ -24,6 +29,7 @@ function readOptions(argv: string[]): Options {
     args: argv,
     options: {
       upstream: { type: "string" },
+      "paced-upstream": { type: "string" },
       host: { type: "string", default: "127.0.0.1" },
       port: { type: "string", default: "0" },
       // Same default as the gateway's max_connections, so both proxies get the same pool.
@@ -33,6 +39,7 @@ function readOptions(argv: string[]): Options {
   if (!values.upstream) throw new Error("--upstream URL is required");
   return {
     upstream: new URL(values.upstream),
+    pacedUpstream: values["paced-upstream"] ? new URL(values["paced-upstream"]) : undefined,
     host: values.host,
     port: Number(values.port),
     connections: Number(values.connections),
@@ -67,13 +74,32 @@ function fail(res: ServerResponse, err: Error): void {
   res.end(JSON.stringify({ error: { message: `upstream failed: ${err.message}`, type: "upstream_error" } }));
 }
 
-function forward(pool: Pool, path: string, req: IncomingMessage, res: ServerResponse): void {
-  if (req.method !== "POST" || req.url !== ROUTE) {
+/** An upstream and the chat completions path under its URL. */
+interface Upstream {
+  pool: Pool;
+  path: string;
+}
+
+function forward(
+  burst: Upstream,
+  paced: Upstream | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  const upstream =
+    req.method !== "POST"
+      ? undefined
+      : req.url === ROUTE
+        ? burst
+        : req.url === PACED_ROUTE
+          ? paced
+          : undefined;
+  if (!upstream) {
     res.writeHead(404).end();
     return;
   }
-  pool.stream(
-    { path, method: "POST", headers: upstreamHeaders(req), body: req },
+  upstream.pool.stream(
+    { path: upstream.path, method: "POST", headers: upstreamHeaders(req), body: req },
     // The upstream's body is written straight into the client's response.
     ({ statusCode, headers }) => res.writeHead(statusCode, clientHeaders(headers)),
     (err) => {
@@ -82,22 +108,29 @@ function forward(pool: Pool, path: string, req: IncomingMessage, res: ServerResp
   );
 }
 
-async function main(): Promise<void> {
-  const options = readOptions(process.argv.slice(2));
-  const pool = new Pool(options.upstream.origin, {
-    connections: options.connections,
+function upstream(url: URL, connections: number): Upstream {
+  const pool = new Pool(url.origin, {
+    connections,
     pipelining: 1,
     keepAliveTimeout: 30_000,
     headersTimeout: 60_000,
     bodyTimeout: 30_000,
   });
-  const path = `${options.upstream.pathname.replace(/\/+$/, "")}/chat/completions`;
-  const server = createServer((req, res) => forward(pool, path, req, res));
+  return { pool, path: `${url.pathname.replace(/\/+$/, "")}/chat/completions` };
+}
+
+async function main(): Promise<void> {
+  const options = readOptions(process.argv.slice(2));
+  const burst = upstream(options.upstream, options.connections);
+  const paced = options.pacedUpstream ? upstream(options.pacedUpstream, options.connections) : undefined;
+  const server = createServer((req, res) => forward(burst, paced, req, res));
   server.keepAliveTimeout = 30_000;
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-  process.stdout.write(`${JSON.stringify({ url: `http://${host}:${port}/v1` })}\n`);
+  const origin = `http://${host}:${port}`;
+  const info = { url: `${origin}/v1`, ...(paced ? { paced_url: `${origin}/paced/v1` } : {}) };
+  process.stdout.write(`${JSON.stringify(info)}\n`);
 
   let stopping = false;
   const stop = (): void => {
@@ -105,7 +138,7 @@ async function main(): Promise<void> {
     stopping = true;
     server.close();
     server.closeAllConnections();
-    void pool.close().finally(() => process.exit(0));
+    void Promise.all([burst.pool.close(), paced?.pool.close()]).finally(() => process.exit(0));
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

@@ -16,6 +16,18 @@ export interface ServerProcess {
 }
 
 const running = new Set<ChildProcess>();
+/** Set once stopAll() began: a server exiting after that was asked to. */
+let stopping = false;
+/** Servers that exited while the bench still needed them, each with its last lines. */
+const lost: string[] = [];
+
+/**
+ * What the servers that exited on their own said last: a measured process that is gone shows
+ * only as its /proc entry missing, which names no one.
+ */
+export function lostServers(): string[] {
+  return [...lost];
+}
 
 function isRunning(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
@@ -82,9 +94,15 @@ export function startServer(
       }
       // `--json` commands report a failure as {"error": {...}} instead of their answer.
       if (info.error) return fail(`failed to start: ${JSON.stringify(info.error)}`);
+      ready = true;
       resolve({ name, pid: child.pid!, info, logs });
     });
-    child.once("exit", (code, signal) => fail(`exited (${signal ?? code}) before it was ready`));
+    let ready = false;
+    child.once("exit", (code, signal) => {
+      if (!ready) fail(`exited (${signal ?? code}) before it was ready`);
+      else if (!stopping)
+        lost.push(`${name} (pid ${child.pid}) exited (${signal ?? code}):\n${logs.tail.join("\n")}`);
+    });
     child.once("error", (err) => fail(`could not start: ${err.message}`));
   });
 }
@@ -135,6 +153,7 @@ async function stop(child: ChildProcess, graceMs: number): Promise<void> {
 
 /** Stops every child still running, each by its own pid. */
 export async function stopAll(graceMs = 5_000): Promise<void> {
+  stopping = true;
   await Promise.all([...running].map((child) => stop(child, graceMs)));
 }
 

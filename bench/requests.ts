@@ -2,7 +2,7 @@
 // each target answers it properly before any load: a fast stream of errors must not pass for
 // a fast server.
 import type { Target } from "./servers.ts";
-import type { ClientApiName, Mode } from "./types.ts";
+import { type ClientApiName, isStream, type Mode } from "./types.ts";
 
 const SYSTEM = "You are a concise assistant.";
 /** `mock:tokens=N` sets the completion length. */
@@ -20,7 +20,7 @@ export const API_PATHS: Record<ClientApiName, string> = {
  * completion upstream, so the targets differ only in the client API's own work.
  */
 export function requestBody(api: ClientApiName, model: string, tokens: number, mode: Mode): string {
-  const stream = mode === "stream";
+  const stream = isStream(mode);
   switch (api) {
     case "chat":
       return JSON.stringify({
@@ -140,7 +140,7 @@ function completeStream(api: ClientApiName, text: string): boolean {
 }
 
 export function looksComplete(api: ClientApiName, mode: Mode, text: string): boolean {
-  return mode === "stream" ? completeStream(api, text) : completeJson(api, text);
+  return isStream(mode) ? completeStream(api, text) : completeJson(api, text);
 }
 
 /**

@@ -6,30 +6,43 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { measure, type Processes, warmUp } from "./measure.ts";
-import { type BenchOptions, parseOptions, USAGE } from "./options.ts";
+import { idleRss, measure, type Processes, warmUp } from "./measure.ts";
+import {
+  type BenchOptions,
+  GATEWAY_TARGETS,
+  instancesOn,
+  parseOptions,
+  storeTargets,
+  USAGE,
+} from "./options.ts";
 import { checkPerf, type PerfRecording, recordPerf } from "./perf-record.ts";
 import { statusKb } from "./proc-stats.ts";
-import { killAllNow, type ServerProcess, stopAll } from "./processes.ts";
+import { killAllNow, lostServers, type ServerProcess, stopAll } from "./processes.ts";
 import {
   addLatencyDeltas,
+  type BenchResults,
   checkGoals,
   failures,
   formatReport,
   type GatewaySummary,
   type GoalCheck,
+  IDLE_SECONDS,
+  type MemorySummary,
+  summarizeStores,
 } from "./report.ts";
 import { preflight } from "./requests.ts";
 import {
   apiTarget,
   collectProfiles,
   directTarget,
+  type Profiling,
   ROOT,
   routedTarget,
   startGatewayTarget,
   startMock,
   startPassthrough,
   type Target,
+  targetFor,
 } from "./servers.ts";
 import { type BenchStore, prepareStore, removeStores } from "./stores.ts";
 import type { Mode, RunResult, TargetName } from "./types.ts";
@@ -71,39 +84,94 @@ function onSignal(signal: NodeJS.Signals): void {
 // ---------------------------------------------------------------------------
 
 function estimateSeconds(options: BenchOptions): number {
+  const baselines = options.targets.filter((t) => !GATEWAY_TARGETS.includes(t)).length;
+  const gateways = [...storeTargets(options).values()].reduce((n, targets) => n + targets.length, 0);
   // the first round of warm-ups, then each target's own warm-up, runs and pauses
   const perTarget = 2 * options.warmup + options.rateDuration + options.duration + 3;
-  return Math.round(options.modes.length * options.targets.length * perTarget + 5);
+  // and the idle memory, read after start-up and after the last run
+  return Math.round(options.modes.length * (baselines + gateways) * perTarget + 2 * IDLE_SECONDS + 5);
 }
 
-/** The targets the gateway process (or instances) answers. */
-const GATEWAY_TARGETS: readonly TargetName[] = ["gateway", "routed", "messages", "responses"];
+/** The mocks: one writing each stream at once, and for the stream-paced mode one pacing its events. */
+interface Mocks {
+  burst: ServerProcess;
+  paced?: ServerProcess | undefined;
+}
 
-async function startTargets(
-  mock: ServerProcess,
+async function startMocks(options: BenchOptions): Promise<Mocks> {
+  const burst = await startMock(options.latency, options.provider);
+  if (!options.modes.includes("stream-paced")) return { burst };
+  return { burst, paced: await startMock(options.latency, options.provider, options.chunkDelay) };
+}
+
+/** The mock a mode's requests end at. */
+function upstreamOf(mocks: Mocks, mode: Mode): ServerProcess {
+  return mode === "stream-paced" && mocks.paced ? mocks.paced : mocks.burst;
+}
+
+function profilingOf(options: BenchOptions): Profiling {
+  return { dir: options.profile ? join(OUT_DIR, "profiles") : undefined, perf: options.perf };
+}
+
+/** direct and passthrough, measured once for every store's gateway. */
+async function startBaselines(mocks: Mocks, options: BenchOptions): Promise<Target[]> {
+  const targets: Target[] = [];
+  if (options.targets.includes("direct")) targets.push(directTarget(mocks.burst, mocks.paced));
+  if (options.targets.includes("passthrough"))
+    targets.push(await startPassthrough(mocks.burst, profilingOf(options), mocks.paced));
+  return targets;
+}
+
+/** One store's gateway: its instances, and the targets they answer. */
+interface Setup {
+  store: BenchStore;
+  gateway: Target;
+  targets: Target[];
+  /** the instances' memory IDLE_SECONDS after they started */
+  idleStart: Promise<number[]>;
+}
+
+async function startSetup(
+  mocks: Mocks,
   options: BenchOptions,
   store: BenchStore,
+  names: TargetName[],
   dir: string,
-): Promise<Target[]> {
-  const profiling = { dir: options.profile ? join(OUT_DIR, "profiles") : undefined, perf: options.perf };
+): Promise<Setup> {
+  const { logLevel, safety, provider, nodeOptions } = options;
+  mkdirSync(dir, { recursive: true });
+  const gateway = await startGatewayTarget(
+    mocks.burst,
+    dir,
+    {
+      logLevel,
+      safety,
+      provider,
+      instances: instancesOn(store.kind, options),
+      store,
+      nodeOptions,
+      pacedUpstream: mocks.paced && String(mocks.paced.info.url),
+      label: options.stores.length > 1 ? store.kind : undefined,
+    },
+    profilingOf(options),
+  );
   const targets: Target[] = [];
-  const wanted = (name: TargetName) => options.targets.includes(name);
-  if (wanted("direct")) targets.push(directTarget(mock));
-  if (wanted("passthrough")) targets.push(await startPassthrough(mock, profiling));
-  if (GATEWAY_TARGETS.some(wanted)) {
-    const { logLevel, safety, provider, instances, nodeOptions } = options;
-    const gateway = await startGatewayTarget(
-      mock,
-      dir,
-      { logLevel, safety, provider, instances, store, nodeOptions },
-      profiling,
-    );
-    if (wanted("gateway")) targets.push(gateway);
-    if (wanted("routed")) targets.push(routedTarget(gateway));
-    if (wanted("messages")) targets.push(apiTarget(gateway, "messages"));
-    if (wanted("responses")) targets.push(apiTarget(gateway, "responses"));
+  if (names.includes("gateway")) targets.push(gateway);
+  if (names.includes("routed")) targets.push(routedTarget(gateway));
+  if (names.includes("messages")) targets.push(apiTarget(gateway, "messages"));
+  if (names.includes("responses")) targets.push(apiTarget(gateway, "responses"));
+  return { store, gateway, targets, idleStart: idleRss(gateway.pids) };
+}
+
+/** Each store made and its gateway started, in the order of --store. */
+async function startSetups(mocks: Mocks, options: BenchOptions, dir: string): Promise<Setup[]> {
+  const setups: Setup[] = [];
+  for (const [kind, names] of storeTargets(options)) {
+    if (names.length === 0) continue;
+    const store = await prepareStore(kind);
+    setups.push(await startSetup(mocks, options, store, names, join(dir, kind.replace("+", "-"))));
   }
-  return targets;
+  return setups;
 }
 
 function describe(run: RunResult): string {
@@ -116,7 +184,8 @@ function describe(run: RunResult): string {
 }
 
 async function benchTarget(processes: Processes, mode: Mode, options: BenchOptions) {
-  log(`  [${mode}] ${processes.target.name}`);
+  const { name, store } = processes.target;
+  log(`  [${mode}] ${name}${store && processes.stores.length > 1 ? ` on ${store}` : ""}`);
   await warmUp(processes.target, mode, options);
   const runs: RunResult[] = [];
   // The fixed-rate run goes first, so a saturation run's backlog cannot leak into it.
@@ -140,28 +209,65 @@ async function warmUpAll(targets: Target[], options: BenchOptions): Promise<void
   for (const mode of options.modes) for (const target of targets) await warmUp(target, mode, options);
 }
 
+/**
+ * Mode by mode, every target in turn: the baselines, then each store's gateway. A mode's
+ * baselines are then measured minutes, not a whole run, before the gateways they are compared
+ * with, so a change in the machine's other load moves both. Once a server has answered its
+ * last measured run, its idle memory is read IDLE_SECONDS later (while the others go on),
+ * by the pass-through's name or its store's.
+ */
 async function benchAll(
-  targets: Target[],
+  baselines: Target[],
+  setups: Setup[],
   options: BenchOptions,
-  upstreamPid: number,
-  store: BenchStore,
-): Promise<RunResult[]> {
-  const serverPids = [...new Set([upstreamPid, ...targets.flatMap((t) => t.pids)])];
+  mocks: Mocks,
+): Promise<{ runs: RunResult[]; idleAfter: Map<string, Promise<number[]>> }> {
+  const targets = [...baselines, ...setups.flatMap((s) => s.targets)];
+  const mockPids = [mocks.burst.pid, ...(mocks.paced ? [mocks.paced.pid] : [])];
+  const serverPids = [
+    ...new Set([
+      ...mockPids,
+      ...[...targets, ...setups.map((s) => s.gateway)].flatMap((t) => [...t.pids, ...(t.paced?.pids ?? [])]),
+    ]),
+  ];
+  const stores = setups.map((s) => s.store);
+  const lastOf = new Map<Target, string>(setups.map((s) => [s.targets.at(-1)!, s.store.kind]));
+  for (const t of baselines) if (t.name === "passthrough") lastOf.set(t, "passthrough");
+  const idleAfter = new Map<string, Promise<number[]>>();
   const runs: RunResult[] = [];
-  for (const mode of options.modes)
-    for (const target of targets)
-      runs.push(...(await benchTarget({ target, upstreamPid, serverPids, store }, mode, options)));
-  return runs;
+  for (const mode of options.modes) {
+    const upstreamPid = upstreamOf(mocks, mode).pid;
+    for (const target of targets) {
+      runs.push(...(await benchTarget({ target, upstreamPid, serverPids, stores }, mode, options)));
+      const server = lastOf.get(target);
+      if (mode === options.modes.at(-1) && server) idleAfter.set(server, idleRss(target.pids));
+    }
+  }
+  return { runs, idleAfter };
 }
 
-function gatewaySummary(targets: Target[]): GatewaySummary | undefined {
-  const gateway = targets.find((t) => GATEWAY_TARGETS.includes(t.name));
-  if (!gateway) return undefined;
-  const peaks = gateway.pids.map((pid) => statusKb(pid, "VmHWM") / 1024);
+/** Peak memory over the whole bench, with the idle readings. */
+async function memory(
+  pids: number[],
+  idleStart: Promise<number[]>,
+  idleAfter: Promise<number[]> | undefined,
+): Promise<MemorySummary> {
+  return {
+    peakRssMb: pids.map((pid) => statusKb(pid, "VmHWM") / 1024),
+    idleStartRssMb: await idleStart,
+    idleAfterRssMb: (await idleAfter) ?? [],
+  };
+}
+
+async function gatewaySummary(
+  setup: Setup,
+  idleAfter: Map<string, Promise<number[]>>,
+): Promise<GatewaySummary> {
+  const { gateway } = setup;
   const many = gateway.servers.length > 1;
   return {
-    peakRssMb: Math.max(...peaks),
-    instancesPeakRssMb: peaks,
+    store: setup.store.kind,
+    memory: await memory(gateway.pids, setup.idleStart, idleAfter.get(setup.store.kind)),
     logLines: gateway.servers.reduce((n, s) => n + s.logs.count, 0),
     // each instance's lines, named when there are several
     logTail: gateway.servers.flatMap((s) => s.logs.tail.map((line) => (many ? `${s.name}: ${line}` : line))),
@@ -176,27 +282,23 @@ function gitCommit(): string | undefined {
   }
 }
 
-function writeResults(
-  options: BenchOptions,
-  store: BenchStore,
-  runs: RunResult[],
-  goals: GoalCheck[],
-  gateway: GatewaySummary | undefined,
-): string {
+function writeResults(options: BenchOptions, results: BenchResults, goals: GoalCheck[]): string {
   mkdirSync(OUT_DIR, { recursive: true });
   const file = join(OUT_DIR, "last.json");
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version };
-  // options.store and options.instances say what it ran on; no URL (nor credentials) here
-  const where = { kind: store.kind, instances: options.instances, description: store.description };
+  // the stores' descriptions name no URL (nor credentials)
+  const { runs, stores, gateways, passthrough } = results;
   const doc = {
     date: new Date().toISOString(),
     commit: gitCommit(),
     machine,
     options,
-    store: where,
+    stores,
     runs,
+    perStore: summarizeStores(results, options.modes),
     goals,
-    gateway,
+    gateways,
+    passthrough,
   };
   writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
   return file;
@@ -210,43 +312,72 @@ function writeResults(
  * One perf recording per server process kind, over the warm-ups and every measured run: the
  * gateway's covers all the targets it answers (routed, messages, responses too).
  */
-function startRecordings(targets: Target[]): Promise<PerfRecording[]> {
+function startRecordings(baselines: Target[], setups: Setup[]): Promise<PerfRecording[]> {
   const dir = join(OUT_DIR, "perf");
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  return Promise.all(
-    targets
-      .filter((t) => t.name === "passthrough" || t.name === "gateway")
-      .map((t) => recordPerf(dir, t.name, t.pids)),
-  );
+  const passthrough = baselines.filter((t) => t.name === "passthrough");
+  return Promise.all([
+    ...passthrough.map((t) => recordPerf(dir, t.name, t.pids)),
+    ...setups.map(({ store, gateway }) =>
+      recordPerf(dir, setups.length > 1 ? `gateway-${store.kind}` : "gateway", gateway.pids),
+    ),
+  ]);
+}
+
+function describeStores(options: BenchOptions): string {
+  const stores = options.stores.map((kind) => {
+    const n = instancesOn(kind, options);
+    return n > 1 ? `${kind} (${n} gateway instances)` : kind;
+  });
+  return `${options.stores.length > 1 ? "stores" : "store"} ${stores.join(", ")}`;
 }
 
 async function bench(options: BenchOptions): Promise<number> {
   tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
   log(
     `benchmark: about ${estimateSeconds(options)} s; ${options.provider} mock upstream, latency ${options.latency} ms` +
-      (options.chunkDelay ? `, ${options.chunkDelay} ms between stream events` : "") +
-      "; " +
-      `store ${options.store}, ${options.instances} gateway instance${options.instances > 1 ? "s" : ""}` +
+      (options.modes.includes("stream-paced")
+        ? `, ${options.chunkDelay} ms between the events of paced streams`
+        : "") +
+      `; ${describeStores(options)}` +
       (options.safety === "off" ? "" : "; gateway with content safety (rules reviewer, reviewed streams)") +
       (options.nodeOptions.length ? `; gateway run with ${options.nodeOptions.join(" ")}` : ""),
   );
   if (options.perf) checkPerf();
-  const store = await prepareStore(options.store);
-  const mock = await startMock(options.latency, options.provider, options.chunkDelay);
-  const targets = await startTargets(mock, options, store, tempDir);
-  for (const target of targets)
-    for (const mode of options.modes) await preflight(target, mode, options.tokens);
-  const recordings = options.perf ? await startRecordings(targets) : [];
+  const mocks = await startMocks(options);
+  const baselines = await startBaselines(mocks, options);
+  const passthrough = baselines.find((t) => t.name === "passthrough");
+  const passthroughIdle = passthrough && idleRss(passthrough.pids);
+  const setups = await startSetups(mocks, options, tempDir);
+  // before any request: the idle memory of a process that has only started
+  log(`  waiting for the servers' idle memory (${IDLE_SECONDS} s after each started)…`);
+  await Promise.all([passthroughIdle, ...setups.map((s) => s.idleStart)]);
+  for (const target of [...baselines, ...setups.flatMap((s) => s.targets)])
+    for (const mode of options.modes) await preflight(targetFor(target, mode), mode, options.tokens);
+  const recordings = options.perf ? await startRecordings(baselines, setups) : [];
   const started = Date.now();
-  await warmUpAll(targets, options);
-  const runs = await benchAll(targets, options, mock.pid, store);
+  await warmUpAll([...baselines, ...setups.flatMap((s) => s.targets)], options);
+  const { runs, idleAfter } = await benchAll(baselines, setups, options, mocks);
   for (const recording of recordings) await recording.stop();
+  log(`  waiting for the servers' idle memory (${IDLE_SECONDS} s after each one's last run)…`);
   addLatencyDeltas(runs);
-  const goals = checkGoals(runs, options.modes);
-  const gateway = gatewaySummary(targets);
-  process.stdout.write(`\n${formatReport(runs, goals, gateway, options, store.description)}\n`);
-  const file = writeResults(options, store, runs, goals, gateway);
+  const results: BenchResults = {
+    runs,
+    stores: setups.map(({ store, gateway }) => ({
+      kind: store.kind,
+      description: store.description,
+      instances: gateway.pids.length,
+    })),
+    gateways: await Promise.all(setups.map((s) => gatewaySummary(s, idleAfter))),
+    passthrough:
+      passthrough && passthroughIdle
+        ? await memory(passthrough.pids, passthroughIdle, idleAfter.get("passthrough"))
+        : undefined,
+  };
+  const goals = checkGoals(results, options.modes);
+  process.stdout.write(`\n${formatReport(results, goals, options)}\n`);
+  const file = writeResults(options, results, goals);
   log(`\nmeasured for ${((Date.now() - started) / 1000).toFixed(0)} s; results in ${file}`);
   // A run with failed requests must not look like a good one to a script either.
   return failures(runs) > 0 ? 1 : 0;
@@ -268,7 +399,7 @@ async function main(): Promise<void> {
   }
   if (options.perf && process.exitCode === 0)
     log(
-      `CPU-time recordings in ${join(OUT_DIR, "perf")}; read one with: node bench/perf-summary.ts ${join(OUT_DIR, "perf", "gateway.data")}`,
+      `CPU-time recordings in ${join(OUT_DIR, "perf")}; read one with: node bench/perf-summary.ts ${join(OUT_DIR, "perf", options.stores.length > 1 ? `gateway-${options.stores[0]}.data` : "gateway.data")}`,
     );
   // The profiles are written as the servers exit, so only now are they complete.
   if (options.profile) {
@@ -281,5 +412,6 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   log(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
+  for (const server of lostServers()) log(`before that, ${server}`);
   process.exitCode = 1;
 });

@@ -18,10 +18,13 @@ import { preflight } from "./requests.ts";
 import {
   apiTarget,
   collectProfiles,
+  directTarget,
   routedTarget,
   startGatewayTarget,
   startMock,
+  startPassthrough,
   type Target,
+  targetFor,
 } from "./servers.ts";
 import { prepareStore, removeStores } from "./stores.ts";
 import type { StoreKind } from "./types.ts";
@@ -29,6 +32,7 @@ import type { StoreKind } from "./types.ts";
 async function gatewayTargets(kind: StoreKind, instances: number, dir: string) {
   const store = await prepareStore(kind);
   const mock = await startMock(0);
+  const pacedMock = await startMock(0, "openai", 1);
   const gateway = await startGatewayTarget(
     mock,
     dir,
@@ -39,6 +43,7 @@ async function gatewayTargets(kind: StoreKind, instances: number, dir: string) {
       instances,
       store,
       nodeOptions: ["--max-semi-space-size=8"],
+      pacedUpstream: String(pacedMock.info.url),
     },
     { perf: true },
   );
@@ -53,7 +58,8 @@ async function gatewayTargets(kind: StoreKind, instances: number, dir: string) {
 
 async function answersCompletely(targets: Target[]): Promise<void> {
   for (const target of targets)
-    for (const mode of ["json", "stream"] as const) await preflight(target, mode, 20);
+    for (const mode of ["json", "stream", "stream-paced"] as const)
+      await preflight(targetFor(target, mode), mode, 20);
 }
 
 for (const [kind, instances] of [
@@ -87,6 +93,9 @@ for (const [kind, instances] of [
         );
         perfMaps.push(`/tmp/perf-${pid}.map`);
       }
+      const isolateLogs = () =>
+        readdirSync(process.cwd()).filter((f) => gateway.pids.some((pid) => f.endsWith(`-${pid}-v8.log`)));
+      assert.deepEqual(isolateLogs(), [], "V8's log of a perf run leaves no file in the working directory");
       assert.deepEqual(
         targets.map((t) => t.urls.map((u) => new URL(u).pathname)[0]),
         ["/v1/chat/completions", "/v1/chat/completions", "/v1/messages", "/v1/responses"],
@@ -127,6 +136,28 @@ for (const [kind, instances] of [
     });
   });
 }
+
+describe("bench baselines", () => {
+  after(() => stopAll());
+
+  test("the pass-through forwards each mode to its mock, one process for both; direct is each mock", async () => {
+    const mock = await startMock(0);
+    const pacedMock = await startMock(0, "openai", 1);
+    const passthrough = await startPassthrough(mock, { perf: false }, pacedMock);
+    const direct = directTarget(mock, pacedMock);
+    assert.deepEqual(targetFor(passthrough, "stream-paced").pids, passthrough.pids);
+    assert.deepEqual(targetFor(direct, "stream-paced").pids, [pacedMock.pid]);
+    assert.deepEqual(targetFor(direct, "stream").pids, [mock.pid]);
+    for (const target of [direct, passthrough]) {
+      for (const mode of ["json", "stream", "stream-paced"] as const)
+        await preflight(targetFor(target, mode), mode, 20);
+      // the paced mock writes each event on its own, a millisecond apart: 22 events take 22 ms or more
+      const started = performance.now();
+      await preflight(targetFor(target, "stream-paced"), "stream-paced", 20);
+      assert.ok(performance.now() - started >= 22, `${target.name}'s paced stream came paced`);
+    }
+  });
+});
 
 describe("bench profiles", () => {
   test("a process's main thread and its worker threads each keep a profile, named by process", () => {

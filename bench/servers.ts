@@ -8,7 +8,7 @@ import { stringify } from "yaml";
 import { type ServerProcess, startServer } from "./processes.ts";
 import { API_PATHS } from "./requests.ts";
 import type { BenchStore } from "./stores.ts";
-import type { BenchProvider, ClientApiName, TargetName } from "./types.ts";
+import type { BenchProvider, ClientApiName, Mode, StoreKind, TargetName } from "./types.ts";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** Each provider's mock (test/support), the gateway's provider entry for it, and its model name. */
@@ -50,6 +50,9 @@ const HOST = "127.0.0.1";
 const GATEWAY_MODEL = "gpt-bench";
 /** The same upstream as two weighted deployments (two providers on the mock): what routing costs. */
 const ROUTED_MODEL = "gpt-bench-routed";
+/** The same two models on the mock that paces its streams (the stream-paced mode). */
+const PACED_MODEL = "gpt-bench-paced";
+const ROUTED_PACED_MODEL = "gpt-bench-routed-paced";
 /** The name the mock is asked for directly (the one the gateway sends upstream). */
 const UPSTREAM_MODEL = UPSTREAMS.openai.model;
 /** Far more tokens than any bench can use: the quota must never be the bottleneck. */
@@ -68,6 +71,27 @@ export interface Target {
   /** the API key (for the mock and the pass-through, a made-up one of a gateway key's length) */
   key: string;
   servers: ServerProcess[];
+  /** the gateway's store; none for direct and passthrough */
+  store?: StoreKind;
+  /**
+   * The same target in the stream-paced mode, whose upstream is the mock that paces its streams:
+   * the mock itself for direct, another route of the same process for the others
+   */
+  paced?: TargetVariant;
+}
+
+/** What a target's paced form changes: where the load goes, what it asks for, whose CPU is measured. */
+export interface TargetVariant {
+  urls: string[];
+  model: string;
+  pids: number[];
+}
+
+/** The target as a mode asks it: its paced form in the stream-paced mode. */
+export function targetFor(target: Target, mode: Mode): Target {
+  if (mode !== "stream-paced") return target;
+  if (!target.paced) throw new Error(`${target.name} has no paced upstream for the stream-paced mode`);
+  return { ...target, ...target.paced };
 }
 
 /** A key of a gateway key's length, so every request has the same size. */
@@ -84,8 +108,10 @@ function profileFlags(profiling: Profiling, name: string): string[] {
     ...(profiling.dir
       ? ["--cpu-prof", `--cpu-prof-dir=${join(profiling.dir, `${name}-${Date.now()}`)}`]
       : []),
-    // names the process's JIT code for perf, in /tmp/perf-<pid>.map (Node's fixed place)
-    ...(profiling.perf ? ["--perf-basic-prof"] : []),
+    // names the process's JIT code for perf, in /tmp/perf-<pid>.map (Node's fixed place); V8
+    // then also logs its heap's chunks, by default into an isolate-*-v8.log per thread in the
+    // working directory, which "+" keeps in a temporary file that goes with the process
+    ...(profiling.perf ? ["--perf-basic-prof", "--no-logfile-per-isolate", "--logfile=+"] : []),
   ];
 }
 
@@ -150,8 +176,11 @@ export function startMock(
   );
 }
 
-/** The mock itself as a target: the baseline every latency is compared to. */
-export function directTarget(mock: ServerProcess): Target {
+/**
+ * The mock itself as a target: the baseline every latency is compared to; in the stream-paced
+ * mode, the mock that paces its streams.
+ */
+export function directTarget(mock: ServerProcess, pacedMock?: ServerProcess): Target {
   return {
     name: "direct",
     api: "chat",
@@ -160,16 +189,33 @@ export function directTarget(mock: ServerProcess): Target {
     model: UPSTREAM_MODEL,
     key: NO_KEY,
     servers: [mock],
+    ...(pacedMock
+      ? { paced: { urls: [apiUrl(pacedMock, "chat")], model: UPSTREAM_MODEL, pids: [pacedMock.pid] } }
+      : {}),
   };
 }
 
-export async function startPassthrough(mock: ServerProcess, profiling: Profiling): Promise<Target> {
-  const upstream = String(mock.info.url);
+/** One pass-through process in front of both mocks, as the one gateway process is. */
+export async function startPassthrough(
+  mock: ServerProcess,
+  profiling: Profiling,
+  pacedMock?: ServerProcess,
+): Promise<Target> {
   const server = await startServer(
     "pass-through",
-    [...profileFlags(profiling, "passthrough"), PASSTHROUGH_SCRIPT, "--upstream", upstream, "--host", HOST],
+    [
+      ...profileFlags(profiling, "passthrough"),
+      PASSTHROUGH_SCRIPT,
+      "--upstream",
+      String(mock.info.url),
+      ...(pacedMock ? ["--paced-upstream", String(pacedMock.info.url)] : []),
+      "--host",
+      HOST,
+    ],
     process.env,
   );
+  const pacedUrl = server.info.paced_url;
+  if (pacedMock && typeof pacedUrl !== "string") throw new Error("the pass-through printed no paced_url");
   return {
     name: "passthrough",
     api: "chat",
@@ -178,6 +224,9 @@ export async function startPassthrough(mock: ServerProcess, profiling: Profiling
     model: UPSTREAM_MODEL,
     key: NO_KEY,
     servers: [server],
+    ...(pacedMock
+      ? { paced: { urls: [`${pacedUrl}${API_PATHS.chat}`], model: UPSTREAM_MODEL, pids: [server.pid] } }
+      : {}),
   };
 }
 
@@ -212,32 +261,52 @@ export interface GatewayOptions {
   /** Node and V8 flags of each gateway process */
   nodeOptions: string[];
   store: BenchStore;
+  /** the mock that paces its streams, behind models of their own (the stream-paced mode) */
+  pacedUpstream?: string | undefined;
+  /** in the processes' names, when the run has a gateway per store */
+  label?: string | undefined;
+}
+
+/** A model of one deployment and one of two (routing), on the providers `<id>` and `<id>-b`. */
+function benchModels(provider: BenchProvider, id: string, model: string, routed: string) {
+  const upstreamModel = UPSTREAMS[provider].model;
+  return [
+    { id: model, provider: id, upstream_model: upstreamModel },
+    {
+      id: routed,
+      deployments: [
+        { provider: id, upstream_model: upstreamModel },
+        { provider: `${id}-b`, upstream_model: upstreamModel },
+      ],
+    },
+  ];
 }
 
 function writeGatewayConfig(dir: string, upstream: string, options: GatewayOptions): string {
-  const { provider, safety } = options;
+  const { provider, safety, pacedUpstream } = options;
   const file = join(dir, "gateway.yaml");
+  const providers = (id: string, url: string) => [
+    { id, ...UPSTREAMS[provider].provider(url) },
+    { id: `${id}-b`, ...UPSTREAMS[provider].provider(url) },
+  ];
   const config = {
     server: { host: HOST, port: 0, shutdown_grace_ms: 2_000 },
     // data_dir is each instance's own (GATEWAY_DATA_DIR): the SQLite file, or only the
     // first-start secrets file on PostgreSQL
     store: { data_dir: join(dir, "data"), ...options.store.config },
     log_level: options.logLevel,
-    providers: [
-      { id: "mock", ...UPSTREAMS[provider].provider(upstream) },
-      { id: "mock-b", ...UPSTREAMS[provider].provider(upstream) },
-    ],
+    providers: [...providers("mock", upstream), ...(pacedUpstream ? providers("paced", pacedUpstream) : [])],
     models: [
-      { id: GATEWAY_MODEL, provider: "mock", upstream_model: UPSTREAMS[provider].model },
+      ...benchModels(provider, "mock", GATEWAY_MODEL, ROUTED_MODEL),
+      ...(pacedUpstream ? benchModels(provider, "paced", PACED_MODEL, ROUTED_PACED_MODEL) : []),
+    ],
+    plans: [
       {
-        id: ROUTED_MODEL,
-        deployments: [
-          { provider: "mock", upstream_model: UPSTREAMS[provider].model },
-          { provider: "mock-b", upstream_model: UPSTREAMS[provider].model },
-        ],
+        id: "default",
+        quota_tokens: QUOTA_TOKENS,
+        models: [GATEWAY_MODEL, ROUTED_MODEL, ...(pacedUpstream ? [PACED_MODEL, ROUTED_PACED_MODEL] : [])],
       },
     ],
-    plans: [{ id: "default", quota_tokens: QUOTA_TOKENS, models: [GATEWAY_MODEL, ROUTED_MODEL] }],
     // Streams are measured as reviewed streams: the spec's JSON answer to a stream request is
     // the json mode's work again.
     ...(safety === "rules"
@@ -282,7 +351,9 @@ export async function startGatewayTarget(
 ): Promise<Target> {
   const config = writeGatewayConfig(dir, String(mock.info.url), options);
   const start = (n: number) => {
-    const name = options.instances > 1 ? `gateway-${n}` : "gateway";
+    const name = ["gateway", options.label, options.instances > 1 ? n : undefined]
+      .filter((part) => part !== undefined)
+      .join("-");
     const dataDir = join(dir, `data-${n}`);
     mkdirSync(dataDir, { recursive: true });
     return startServer(
@@ -296,23 +367,35 @@ export async function startGatewayTarget(
   if (!key) throw new Error("the gateway created no first key: is its store really empty?");
   const others = await Promise.all(Array.from({ length: options.instances - 1 }, (_, i) => start(i + 2)));
   const servers = [first, ...others];
+  const urls = servers.map((s) => apiUrl(s, "chat"));
+  const pids = servers.map((s) => s.pid);
   return {
     name: "gateway",
     api: "chat",
-    urls: servers.map((s) => apiUrl(s, "chat")),
-    pids: servers.map((s) => s.pid),
+    urls,
+    pids,
     model: GATEWAY_MODEL,
     key,
     servers,
+    store: options.store.kind,
+    ...(options.pacedUpstream ? { paced: { urls, pids, model: PACED_MODEL } } : {}),
   };
 }
 
 /** The running gateway again, asked for the model of two deployments. */
 export function routedTarget(gateway: Target): Target {
-  return { ...gateway, name: "routed", model: ROUTED_MODEL };
+  const { paced } = gateway;
+  return {
+    ...gateway,
+    name: "routed",
+    model: ROUTED_MODEL,
+    ...(paced ? { paced: { ...paced, model: ROUTED_PACED_MODEL } } : {}),
+  };
 }
 
 /** The running gateway again, asked the same question through another client API. */
 export function apiTarget(gateway: Target, api: "messages" | "responses"): Target {
-  return { ...gateway, name: api, api, urls: gateway.servers.map((s) => apiUrl(s, api)) };
+  const urls = gateway.servers.map((s) => apiUrl(s, api));
+  const { paced } = gateway;
+  return { ...gateway, name: api, api, urls, ...(paced ? { paced: { ...paced, urls } } : {}) };
 }

@@ -78,7 +78,16 @@ export function storeCpu(store: BenchStore): StoreCpu {
   return { backends: backendsCpu(store.database), redis };
 }
 
+/** CPU the store's processes spent between two readings, in microseconds: PostgreSQL's and Redis's. */
+export function storeSpentParts(before: StoreCpu, after: StoreCpu): { postgres: number; redis: number } {
+  return {
+    postgres: backendsSpent(before.backends, after.backends),
+    redis: Math.max(0, after.redis - before.redis),
+  };
+}
+
 /** CPU the store's processes spent between two readings, in microseconds. */
 export function storeSpent(before: StoreCpu, after: StoreCpu): number {
-  return backendsSpent(before.backends, after.backends) + Math.max(0, after.redis - before.redis);
+  const { postgres, redis } = storeSpentParts(before, after);
+  return postgres + redis;
 }

@@ -44,7 +44,16 @@ export interface LoadResult {
   cpuMicros: number;
 }
 
-export type Mode = "json" | "stream";
+/**
+ * `stream` is the mock writing a whole stream at once (burst), `stream-paced` the mock pausing
+ * between its events as a model's tokens come (see --chunk-delay)
+ */
+export type Mode = "json" | "stream" | "stream-paced";
+
+/** Whether a mode's requests ask for a stream. */
+export function isStream(mode: Mode): boolean {
+  return mode !== "json";
+}
 /** the upstream wire format a benchmark runs against */
 export type BenchProvider = "openai" | "anthropic" | "gemini" | "azure";
 /**
@@ -63,6 +72,8 @@ export type StoreKind = "sqlite" | "postgres" | "postgres+redis";
 export interface RunResult {
   mode: Mode;
   target: TargetName;
+  /** the store of the gateway that answered; none for direct and passthrough */
+  store?: StoreKind;
   load: LoadKind;
   connections: number;
   /** the requested rate for a fixed-rate run */
@@ -80,6 +91,8 @@ export interface RunResult {
    * run's database, and the whole Redis server where it runs on this machine)
    */
   storeCpuUsPerReq?: number;
+  /** storeCpuUsPerReq's parts: the run database's PostgreSQL backends, and the Redis server */
+  storeCpuParts?: { postgresUsPerReq: number; redisUsPerReq: number };
   /** CPU the mock upstream spent per response, for comparison across targets */
   upstreamCpuUsPerReq: number;
   /** CPU the load generator spent per response */
