@@ -1,8 +1,16 @@
-// The admin API's shapes (/admin/v1), as the console reads them. Defined here for now, from
-// the API's contract, because the server's routes are being built on another branch: once
-// the server defines them (src/views/), this file should re-export them from there as
-// types.ts does for the console API, so the two cannot drift apart.
-import type { AdminKeyView, CallRecordView } from "./types.ts";
+// The admin API's shapes (/admin/v1), as the console reads them: the server's own
+// (src/views/admin.ts and the vocabularies it names) where they are the same, so the two
+// cannot drift apart; the catalog's entries and the forms' shapes are the console's.
+import type { AdminKeyView } from "./types.ts";
+
+export { ADMIN_SCOPES, type AdminScope } from "../../src/accounts/admin-scopes.ts";
+export { USAGE_GROUPS, type UsageGroup } from "../../src/domain/usage-groups.ts";
+export type {
+  AdminRecordView,
+  AdminTokenCreated,
+  AdminTokenView,
+  AuditEntryView,
+} from "../../src/views/admin.ts";
 
 /** Every list of the admin API. */
 export interface AdminList<T> {
@@ -109,9 +117,6 @@ export interface UpstreamKeyState {
   calls: number;
 }
 
-export const USAGE_GROUPS = ["model", "provider", "account", "key", "day", "hour", "status"] as const;
-export type UsageGroup = (typeof USAGE_GROUPS)[number];
-
 /** GET /admin/v1/usage: one group's figures over the range */
 export interface UsageRow {
   /** the model, provider, account id, key id, day (YYYY-MM-DD), hour or status */
@@ -123,12 +128,6 @@ export interface UsageRow {
   total_tokens: number;
   cost_nanos: number;
   avg_latency_ms: number | null;
-}
-
-/** GET /admin/v1/records: a call record of any account */
-export interface AdminRecordView extends CallRecordView {
-  account_id: string | null;
-  account_name: string | null;
 }
 
 /** GET /admin/v1/keys: a key with its own rate limits and models */
@@ -149,39 +148,4 @@ export interface AdminKeyPatch {
   budget_nanos?: number | null;
   budget_period?: "none" | "month";
   disabled?: boolean;
-}
-
-/** GET /admin/v1/audit-log: one change, with the resource before and after (secrets masked) */
-export interface AuditEntryView {
-  id: string;
-  created_at: number;
-  /** "token:<id>", "user:<e-mail>" or "cli" */
-  actor: string;
-  action: string;
-  resource: string;
-  resource_id: string | null;
-  before: unknown;
-  after: unknown;
-}
-
-export const ADMIN_SCOPES = ["read", "keys", "catalog", "full"] as const;
-export type AdminScope = (typeof ADMIN_SCOPES)[number];
-
-export interface AdminTokenView {
-  id: string;
-  name: string;
-  /** what identifies it in lists: its first characters */
-  prefix: string;
-  scopes: AdminScope[];
-  created_by: string;
-  created_at: number;
-  last_used_at: number | null;
-  /** null while it works */
-  revoked_at: number | null;
-}
-
-/** POST /admin/v1/admin-tokens: the only answer with the token itself */
-export interface AdminTokenCreated extends AdminTokenView {
-  /** the token itself, shown once */
-  secret: string;
 }
