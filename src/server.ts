@@ -290,6 +290,7 @@ export async function startGateway(fileConfig: Config, options: StartOptions = {
     tracing,
     logger,
     metricsToken,
+    env,
     isClosing: () => closing,
     readiness: () => readiness({ store, redis: shared.redis, draining: () => closing }),
   };

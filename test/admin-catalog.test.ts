@@ -132,6 +132,9 @@ for (const store of STORES) {
     });
 
     test("a provider's test call says how it answered, or what went wrong", async () => {
+      // a provider whose key is in the gateway's environment (api_key_env) is tested with it
+      const fromEnv = await call("POST", "/providers/mock/test", { body: {} });
+      assert.equal(fromEnv.body.ok, true, fromEnv.text);
       const ok = await call("POST", "/providers/pooled/test", { body: {} });
       assert.equal(ok.status, 200, ok.text);
       assert.equal(ok.body.ok, true);

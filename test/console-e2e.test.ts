@@ -12,19 +12,12 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import OpenAI, { APIError } from "openai";
-import {
-  type Browser,
-  type BrowserContext,
-  chromium,
-  type Locator,
-  type Page,
-  type Route,
-} from "playwright-core";
+import type { Browser, BrowserContext, Locator, Page, Route } from "playwright-core";
 import { createUser } from "../src/accounts/users.ts";
 import { CONSOLE_CSP, CONSOLE_DIST } from "../src/http/console-static.ts";
 import { findChromium } from "./support/chromium.ts";
+import { capture, launchChromium, NARROW, SHOTS, settled, WIDE } from "./support/console-browser.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 
@@ -33,19 +26,6 @@ import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upst
  * services, which on a machine without outside network stalls it. playwright-core gives every
  * launch a fresh temporary profile (user-data-dir) of its own.
  */
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-const SHOTS = fileURLToPath(new URL("../test-output/console-screenshots/", import.meta.url));
-const WIDE = { width: 1280, height: 800 };
-const NARROW = { width: 390, height: 844 };
 
 /**
  * TEST_MODEL's prices here, USD per million tokens: 2,000 nanodollars a prompt token and
@@ -92,42 +72,6 @@ function parseCsv(text: string): string[][] {
     rows.push(row);
   }
   return rows;
-}
-
-/** Waits until the page's title is there and nothing is loading any more. */
-async function settled(page: Page): Promise<void> {
-  await page.locator("#page-title").first().waitFor();
-  // the first render shows "Loading…" until the data is there (a locator, not a function
-  // evaluated in the page: the console's Content-Security-Policy forbids eval)
-  await page.locator(".loading").first().waitFor({ state: "detached" });
-}
-
-/**
- * Opens `path` below /console at both widths: a full-page screenshot each, and at 390 px
- * the document must not be wider than the window (tables scroll inside their own box).
- */
-async function capture(page: Page, path: string, name: string): Promise<void> {
-  for (const size of [WIDE, NARROW]) {
-    await page.setViewportSize(size);
-    await page.goto(`${new URL(page.url()).origin}/console${path}`);
-    await settled(page);
-    await page.screenshot({ path: join(SHOTS, `${name}-${size.width}.png`), fullPage: true });
-    if (size === NARROW) {
-      const overflow = await page.evaluate(() => {
-        // runs in the page; this project's types have no DOM
-        const win = globalThis as any;
-        return {
-          scrollWidth: win.document.documentElement.scrollWidth as number,
-          innerWidth: win.innerWidth as number,
-        };
-      });
-      assert.ok(
-        overflow.scrollWidth <= overflow.innerWidth,
-        `${path} overflows at 390 px: the document is ${overflow.scrollWidth} px wide`,
-      );
-    }
-  }
-  await page.setViewportSize(WIDE);
 }
 
 /** A link of the console's main navigation (pages also link to each other in their text). */
@@ -216,12 +160,7 @@ describe("web console in Chromium", { timeout: 240_000 }, () => {
     await createUser(db, { account_id: accountId, role: "owner", ...OWNER });
     await createUser(db, { account_id: accountId, role: "member", ...MEMBER });
     await createUser(db, { account_id: operators, role: "admin", ...ADMIN });
-    browser = await chromium.launch({
-      executablePath: chromiumBinary.executablePath,
-      env: chromiumBinary.env,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-    });
+    browser = await launchChromium(chromiumBinary);
     ownerContext = await browser.newContext({ viewport: WIDE, locale: "en-US", acceptDownloads: true });
     adminContext = await browser.newContext({ viewport: WIDE, locale: "en-US" });
     // a step that cannot find what it waits for fails in seconds, not after half a minute

@@ -15,36 +15,15 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import OpenAI, { APIError } from "openai";
-import {
-  type Browser,
-  type BrowserContext,
-  type Response as BrowserResponse,
-  chromium,
-  type Page,
-} from "playwright-core";
+import type { Browser, BrowserContext, Response as BrowserResponse, Page } from "playwright-core";
 import { createUser } from "../src/accounts/users.ts";
 import { CONSOLE_DIST } from "../src/http/console-static.ts";
 import { formatUsd } from "../src/prices/usd.ts";
 import { findChromium } from "./support/chromium.ts";
+import { capture, launchChromium, SHOTS, settled, WIDE } from "./support/console-browser.ts";
 import { pricedModels, startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
-
-/** As console-e2e.test.ts: without these Chromium keeps reaching for Google's services. */
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-const SHOTS = fileURLToPath(new URL("../test-output/console-screenshots/", import.meta.url));
-const WIDE = { width: 1280, height: 800 };
-const NARROW = { width: 390, height: 844 };
 
 const ADMIN = { email: "operator@gateway.test", password: "operator-password-1234" };
 /** the key the second upstream takes; the provider added for it is given another */
@@ -56,36 +35,6 @@ const STORED_KEY = "sk-upstream-b-secret-7f3e";
 function usd(nanos: number): string {
   const [whole = "0", frac = ""] = formatUsd(nanos).split(".");
   return `$${whole}.${frac.padEnd(2, "0")}`;
-}
-
-/** Waits until the page's title is there and nothing is loading any more. */
-async function settled(page: Page): Promise<void> {
-  await page.locator("#page-title").first().waitFor();
-  await page.locator(".loading").first().waitFor({ state: "detached" });
-}
-
-/** Opens `path` at both widths: a screenshot each; at 390 px the document may not be wider than the window. */
-async function capture(page: Page, path: string, name: string): Promise<void> {
-  for (const size of [WIDE, NARROW]) {
-    await page.setViewportSize(size);
-    await page.goto(`${new URL(page.url()).origin}/console${path}`);
-    await settled(page);
-    await page.screenshot({ path: join(SHOTS, `${name}-${size.width}.png`), fullPage: true });
-    if (size === NARROW) {
-      const overflow = await page.evaluate(() => {
-        const win = globalThis as any;
-        return {
-          scrollWidth: win.document.documentElement.scrollWidth as number,
-          innerWidth: win.innerWidth as number,
-        };
-      });
-      assert.ok(
-        overflow.scrollWidth <= overflow.innerWidth,
-        `${path} overflows at 390 px: the document is ${overflow.scrollWidth} px wide`,
-      );
-    }
-  }
-  await page.setViewportSize(WIDE);
 }
 
 async function logIn(page: Page, origin: string, who: { email: string; password: string }): Promise<void> {
@@ -135,12 +84,7 @@ describe("the operators' pages of the console in Chromium", { timeout: 240_000 }
     secret = key.secret;
     const operators = await gw.account("Gateway operators");
     await createUser(db, { account_id: operators, role: "admin", ...ADMIN });
-    browser = await chromium.launch({
-      executablePath: chromiumBinary.executablePath,
-      env: chromiumBinary.env,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-    });
+    browser = await launchChromium(chromiumBinary);
     context = await browser.newContext({ viewport: WIDE, locale: "en-US", acceptDownloads: true });
     context.setDefaultTimeout(10_000);
     page = await context.newPage();

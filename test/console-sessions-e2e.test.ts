@@ -7,55 +7,17 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { createUser } from "../src/accounts/users.ts";
 import { CONSOLE_DIST } from "../src/http/console-static.ts";
 import { loadAgentFixture } from "./agents/fixtures.ts";
 import { findChromium } from "./support/chromium.ts";
+import { capture, launchChromium, SHOTS, settled, WIDE } from "./support/console-browser.ts";
 import { startTestGateway, TEST_MODEL, type TestGateway, testConfig } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-const SHOTS = fileURLToPath(new URL("../test-output/console-screenshots/", import.meta.url));
-const WIDE = { width: 1280, height: 800 };
-const NARROW = { width: 390, height: 844 };
 const OWNER = { email: "owner@sessions.test", password: "owner-password-1234" };
-
-async function settled(page: Page): Promise<void> {
-  await page.locator("#page-title").first().waitFor();
-  await page.locator(".loading").first().waitFor({ state: "detached" });
-}
-
-/** Both widths: a screenshot each, and at 390 px the document no wider than the window. */
-async function capture(page: Page, name: string): Promise<void> {
-  for (const size of [WIDE, NARROW]) {
-    await page.setViewportSize(size);
-    await settled(page);
-    await page.screenshot({ path: join(SHOTS, `${name}-${size.width}.png`), fullPage: true });
-    if (size === NARROW) {
-      const overflow = await page.evaluate(() => {
-        const win = globalThis as any;
-        return {
-          scroll: win.document.documentElement.scrollWidth as number,
-          inner: win.innerWidth as number,
-        };
-      });
-      assert.ok(overflow.scroll <= overflow.inner, `${name} overflows at 390 px: ${overflow.scroll} px`);
-    }
-  }
-  await page.setViewportSize(WIDE);
-}
 
 describe("the Sessions page in Chromium", { timeout: 120_000 }, () => {
   let upstream: MockUpstream;
@@ -79,12 +41,7 @@ describe("the Sessions page in Chromium", { timeout: 120_000 }, () => {
     const account = await gw.account("Acme");
     await createUser(gw.gateway.deps.store.db, { account_id: account, role: "owner", ...OWNER });
     secret = (await gw.key(account, { name: "agents" })).secret;
-    browser = await chromium.launch({
-      executablePath: binary.executablePath,
-      env: binary.env,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-    });
+    browser = await launchChromium(binary);
     const context = await browser.newContext({ viewport: WIDE, locale: "en-US" });
     context.setDefaultTimeout(10_000);
     page = await context.newPage();
@@ -165,7 +122,7 @@ describe("the Sessions page in Chromium", { timeout: 120_000 }, () => {
     const claude = await page.locator(`tr[data-session-id="${claudeSession}"]`).innerText();
     assert.match(claude, /Claude Code/);
     assert.match(claude, /1 not ok/);
-    await capture(page, "sessions");
+    await capture(page, null, "sessions");
   });
 
   test("a session opens as its calls in the order they were made, each with its detail", async () => {
@@ -188,7 +145,7 @@ describe("the Sessions page in Chromium", { timeout: 120_000 }, () => {
     const detail = page.getByRole("dialog", { name: "Call record" });
     assert.match(await detail.locator('dd[data-field="Session"]').innerText(), /nightly-build/);
     await page.keyboard.press("Escape");
-    await capture(page, "session");
+    await capture(page, null, "session");
   });
 
   test("the pages ran without script errors or policy violations", () => {

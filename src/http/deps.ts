@@ -32,6 +32,8 @@ export interface GatewayDeps {
   /** traces of calls: NO_TRACING unless `tracing.enabled` */
   tracing: Tracing;
   logger: Logger;
+  /** the environment the gateway was started with: where providers read their keys */
+  env: Record<string, string | undefined>;
   /** the bearer token GET /metrics requires (from metrics.token_env); none: open */
   metricsToken?: string | undefined;
   /** the providers, models and plans as the admin API reads and changes them */

@@ -58,7 +58,7 @@ export async function catalogRoutes(app: FastifyInstance, deps: GatewayDeps): Pr
         param: "model",
       });
     // a provider of its own: the test neither waits behind nor cools the one serving calls
-    const provider = createProvider(config, process.env);
+    const provider = createProvider(config, deps.env);
     const started = performance.now();
     try {
       await provider.complete({
