@@ -31,6 +31,7 @@ const MIGRATIONS = [
   "019-control-plane",
   "020-key-models",
   "023-agent-sessions",
+  "024-batch-commit",
 ];
 
 import { type CliResult, runCli } from "./support/cli.ts";

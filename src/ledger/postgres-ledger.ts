@@ -1,6 +1,6 @@
 // The ledger on PostgreSQL alone, shared by every instance on the store: each hold is one call
 // of gateway_reserve (migrations 010, 015 and 023), atomic under the key's and the account's
-// row locks (and a capped session's), tokens and money together; the record writer closes holds in the transaction that
+// row locks (and a capped session's), tokens and money together; the record writer closes holds in the statement that
 // commits their records and charges (StoreHolds), so the books cannot disagree. Waiters are
 // woken by NOTIFY on a connection of their own.
 import { type Kysely, sql } from "kysely";
@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { warnUnlessUnreachable } from "../store/reachability.ts";
 import type { Database } from "../store/schema.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
-import type { RecordedHold, StoreHolds } from "./store-holds.ts";
+import type { HoldClosing, StoreHolds } from "./store-holds.ts";
 import type { CostRule, Counter, LedgerSubject, MoneyCounter, Reservation, SessionCounter } from "./types.ts";
 
 const CHANNEL = "gateway_ledger";
@@ -130,17 +130,9 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
     );
   }
 
-  async closeWithRecords(
-    trx: Kysely<Database>,
-    holds: readonly RecordedHold[],
-    charges: { keys: ReadonlyMap<string, number>; accounts: ReadonlyMap<string, number> },
-  ): Promise<void> {
-    // one call ends the holds and charges, locking keys then accounts in id order
-    const keys = [...charges.keys];
-    const accounts = [...charges.accounts];
-    await sql`select gateway_ledger_close(${holds.map((h) => h.reservation.id)}::bigint[],
-      ${keys.map(([id]) => id)}::text[], ${keys.map(([, t]) => t)}::bigint[],
-      ${accounts.map(([id]) => id)}::text[], ${accounts.map(([, t]) => t)}::bigint[])`.execute(trx);
+  /** The batch's gateway_ledger_close ends the holds and charges the counters, keys then accounts in id order. */
+  closing(): HoldClosing {
+    return { ledger: "postgres" };
   }
 
   committed(reservations: readonly Reservation[]): void {

@@ -1,7 +1,7 @@
 // The ledger shared through Redis, with PostgreSQL as the truth: each hold is one Lua script
 // (check and hold, atomic across instances, about 0.3 ms), journaled in the store
 // (ledger_reservations) before the call goes upstream; the record writer ends the journal row
-// in the transaction that commits the record and its charge, leaving the charge in
+// in the statement that commits the record and its charge, leaving the charge in
 // ledger_charges, then the hold is closed in Redis. The charge row goes with a later commit of
 // this instance; if the instance dies first, the sweep applies the charge to Redis.
 //
@@ -27,7 +27,7 @@ import { CHECK_EPOCH, type RedisState, type Reply } from "../store/redis-state.t
 import type { Database } from "../store/schema.ts";
 import { ReservationLog } from "./reservation-log.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
-import type { RecordedHold, StoreHolds } from "./store-holds.ts";
+import type { HoldClosing, StoreHolds } from "./store-holds.ts";
 import type {
   CostRule,
   Counter,
@@ -83,7 +83,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   #nextHold = 1;
   /** holds whose charge is in ledger_charges and which closed in Redis: the row can go */
   #settled = new Set<number>();
-  /** those the writer's current transaction deletes */
+  /** those the writer's current commit deletes */
   #deleting: number[] = [];
   /** closes Redis could not take (unreachable, timed out), retried until they land */
   readonly #unclosed = new Map<
@@ -476,32 +476,13 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       .execute();
   }
 
-  async closeWithRecords(
-    trx: Kysely<Database>,
-    holds: readonly RecordedHold[],
-    _charges: unknown,
-    charge: () => Promise<void>,
-  ): Promise<void> {
-    const done = [...this.#settled];
-    if (holds.length || done.length) {
-      const instance = this.#instanceId;
-      const ids = holds.map((h) => h.reservation.id);
-      // one statement: the holds' journal rows end, their charges are kept until the holds
-      // close in Redis, and the charges of holds closed there since the last commit go
-      await sql`with gone as (
-          delete from ledger_reservations where instance_id = ${instance} and hold = any(${ids}::bigint[])
-        ), done as (
-          delete from ledger_charges where instance_id = ${instance} and hold = any(${done}::bigint[])
-        )
-        insert into ledger_charges (instance_id, hold, account_id, key_id, tokens, nanos, session_id, created_at)
-        select ${instance}, c.hold, c.account_id, c.key_id, c.tokens, c.nanos, c.session_id, ${Date.now()}
-          from unnest(${ids}::bigint[], ${holds.map((h) => h.reservation.accountId)}::text[],
-                      ${holds.map((h) => h.reservation.keyId)}::text[], ${holds.map((h) => h.tokens)}::bigint[],
-                      ${holds.map((h) => h.nanos)}::bigint[], ${holds.map((h) => h.reservation.session ?? null)}::text[])
-            as c(hold, account_id, key_id, tokens, nanos, session_id)`.execute(trx);
-    }
-    this.#deleting = done;
-    await charge();
+  /**
+   * The batch ends its holds' journal rows and keeps their charges (ledger_charges) until the
+   * holds close in Redis; the charge rows of holds closed there since the last commit go.
+   */
+  closing(): HoldClosing {
+    this.#deleting = [...this.#settled];
+    return { ledger: "redis", instance: this.#instanceId, done: this.#deleting };
   }
 
   committed(reservations: readonly Reservation[]): void {

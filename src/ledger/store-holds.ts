@@ -1,8 +1,7 @@
-// How a shared ledger closes holds in the store, in the record writer's transaction: the
-// records, their charges and the end of their holds commit together, so a crash between them
-// cannot charge twice or leave a hold that the charge already replaced.
-import type { Kysely } from "kysely";
-import type { Database } from "../store/schema.ts";
+// How a shared ledger closes holds in the store, with the record writer's batch: the records,
+// their charges and the end of their holds commit together (one statement on PostgreSQL, the
+// migration 024's gateway_commit_calls), so a crash between them cannot charge twice or leave a
+// hold that the charge already replaced. Shared ledgers run on PostgreSQL only.
 import type { Reservation } from "./types.ts";
 
 /** A hold whose record is being committed, with what the record charges. */
@@ -12,17 +11,19 @@ export interface RecordedHold {
   nanos: number;
 }
 
+/**
+ * What the batch does with its holds: `postgres`, the ledger's own rows end and the counters
+ * are charged with them; `redis`, the holds' journal rows of `instance` end, their charges are
+ * kept until they close in Redis, and the charge rows of the holds in `done` (closed in Redis
+ * since) go.
+ */
+export type HoldClosing =
+  | { ledger: "postgres" }
+  | { ledger: "redis"; instance: string; done: readonly number[] };
+
 export interface StoreHolds {
-  /**
-   * In the writer's transaction: ends these holds in the store and adds the charges to the
-   * keys' and accounts' counters, itself or by calling `charge` (the writer's own updates).
-   */
-  closeWithRecords(
-    trx: Kysely<Database>,
-    holds: readonly RecordedHold[],
-    charges: { keys: ReadonlyMap<string, number>; accounts: ReadonlyMap<string, number> },
-    charge: () => Promise<void>,
-  ): Promise<void>;
-  /** The transaction committed: these holds' settle or release must not close them again. */
+  /** Called once per commit attempt: how that attempt ends the batch's holds. */
+  closing(): HoldClosing;
+  /** The batch committed: these holds' settle or release must not close them again. */
   committed(reservations: readonly Reservation[]): void;
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { Kysely, KyselyPlugin } from "kysely";
+import type { CompiledQuery, Kysely, KyselyPlugin } from "kysely";
 import { callRecord } from "../../test/support/call-record.ts";
 import { createTestDatabase, storeSuite, type TestDatabase } from "../../test/support/postgres.ts";
 import { createAccount } from "../accounts/accounts.ts";
@@ -19,7 +19,8 @@ function record(overrides: Partial<CallRecord> = {}): CallRecord {
 }
 
 /** A Kysely whose transaction() calls are counted; everything else passes through. */
-function countingTransactions(db: Kysely<Database>): { db: Kysely<Database>; count: () => number } {
+/** A Kysely that counts the writer's commits: transactions (SQLite), or calls of gateway_commit_calls (PostgreSQL). */
+function countingCommits(db: Kysely<Database>): { db: Kysely<Database>; count: () => number } {
   let n = 0;
   const proxy = new Proxy(db, {
     get(target, prop) {
@@ -28,6 +29,11 @@ function countingTransactions(db: Kysely<Database>): { db: Kysely<Database>; cou
         return () => {
           n++;
           return target.transaction();
+        };
+      if (prop === "executeQuery")
+        return (query: CompiledQuery) => {
+          if (query.sql.startsWith("select gateway_commit_calls(")) n++;
+          return target.executeQuery(query);
         };
       return typeof value === "function" ? value.bind(target) : value;
     },
@@ -154,7 +160,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
     });
 
     test("500 concurrent writes are group-committed, and each resolves only once its row is visible", async () => {
-      const counted = countingTransactions(store.db);
+      const counted = countingCommits(store.db);
       const writer = new RecordWriter(counted.db, { onError: () => {} });
       const records = Array.from({ length: 500 }, (_, i) => record({ prompt_tokens: i % 7 }));
       const invisible: string[] = [];
@@ -173,11 +179,11 @@ for (const kind of ["sqlite", "postgres"] as const) {
       assert.deepEqual(invisible, [], "every write resolved after its row was committed");
       assert.equal(await rowCount({ requestIds: records.map((r) => r.request_id) }), 500);
       assert.ok(counted.count() >= 1);
-      assert.ok(counted.count() < 50, `500 writes took ${counted.count()} transactions`);
+      assert.ok(counted.count() < 50, `500 writes took ${counted.count()} commits`);
     });
 
     test("more records than one batch holds are all written", async () => {
-      const counted = countingTransactions(store.db);
+      const counted = countingCommits(store.db);
       const writer = new RecordWriter(counted.db, { onError: () => {} });
       const records = Array.from({ length: 1234 }, () => record());
       await Promise.all(records.map((r) => writer.write(r)));
@@ -186,11 +192,11 @@ for (const kind of ["sqlite", "postgres"] as const) {
       for (let i = 0; i < ids.length; i += 500)
         total += await rowCount({ requestIds: ids.slice(i, i + 500) });
       assert.equal(total, 1234);
-      assert.ok(counted.count() < 1234 / 10, `1234 writes took ${counted.count()} transactions`);
+      assert.ok(counted.count() < 1234 / 10, `1234 writes took ${counted.count()} commits`);
     });
 
     test("writes arriving while a commit runs join the next batch", async () => {
-      const counted = countingTransactions(store.db);
+      const counted = countingCommits(store.db);
       const writer = new RecordWriter(counted.db, { onError: () => {} });
       const pending: Promise<void>[] = [];
       // a first wave, then more writes from later turns of the event loop while it commits
@@ -380,12 +386,18 @@ for (const kind of ["sqlite", "postgres"] as const) {
     test("a batch that fails once and then succeeds resolves, reporting the failed attempt", async () => {
       const errors: number[] = [];
       let failures = 1;
+      // SQLite commits a transaction, PostgreSQL one statement (executeQuery)
       const flaky = new Proxy(store.db, {
         get(target, prop) {
           if (prop === "transaction" && failures > 0)
             return () => {
               failures--;
               return { execute: () => Promise.reject(new Error("connection reset")) };
+            };
+          if (prop === "executeQuery" && kind === "postgres" && failures > 0)
+            return () => {
+              failures--;
+              return Promise.reject(new Error("connection reset"));
             };
           const value = Reflect.get(target, prop, target);
           return typeof value === "function" ? value.bind(target) : value;
@@ -491,7 +503,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
       }
     });
 
-    test("a batch of 500 records is a handful of statements; records without an account add no daily rows", async () => {
+    test("a batch of 500 records is a handful of statements (one on PostgreSQL); records without an account add no daily rows", async () => {
       const accounts = [await account("stmts-a"), await account("stmts-b")];
       const records = spread(accounts, 500, 5).map((r) => ({
         ...r,
@@ -503,8 +515,12 @@ for (const kind of ["sqlite", "postgres"] as const) {
       const keys = new Set(records.filter((r) => r.key_id && r.total_tokens).map((r) => r.key_id));
       const accountsCharged = new Set(records.filter((r) => r.total_tokens).map((r) => r.account_id));
       const groups = expectedDaily(records).size;
-      // one insert, one update per key and per account charged, one upsert per 100 daily rows
-      assert.equal(counted.count(), 1 + keys.size + accountsCharged.size + Math.ceil(groups / 100));
+      // SQLite: one insert, one update per key and per account charged, one upsert per 100
+      // daily rows; PostgreSQL: the whole batch in one statement
+      assert.equal(
+        counted.count(),
+        kind === "postgres" ? 1 : 1 + keys.size + accountsCharged.size + Math.ceil(groups / 100),
+      );
 
       const before = await observer.db
         .selectFrom("daily_usage")

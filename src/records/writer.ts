@@ -1,6 +1,8 @@
-// Writes call records with group commit: records queued while one transaction runs are
-// written together in the next, and each write() resolves only once its record is
-// committed. The same transaction adds each record's tokens to its key's and account's
+// Writes call records with group commit: records queued while one commit runs are written
+// together in the next, and each write() resolves only once its record is committed. A
+// commit is a transaction on SQLite and one statement on PostgreSQL (gateway_commit_calls,
+// migration 024: a round trip per statement cost the server more than the rows did). The same
+// commit adds each record's tokens to its key's and account's
 // consumption counters, so the records of a key always add up to its counter, and to the
 // daily aggregates (daily_usage) the console's charts read, which outlive pruned records.
 // Each record's cost is added the same way to its key's and account's spending, in total and
@@ -10,13 +12,13 @@
 // the journal, and the store commits every `commitIntervalMs` what was journaled since: one
 // transaction for many calls instead of one per call. The journal replays at start what a
 // crash left uncommitted.
-import type { Kysely } from "kysely";
-import type { StoreHolds } from "../ledger/store-holds.ts";
+import { CompiledQuery, type Kysely, PostgresAdapter } from "kysely";
+import type { HoldClosing, StoreHolds } from "../ledger/store-holds.ts";
 import type { Reservation } from "../ledger/types.ts";
 import { monthOf } from "../prices/period.ts";
 import type { Database } from "../store/schema.ts";
 import type { CallRecord } from "./call-record.ts";
-import { dailyDeltas } from "./daily-usage.ts";
+import { type DailyDelta, dailyDeltas } from "./daily-usage.ts";
 import { compileStatements, type Statements } from "./statements.ts";
 
 /**
@@ -46,6 +48,75 @@ const RETRY_LATER_MS = 1_000;
 /** groups per daily_usage upsert; a batch rarely has more (accounts × days × keys × models) */
 const UPSERT_ROWS = 100;
 
+const COMMIT_CALLS = `select gateway_commit_calls($1::jsonb, $2::text[], $3::bigint[], $4::text[], $5::bigint[],
+  $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10, $11::jsonb, $12::jsonb, $13, $14, $15::jsonb,
+  $16::bigint[], $17)`;
+
+/**
+ * What a batch adds to counters: tokens and nanodollars per key and per account (each map in id
+ * order, so concurrent commits on other instances lock rows in one order), and its daily rows.
+ */
+interface BatchSums {
+  keyTokens: Map<string, number>;
+  accountTokens: Map<string, number>;
+  keyNanos: Map<string, number>;
+  accountNanos: Map<string, number>;
+  daily: DailyDelta[];
+}
+
+function batchSums(batch: readonly Pending[]): BatchSums {
+  const add = (m: Map<string, number>, id: string | null, n: number) => {
+    if (id && n) m.set(id, (m.get(id) ?? 0) + n);
+  };
+  const keyTokens = new Map<string, number>();
+  const accountTokens = new Map<string, number>();
+  const keyNanos = new Map<string, number>();
+  const accountNanos = new Map<string, number>();
+  for (const { record } of batch) {
+    add(keyTokens, record.key_id, record.total_tokens);
+    add(accountTokens, record.account_id, record.total_tokens);
+    add(keyNanos, record.key_id, record.cost_nanos);
+    add(accountNanos, record.account_id, record.cost_nanos);
+  }
+  const sorted = (m: Map<string, number>) => new Map([...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return {
+    keyTokens: sorted(keyTokens),
+    accountTokens: sorted(accountTokens),
+    keyNanos: sorted(keyNanos),
+    accountNanos: sorted(accountNanos),
+    daily: dailyDeltas(batch.map((p) => p.record)),
+  };
+}
+
+/**
+ * What the batch's calls held under a capped session charge to those sessions (shared ledgers:
+ * the in-process ledger reads a session's use from its records), in key and session order, as
+ * a hold locks them. Calls without a capped session add nothing here.
+ */
+function sessionCharges(batch: readonly Pending[]) {
+  const sessions = new Map<
+    string,
+    { key_id: string; session_id: string; account_id: string; used_tokens: number; spent_nanos: number }
+  >();
+  for (const { record, reservation } of batch) {
+    if (reservation?.session === undefined || (!record.total_tokens && !record.cost_nanos)) continue;
+    const id = `${reservation.keyId} ${reservation.session}`;
+    const s = sessions.get(id) ?? {
+      key_id: reservation.keyId,
+      session_id: reservation.session,
+      account_id: reservation.accountId,
+      used_tokens: 0,
+      spent_nanos: 0,
+    };
+    s.used_tokens += record.total_tokens;
+    s.spent_nanos += record.cost_nanos;
+    sessions.set(id, s);
+  }
+  return [...sessions.values()].sort((a, b) =>
+    a.key_id === b.key_id ? (a.session_id < b.session_id ? -1 : 1) : a.key_id < b.key_id ? -1 : 1,
+  );
+}
+
 export class RecordWriter {
   readonly #db: Kysely<Database>;
   readonly #sql: Statements;
@@ -54,6 +125,8 @@ export class RecordWriter {
   readonly #now: () => number;
   readonly #journal: Journal | undefined;
   readonly #intervalMs: number;
+  /** PostgreSQL: a batch is one statement, not a transaction of round trips */
+  readonly #postgres: boolean;
   #queue: Pending[] = [];
   /** behind a journal, after a failed commit: no next try before this time */
   #pausedUntil = 0;
@@ -75,6 +148,8 @@ export class RecordWriter {
     },
   ) {
     if (options.journal && options.holds) throw new Error("a journal cannot close shared holds");
+    this.#postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    if (options.holds && !this.#postgres) throw new Error("shared holds close on PostgreSQL only");
     this.#db = db;
     this.#journal = options.journal;
     this.#intervalMs = options.commitIntervalMs ?? 0;
@@ -182,37 +257,12 @@ export class RecordWriter {
 
   /** Commits the batch (with retries); false when it could not be, its writers rejected. */
   async #commit(batch: Pending[]): Promise<boolean> {
+    const sums = batchSums(batch);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.#db.transaction().execute(async (trx) => {
-          await trx.executeQuery(this.#sql.insert(batch.map((p) => p.record)));
-          const keys = new Map<string, number>();
-          const accounts = new Map<string, number>();
-          for (const { record } of batch) {
-            if (!record.total_tokens) continue;
-            if (record.key_id) keys.set(record.key_id, (keys.get(record.key_id) ?? 0) + record.total_tokens);
-            if (record.account_id)
-              accounts.set(record.account_id, (accounts.get(record.account_id) ?? 0) + record.total_tokens);
-          }
-          // in id order, so concurrent transactions (other instances) lock rows in one order
-          const charge = async () => {
-            for (const id of [...keys.keys()].sort())
-              await trx.executeQuery(this.#sql.addToKey(id, keys.get(id)!));
-            for (const id of [...accounts.keys()].sort())
-              await trx.executeQuery(this.#sql.addToAccount(id, accounts.get(id)!));
-          };
-          if (this.#holds) {
-            const holds = batch.flatMap(({ reservation, record }) =>
-              reservation ? [{ reservation, tokens: record.total_tokens, nanos: record.cost_nanos }] : [],
-            );
-            await this.#holds.closeWithRecords(trx, holds, { keys, accounts }, charge);
-          } else await charge();
-          await this.#spend(trx, batch);
-          if (this.#holds) await this.#chargeSessions(trx, batch);
-          const daily = dailyDeltas(batch.map((p) => p.record));
-          for (let i = 0; i < daily.length; i += UPSERT_ROWS)
-            await trx.executeQuery(this.#sql.addToDaily(daily.slice(i, i + UPSERT_ROWS)));
-        });
+        const month = monthOf(this.#now());
+        if (this.#postgres) await this.#commitStatement(batch, sums, month);
+        else await this.#commitTransaction(batch, sums, month);
         this.#holds?.committed(batch.flatMap((p) => (p.reservation ? [p.reservation] : [])));
         for (const p of batch) p.resolve();
         return true;
@@ -227,71 +277,71 @@ export class RecordWriter {
     }
   }
 
-  /** Adds the batch's costs to its keys' and accounts' spending, keys then accounts, each in id order. */
-  async #spend(trx: Kysely<Database>, batch: Pending[]): Promise<void> {
-    const keys = new Map<string, number>();
-    const accounts = new Map<string, number>();
-    for (const { record } of batch) {
-      if (!record.cost_nanos) continue;
-      if (record.key_id) keys.set(record.key_id, (keys.get(record.key_id) ?? 0) + record.cost_nanos);
-      if (record.account_id)
-        accounts.set(record.account_id, (accounts.get(record.account_id) ?? 0) + record.cost_nanos);
-    }
-    if (!keys.size && !accounts.size) return;
-    const month = monthOf(this.#now());
-    for (const id of [...keys.keys()].sort())
-      await trx.executeQuery(this.#sql.spend("api_keys", id, keys.get(id)!, month));
-    for (const id of [...accounts.keys()].sort())
-      await trx.executeQuery(this.#sql.spend("accounts", id, accounts.get(id)!, month));
+  /**
+   * SQLite: the batch as a transaction of the compiled statements (no round trips there), the
+   * counters charged keys then accounts, each in id order.
+   */
+  async #commitTransaction(batch: Pending[], sums: BatchSums, month: string): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      await trx.executeQuery(this.#sql.insert(batch.map((p) => p.record)));
+      for (const [id, tokens] of sums.keyTokens) await trx.executeQuery(this.#sql.addToKey(id, tokens));
+      for (const [id, tokens] of sums.accountTokens)
+        await trx.executeQuery(this.#sql.addToAccount(id, tokens));
+      for (const [id, nanos] of sums.keyNanos)
+        await trx.executeQuery(this.#sql.spend("api_keys", id, nanos, month));
+      for (const [id, nanos] of sums.accountNanos)
+        await trx.executeQuery(this.#sql.spend("accounts", id, nanos, month));
+      for (let i = 0; i < sums.daily.length; i += UPSERT_ROWS)
+        await trx.executeQuery(this.#sql.addToDaily(sums.daily.slice(i, i + UPSERT_ROWS)));
+    });
   }
 
   /**
-   * Adds what the batch's calls held under a capped session charge to those sessions (shared
-   * ledgers: the in-process ledger reads a session's use from its records), after the keys and
-   * accounts and in key and session order, as a hold locks them. Calls without a capped
-   * session add nothing here.
+   * PostgreSQL: the batch as one statement (gateway_commit_calls, migration 024), which applies
+   * the same sums in the same lock order and ends the batch's holds: a transaction of a round
+   * trip per statement cost the server more than the rows did.
    */
-  async #chargeSessions(trx: Kysely<Database>, batch: Pending[]): Promise<void> {
-    const sessions = new Map<
-      string,
-      { key: string; session: string; account: string; tokens: number; nanos: number }
-    >();
-    for (const { record, reservation } of batch) {
-      if (reservation?.session === undefined || (!record.total_tokens && !record.cost_nanos)) continue;
-      const id = `${reservation.keyId} ${reservation.session}`;
-      const s = sessions.get(id) ?? {
-        key: reservation.keyId,
-        session: reservation.session,
-        account: reservation.accountId,
-        tokens: 0,
-        nanos: 0,
-      };
-      s.tokens += record.total_tokens;
-      s.nanos += record.cost_nanos;
-      sessions.set(id, s);
-    }
-    if (!sessions.size) return;
-    const now = this.#now();
-    const rows = [...sessions.values()]
-      .sort((a, b) => (a.key === b.key ? (a.session < b.session ? -1 : 1) : a.key < b.key ? -1 : 1))
-      .map((s) => ({
-        key_id: s.key,
-        session_id: s.session,
-        account_id: s.account,
-        used_tokens: s.tokens,
-        spent_nanos: s.nanos,
-        created_at: now,
-      }));
-    await trx
-      .insertInto("session_usage")
-      .values(rows)
-      .onConflict((oc) =>
-        oc.columns(["key_id", "session_id"]).doUpdateSet((eb) => ({
-          used_tokens: eb("session_usage.used_tokens", "+", eb.ref("excluded.used_tokens")),
-          spent_nanos: eb("session_usage.spent_nanos", "+", eb.ref("excluded.spent_nanos")),
-        })),
-      )
-      .execute();
+  async #commitStatement(batch: Pending[], sums: BatchSums, month: string): Promise<void> {
+    const closing: HoldClosing | undefined = this.#holds?.closing();
+    const holds = this.#holds
+      ? batch.flatMap(({ reservation: r, record }) =>
+          r
+            ? [
+                {
+                  hold: r.id,
+                  account_id: r.accountId,
+                  key_id: r.keyId,
+                  tokens: record.total_tokens,
+                  nanos: record.cost_nanos,
+                  session_id: r.session ?? null,
+                },
+              ]
+            : [],
+        )
+      : [];
+    const ids = (m: ReadonlyMap<string, number>) => [...m.keys()];
+    const values = (m: ReadonlyMap<string, number>) => [...m.values()];
+    await this.#db.executeQuery(
+      CompiledQuery.raw(COMMIT_CALLS, [
+        JSON.stringify(batch.map((p) => p.record)),
+        ids(sums.keyTokens),
+        values(sums.keyTokens),
+        ids(sums.accountTokens),
+        values(sums.accountTokens),
+        ids(sums.keyNanos),
+        values(sums.keyNanos),
+        ids(sums.accountNanos),
+        values(sums.accountNanos),
+        month,
+        JSON.stringify(this.#holds ? sessionCharges(batch) : []),
+        JSON.stringify(sums.daily),
+        closing?.ledger ?? "none",
+        closing?.ledger === "redis" ? closing.instance : null,
+        JSON.stringify(holds),
+        closing?.ledger === "redis" ? closing.done : [],
+        this.#now(),
+      ]),
+    );
   }
 
   /** Writes everything queued; for shutdown. Behind a journal, gives up once a commit fails (the journal keeps the records). */

@@ -25,6 +25,7 @@ import * as loginThrottle from "./migrations/018-login-throttle.ts";
 import * as controlPlane from "./migrations/019-control-plane.ts";
 import * as keyModels from "./migrations/020-key-models.ts";
 import * as agentSessions from "./migrations/023-agent-sessions.ts";
+import * as batchCommit from "./migrations/024-batch-commit.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -64,6 +65,7 @@ const migrations: Record<string, Migration> = {
   "019-control-plane": controlPlane,
   "020-key-models": keyModels,
   "023-agent-sessions": agentSessions,
+  "024-batch-commit": batchCommit,
 };
 
 // PostgreSQL's bigint (int8) comes back as a string by default; our counters stay far below
