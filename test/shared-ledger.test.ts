@@ -719,9 +719,10 @@ for (const kind of ["postgres", "redis"] as const) {
             Number(
               (
                 await store.db
-                  .selectFrom("ledger_charges")
+                  .selectFrom("ledger_reservations")
                   .select((eb) => eb.fn.countAll<number>().as("n"))
                   .where("key_id", "=", s.keyId)
+                  .where("charged_tokens", "is not", null)
                   .executeTakeFirstOrThrow()
               ).n,
             );

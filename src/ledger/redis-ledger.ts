@@ -1,9 +1,9 @@
 // The ledger shared through Redis, with PostgreSQL as the truth: each hold is one Lua script
 // (check and hold, atomic across instances, about 0.3 ms), journaled in the store
 // (ledger_reservations) before the call goes upstream; the record writer ends the journal row
-// in the statement that commits the record and its charge, leaving the charge in
-// ledger_charges, then the hold is closed in Redis. The charge row goes with a later commit of
-// this instance; if the instance dies first, the sweep applies the charge to Redis.
+// in the statement that commits the record and its charge, marking the row with the charge,
+// then the hold is closed in Redis. The charged row goes with a later commit of this
+// instance; if the instance dies first, the sweep applies the charge to Redis.
 //
 // Redis holds, per epoch (see redis-state.ts): per account and key its consumption `u` and
 // holds `r`, its spending in nanodollars (`st` in total, `sm` in the month `mk`) and the money
@@ -81,7 +81,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   readonly #logger: Logger;
   /** this instance's numbering of its holds; unique with the instance id */
   #nextHold = 1;
-  /** holds whose charge is in ledger_charges and which closed in Redis: the row can go */
+  /** holds whose journal row is charged and which closed in Redis: the row can go */
   #settled = new Set<number>();
   /** those the writer's current commit deletes */
   #deleting: number[] = [];
@@ -354,7 +354,9 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       union all
       select 'h', tokens, instance_id, hold, account_id, key_id, account_nanos, key_nanos, null, session_id,
              session_nanos
-        from ledger_reservations where ${mine} and hold is not null`.execute(this.#db);
+        from ledger_reservations where ${mine} and hold is not null and charged_tokens is null`.execute(
+      this.#db,
+    );
     const ownRow = rows.find((r) => r.kind === "u");
     const used = Number(ownRow?.tokens ?? 0);
     const holds = rows.filter((r) => r.kind === "h");
@@ -477,8 +479,8 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   }
 
   /**
-   * The batch ends its holds' journal rows and keeps their charges (ledger_charges) until the
-   * holds close in Redis; the charge rows of holds closed there since the last commit go.
+   * The batch marks its holds' journal rows with their charges, kept until the holds close in
+   * Redis; the rows of holds closed there since the last commit go.
    */
   closing(): HoldClosing {
     this.#deleting = [...this.#settled];
@@ -532,6 +534,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     const row = await this.#db
       .selectFrom("ledger_reservations")
       .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("charged_tokens", "is", null)
       .executeTakeFirstOrThrow();
     let held = 0;
     for (const instance of await this.#redis.client.smembers(this.#redis.key(epoch, "inst")))
@@ -556,17 +559,26 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     const epoch = await this.#redis.epoch();
     const inRedis = await this.#redis.client.smembers(this.#redis.key(epoch, "inst"));
     const inStore = (
-      await sql<{ instance_id: string }>`select instance_id from ledger_reservations
-        union select instance_id from ledger_charges`.execute(this.#db)
+      await sql<{ instance_id: string }>`select distinct instance_id from ledger_reservations`.execute(
+        this.#db,
+      )
     ).rows.map((r) => r.instance_id);
     let released = 0;
     for (const dead of new Set([...inRedis, ...inStore])) {
       if (live.has(dead)) continue;
       // Charged before released: a hold given back first would leave room its charge used.
       const charges = await this.#db
-        .selectFrom("ledger_charges")
-        .select(["hold", "account_id", "key_id", "tokens", "nanos", "session_id"])
+        .selectFrom("ledger_reservations")
+        .select([
+          "hold",
+          "account_id",
+          "key_id",
+          "charged_tokens as tokens",
+          "charged_nanos as nanos",
+          "session_id",
+        ])
         .where("instance_id", "=", dead)
+        .where("charged_tokens", "is not", null)
         .execute();
       for (const c of charges)
         await this.#closeInRedis(
@@ -581,16 +593,22 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
           dead,
         );
       released += await this.#sweepRedis(dead);
-      await this.#db.deleteFrom("ledger_reservations").where("instance_id", "=", dead).execute();
+      await this.#db
+        .deleteFrom("ledger_reservations")
+        .where("instance_id", "=", dead)
+        .where("charged_tokens", "is", null)
+        .execute();
       released += await this.#sweepRedis(dead);
+      // only the charges applied above: one the instance committed since (it seemed dead and
+      // was not) waits for the next sweep
       if (charges.length)
         await this.#db
-          .deleteFrom("ledger_charges")
+          .deleteFrom("ledger_reservations")
           .where("instance_id", "=", dead)
           .where(
             "hold",
             "in",
-            charges.map((c) => c.hold),
+            charges.map((c) => c.hold!),
           )
           .execute();
     }
@@ -643,7 +661,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     // What no later commit will take; a row left here is only applied (to nothing) by a sweep.
     if (this.#settled.size)
       await this.#db
-        .deleteFrom("ledger_charges")
+        .deleteFrom("ledger_reservations")
         .where("instance_id", "=", this.#instanceId)
         .where("hold", "in", [...this.#settled])
         .execute()

@@ -253,19 +253,13 @@ export interface LedgerReservationsTable {
   session_id: string | null;
   session_nanos: Generated<number>;
   created_at: number;
-}
-
-/** With Redis: a recorded call's charge, from its record's commit until its hold closed in Redis. */
-export interface LedgerChargesTable {
-  instance_id: string;
-  hold: number;
-  account_id: string;
-  key_id: string;
-  tokens: number;
-  nanos: number;
-  /** the capped session the charge also counts against */
-  session_id: string | null;
-  created_at: number;
+  /**
+   * With Redis: the call's charge, once its record is committed, until the hold closed in
+   * Redis (migrations/024-batch-commit.ts); null while the call runs. A charged row holds
+   * nothing: seeds and open-hold counts skip it, a sweep applies it.
+   */
+  charged_tokens: number | null;
+  charged_nanos: number | null;
 }
 
 /**
@@ -374,7 +368,6 @@ export interface Database {
   deployment_health: DeploymentHealthTable;
   ledger_instances: LedgerInstancesTable;
   ledger_reservations: LedgerReservationsTable;
-  ledger_charges: LedgerChargesTable;
   ledger_waiters: LedgerWaitersTable;
   session_usage: SessionUsageTable;
   stored_responses: StoredResponsesTable;

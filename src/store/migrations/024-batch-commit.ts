@@ -11,11 +11,32 @@ import { type Kysely, PostgresAdapter, sql } from "kysely";
 // (src/records/writer.ts); this only applies them.
 //
 // p_ledger names what ends the batch's holds: 'postgres' (gateway_ledger_close, which also adds
-// the tokens to the counters), 'redis' (the holds' journal rows go, their charges are kept in
-// ledger_charges until they close in Redis, and the charge rows of p_done go), or 'none'.
-// SQLite keeps the writer's own transaction: its statements cost no round trip.
+// the tokens to the counters), 'redis' (each hold's journal row is marked with its charge, and
+// kept so until the hold closes in Redis; the rows of p_done, closed there since, go), or
+// 'none'. SQLite keeps the writer's own transaction: its statements cost no round trip.
+//
+// With Redis, a charge was a row of its own (ledger_charges): the journal row deleted and a
+// charge row inserted at the commit, that row deleted at the next. Marking the journal row
+// instead is one update where there were an insert and two deletes a call, on one table and
+// one index: the charged columns are in no index, so the update stays on the row's page. The
+// rows are found by (instance_id, hold), an index of their own (the instance's index alone
+// scanned every hold of the instance, and the dead rows its deletes left, for each delete).
 export async function up(db: Kysely<any>): Promise<void> {
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await sql`alter table ledger_reservations add column charged_tokens bigint, add column charged_nanos bigint`.execute(
+    db,
+  );
+  await sql`create unique index ledger_reservations_hold on ledger_reservations (instance_id, hold)`.execute(
+    db,
+  );
+  await sql`drop index ledger_reservations_instance`.execute(db);
+  // charges an instance of the previous version left (it stopped between a commit and a close)
+  await sql`insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, session_id, created_at,
+      charged_tokens, charged_nanos)
+    select instance_id, hold, account_id, key_id, 0, session_id, created_at, tokens, nanos from ledger_charges
+    on conflict (instance_id, hold) do update
+      set charged_tokens = excluded.charged_tokens, charged_nanos = excluded.charged_nanos`.execute(db);
+  await sql`drop table ledger_charges`.execute(db);
   await sql`
     create or replace function gateway_commit_calls(
       p_records jsonb,
@@ -46,13 +67,16 @@ export async function up(db: Kysely<any>): Promise<void> {
           p_key_ids, p_key_tokens, p_account_ids, p_account_tokens);
       else
         if p_ledger = 'redis' then
-          delete from ledger_reservations where instance_id = p_instance
-            and hold = any(array(select (h->>'hold')::bigint from jsonb_array_elements(p_holds) h));
-          delete from ledger_charges where instance_id = p_instance and hold = any(p_done);
-          insert into ledger_charges (instance_id, hold, account_id, key_id, tokens, nanos, session_id, created_at)
-            select p_instance, c.hold, c.account_id, c.key_id, c.tokens, c.nanos, c.session_id, p_now
+          delete from ledger_reservations where instance_id = p_instance and hold = any(p_done);
+          -- a row the sweep took meanwhile (this instance seemed dead) is made again, charged:
+          -- were this instance to die before the close, the next sweep applies the charge
+          insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, session_id, created_at,
+              charged_tokens, charged_nanos)
+            select p_instance, c.hold, c.account_id, c.key_id, 0, c.session_id, p_now, c.tokens, c.nanos
               from jsonb_to_recordset(p_holds)
-                as c(hold bigint, account_id text, key_id text, tokens bigint, nanos bigint, session_id text);
+                as c(hold bigint, account_id text, key_id text, tokens bigint, nanos bigint, session_id text)
+            on conflict (instance_id, hold) do update
+              set charged_tokens = excluded.charged_tokens, charged_nanos = excluded.charged_nanos;
         end if;
         for i in 1 .. coalesce(array_length(p_key_ids, 1), 0) loop
           update api_keys set used_tokens = used_tokens + p_key_tokens[i] where id = p_key_ids[i];
@@ -104,7 +128,27 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter)
-    await sql`drop function gateway_commit_calls(jsonb, text[], bigint[], text[], bigint[], text[], bigint[],
-      text[], bigint[], text, jsonb, jsonb, text, text, jsonb, bigint[], bigint)`.execute(db);
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await sql`drop function gateway_commit_calls(jsonb, text[], bigint[], text[], bigint[], text[], bigint[],
+    text[], bigint[], text, jsonb, jsonb, text, text, jsonb, bigint[], bigint)`.execute(db);
+  await sql`
+    create table ledger_charges (
+      instance_id text not null,
+      hold bigint not null,
+      account_id text not null,
+      key_id text not null,
+      tokens bigint not null,
+      nanos bigint not null,
+      session_id text,
+      created_at bigint not null,
+      primary key (instance_id, hold)
+    )`.execute(db);
+  await sql`insert into ledger_charges select instance_id, hold, account_id, key_id, charged_tokens, charged_nanos,
+      session_id, created_at from ledger_reservations where charged_tokens is not null`.execute(db);
+  await sql`delete from ledger_reservations where charged_tokens is not null`.execute(db);
+  await sql`create index ledger_reservations_instance on ledger_reservations (instance_id)`.execute(db);
+  await sql`drop index ledger_reservations_hold`.execute(db);
+  await sql`alter table ledger_reservations drop column charged_tokens, drop column charged_nanos`.execute(
+    db,
+  );
 }
