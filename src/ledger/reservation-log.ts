@@ -4,6 +4,9 @@
 // (src/records/journal.ts).
 import pg from "pg";
 
+/** flushes of at most this many rows are sent as prepared statements, one per size */
+const PREPARED_ROWS = 8;
+
 export interface ReservationRow {
   instance_id: string;
   hold: number;
@@ -63,10 +66,13 @@ export class ReservationLog {
         return `(${columns.map((_, c) => `$${b + c + 1}`).join(", ")})`;
       });
       try {
-        await this.#pool.query(
-          `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos, key_nanos, session_id, session_nanos, created_at) values ${rows.join(", ")}`,
+        // the usual sizes (a few holds a flush) prepared once per connection: parsing and
+        // planning an unnamed insert cost the server as much again as the row (bench/README.md)
+        await this.#pool.query({
+          ...(batch.length <= PREPARED_ROWS ? { name: `gw_hold_${batch.length}` } : {}),
+          text: `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos, key_nanos, session_id, session_nanos, created_at) values ${rows.join(", ")}`,
           values,
-        );
+        });
         for (const p of batch) p.done();
       } catch (err) {
         for (const p of batch) p.done(err);

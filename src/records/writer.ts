@@ -16,6 +16,7 @@ import { CompiledQuery, type Kysely, PostgresAdapter } from "kysely";
 import type { HoldClosing, StoreHolds } from "../ledger/store-holds.ts";
 import type { Reservation } from "../ledger/types.ts";
 import { monthOf } from "../prices/period.ts";
+import { prepared } from "../store/prepared.ts";
 import type { Database } from "../store/schema.ts";
 import type { CallRecord } from "./call-record.ts";
 import { type DailyDelta, dailyDeltas } from "./daily-usage.ts";
@@ -48,9 +49,10 @@ const RETRY_LATER_MS = 1_000;
 /** groups per daily_usage upsert; a batch rarely has more (accounts × days × keys × models) */
 const UPSERT_ROWS = 100;
 
-const COMMIT_CALLS = `select gateway_commit_calls($1::jsonb, $2::text[], $3::bigint[], $4::text[], $5::bigint[],
+const COMMIT_CALLS =
+  prepared(`select gateway_commit_calls($1::jsonb, $2::text[], $3::bigint[], $4::text[], $5::bigint[],
   $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10, $11::jsonb, $12::jsonb, $13, $14, $15::jsonb,
-  $16::bigint[], $17)`;
+  $16::bigint[], $17)`);
 
 /**
  * What a batch adds to counters: tokens and nanodollars per key and per account (each map in id

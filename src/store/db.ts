@@ -26,6 +26,7 @@ import * as controlPlane from "./migrations/019-control-plane.ts";
 import * as keyModels from "./migrations/020-key-models.ts";
 import * as agentSessions from "./migrations/023-agent-sessions.ts";
 import * as batchCommit from "./migrations/024-batch-commit.ts";
+import { prepareMarked } from "./prepared.ts";
 import type { Database } from "./schema.ts";
 import { openSqlite } from "./sqlite-adapter.ts";
 
@@ -78,6 +79,7 @@ const pgTypes = {
 export function openStore(options: StoreOptions, onConnectionError: (err: Error) => void = () => {}): Store {
   if (options.database_url) {
     const pool = new pg.Pool({ connectionString: options.database_url, max: 10, types: pgTypes as any });
+    pool.on("connect", prepareMarked);
     // An idle connection the server drops (restart, failover, admin) errors on the pool; with
     // no listener that is an uncaught exception that would end the process. The pool discards
     // the broken connection and opens another for the next query.
