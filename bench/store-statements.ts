@@ -1,0 +1,102 @@
+// What PostgreSQL's own CPU costs per statement of the hot path, read from the backend's
+// /proc/<pid>/stat around a few thousand executions on one connection (no load generator, no
+// gateway): the floor under `npm run bench`'s "store µs/call", statement by statement. Needs
+// PostgreSQL on the machine (DATABASE_URL's server; the run makes a database and drops it).
+//   node bench/store-statements.ts
+// The clock ticks every 10 ms: each figure is good to about 10 ms / executions.
+import { readFileSync } from "node:fs";
+import pg from "pg";
+import { createAccount } from "../src/accounts/accounts.ts";
+import { createKey } from "../src/accounts/keys.ts";
+import { migrate, openStore } from "../src/store/db.ts";
+import { callRecord } from "../test/support/call-record.ts";
+import { createTestDatabase } from "../test/support/postgres.ts";
+
+const database = await createTestDatabase();
+const store = openStore({ data_dir: "unused", database_url: database.url });
+await migrate(store);
+const account = await createAccount(store.db, { name: "statements", plan_id: "default" });
+const key = (await createKey(store.db, { account_id: account.id })).key;
+const client = new pg.Client({ connectionString: database.url });
+await client.connect();
+const pid = (await client.query<{ p: number }>("select pg_backend_pid() as p")).rows[0]!.p;
+
+/** the backend's CPU so far, µs (utime + stime, 100 ticks a second) */
+function backendCpu(): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+async function measure(name: string, n: number, per: number, run: () => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < 50; i++) await run();
+  const before = backendCpu();
+  for (let i = 0; i < n; i++) await run();
+  console.log(`${name.padEnd(58)} ${((backendCpu() - before) / (n * per)).toFixed(0).padStart(5)} µs`);
+}
+
+const HOLD = `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos,
+  key_nanos, session_id, session_nanos, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`;
+const COMMIT = `select gateway_commit_calls($1::jsonb, $2::text[], $3::bigint[], $4::text[], $5::bigint[],
+  $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10, $11::jsonb, $12::jsonb, $13, $14, $15::jsonb,
+  $16::bigint[], $17)`;
+let hold = 0;
+const holdRow = () => ["bench", ++hold, account.id, key.id, 100, 0, 0, null, 0, Date.now()];
+/** the writer's parameters for a batch of n records of one key (no Redis holds) */
+function batch(n: number): unknown[] {
+  const records = Array.from({ length: n }, () =>
+    callRecord({
+      account_id: account.id,
+      key_id: key.id,
+      prompt_tokens: 10,
+      completion_tokens: 20,
+      public_model: "demo",
+      upstream_model: "demo",
+      provider: "demo",
+    }),
+  );
+  const daily = [{ account_id: account.id, day: "2026-01-01", key_id: key.id, model: "demo" }];
+  return [
+    JSON.stringify(records),
+    [key.id],
+    [30 * n],
+    [account.id],
+    [30 * n],
+    [],
+    [],
+    [],
+    [],
+    "2026-01",
+    "[]",
+    JSON.stringify(
+      daily.map((d) => ({
+        ...d,
+        prompt_tokens: 10 * n,
+        completion_tokens: 20 * n,
+        total_tokens: 30 * n,
+        calls: n,
+        cost_nanos: 0,
+      })),
+    ),
+    "none",
+    null,
+    "[]",
+    [],
+    Date.now(),
+  ];
+}
+
+console.log("PostgreSQL backend CPU per execution (per record for batches):");
+await measure("select 1 (a round trip's floor)", 2000, 1, () => client.query("select 1"));
+await client.query("set synchronous_commit = off"); // as the hold journal's connections
+await measure("a hold's journal row, unnamed", 2000, 1, () => client.query(HOLD, holdRow()));
+await measure("a hold's journal row, prepared", 2000, 1, () =>
+  client.query({ name: "hold", text: HOLD, values: holdRow() }),
+);
+await client.query("set synchronous_commit = on");
+for (const n of [1, 2, 10, 50])
+  await measure(`gateway_commit_calls, batches of ${n}, prepared`, Math.ceil(1000 / n), n, () =>
+    client.query({ name: "commit", text: COMMIT, values: batch(n) }),
+  );
+await client.end();
+await store.close();
+await database.drop();
