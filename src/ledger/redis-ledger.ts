@@ -12,8 +12,10 @@
 // empty, each account and key is seeded the first time a call needs it, from one snapshot of
 // the store: its consumption and spending and the journaled holds on it (with their money). A
 // hold marks which subjects count it, so a charge (tokens and money) is added to exactly the
-// subjects that did not see it in their seed. A hold made while an epoch ended is adopted into
-// the new one once it is journaled (or given back when the new epoch has no room for it).
+// subjects that did not see it in their seed. A hold made while an epoch ended is in the store
+// before the new epoch's first seed: its row must land within JOURNAL_MS of the hold (or the
+// hold is given back), and a young epoch's seeds wait twice that while other instances live,
+// so the hold costs two round trips of Redis (hold, close), not a third to check the epoch.
 // Budgets come with each call (as the quota and key limit do), the month from this process's
 // clock. A capped agent session is a third subject of the hold (its own key, only for calls
 // under its key's per-session caps), seeded from session_usage and the holds journaled on it.
@@ -23,7 +25,7 @@ import { type Kysely, sql } from "kysely";
 import type { Logger } from "pino";
 import { type PeriodicJob, startPeriodicJob } from "../lib/periodic-job.ts";
 import type { Store } from "../store/db.ts";
-import { CHECK_EPOCH, type RedisState, type Reply } from "../store/redis-state.ts";
+import { CHECK_EPOCH, RedisState, type Reply } from "../store/redis-state.ts";
 import type { Database } from "../store/schema.ts";
 import { ReservationLog } from "./reservation-log.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
@@ -51,9 +53,15 @@ function script(...parts: string[]): string {
 const RESERVE_LUA = script("state", "money", "reserve");
 const SEED_LUA = script("state", "seed");
 const SETTLE_LUA = script("state", "settle");
-const ADOPT_LUA = script("state", "money", "adopt");
 const UNWAIT_LUA = script("unwait");
 const SWEEP_LUA = script("state", "sweep");
+
+/**
+ * A hold's journal row must land this soon after its hold was asked for, or the hold is given
+ * back. A new epoch's seeds wait twice this (when other instances live): by then every hold an
+ * earlier epoch granted is journaled or given back, so no seed can miss one (decision 0037).
+ */
+const JOURNAL_MS = 1_000;
 
 /** A budget as the scripts take it: limit (-1: none) and period. */
 function budgetArgs(budget: MoneyBudget | null): [number, string] {
@@ -81,6 +89,10 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   readonly #logger: Logger;
   /** this instance's numbering of its holds; unique with the instance id */
   #nextHold = 1;
+  /** the longest a hold's journal row may take to land (JOURNAL_MS unless a test says) */
+  readonly #journalMs: number;
+  /** journal rows being written: a seed waits for them, so it misses none of this instance's */
+  readonly #journaling = new Set<Promise<unknown>>();
   /** holds whose journal row is charged and which closed in Redis: the row can go */
   #settled = new Set<number>();
   /** those the writer's current commit deletes */
@@ -108,9 +120,11 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       leaseMs: number;
       logger: Logger;
       now?: (() => number) | undefined;
+      journalMs?: number;
     },
   ) {
     super({ waitMs: options.waitMs, now: options.now });
+    this.#journalMs = options.journalMs ?? JOURNAL_MS;
     this.#redis = redis;
     this.#db = store.db;
     this.#reservations = new ReservationLog(options.url);
@@ -157,6 +171,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     for (let tries = 0; ; tries++) {
       const hold = this.#nextHold++;
       let epoch = "";
+      const asked = performance.now();
       const reply = await this.#redis.run(RESERVE_LUA, (e) => {
         epoch = e;
         const k = this.#keys(e, holder(subject));
@@ -195,6 +210,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         };
       });
       if (reply[0] === "seed" && tries < 4) {
+        await this.#settledEpoch(epoch, Number(reply[2]));
         for (const which of String(reply[1])) await this.#seed(which as "a" | "k" | "s", subject);
         continue;
       }
@@ -245,66 +261,65 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         ...(waiter ? { waiterId: Number(waiter) } : {}),
       };
       if (status !== "ok") return attempt;
-      if (await this.#journaled(subject, hold, attempt, epoch, month))
-        return { ...attempt, reservationId: hold };
+      if (await this.#journaled(subject, hold, attempt, asked)) return { ...attempt, reservationId: hold };
       if (tries >= 4) return { ...attempt, status: "held", tokens: 0 };
     }
   }
 
   /**
-   * Journals the hold in the store before the call goes on. When Redis's epoch changed
-   * meanwhile, the new epoch may have been seeded without it: it is adopted, or given back
-   * (false) when the new epoch has no room for it.
+   * Journals the hold in the store before the call goes on. A row that lands later than
+   * #journalMs after the hold was asked for may have come after a new epoch's seeds (Redis lost
+   * its state meanwhile), which would not count it: the hold is given back (false) and asked
+   * for again. In time, no seed can have missed it: seeds of a young epoch wait (#settledEpoch).
    */
-  async #journaled(subject: LedgerSubject, hold: number, a: Attempt, epoch: string, month: string) {
-    const { tokens } = a;
-    const accountNanos = a.accountNanos ?? 0;
-    const keyNanos = a.keyNanos ?? 0;
-    const sessionNanos = a.sessionNanos ?? 0;
+  async #journaled(subject: LedgerSubject, hold: number, a: Attempt, asked: number): Promise<boolean> {
     const row = {
       instance_id: this.#instanceId,
       hold,
       account_id: subject.accountId,
       key_id: subject.keyId,
-      tokens,
-      account_nanos: accountNanos,
-      key_nanos: keyNanos,
+      tokens: a.tokens,
+      account_nanos: a.accountNanos ?? 0,
+      key_nanos: a.keyNanos ?? 0,
       session_id: subject.session?.id ?? null,
-      session_nanos: sessionNanos,
+      session_nanos: a.sessionNanos ?? 0,
       created_at: Date.now(),
     };
+    const writing = this.#reservations.add(row);
+    this.#journaling.add(writing);
     try {
-      await this.#reservations.add(row);
+      await writing;
     } catch (err) {
       await this.#closeInRedis({ id: hold, ...holder(subject) }, 0, 0).catch(() => undefined);
       throw err;
+    } finally {
+      this.#journaling.delete(writing);
     }
-    if ((await this.#redis.client.get(this.#redis.epochKey)) === epoch) return true;
-    this.#logger.warn({ hold }, "Redis's ledger state changed while a hold was journaled: adopting it");
-    const adopted = await this.#redis.run(ADOPT_LUA, (e) => {
-      const k = this.#keys(e, holder(subject));
-      return {
-        keys: [k.account, k.key, k.holds, k.instances, ...k.session],
-        args: [
-          hold,
-          subject.accountId,
-          subject.keyId,
-          tokens,
-          subject.accountQuota,
-          subject.keyLimit ?? -1,
-          this.#instanceId,
-          accountNanos,
-          keyNanos,
-          ...budgetArgs(subject.accountBudget),
-          ...budgetArgs(subject.keyBudget),
-          month,
-          ...(subject.session ? [...sessionArgs(subject.session), sessionNanos] : []),
-        ],
-      };
-    });
-    if (adopted[0] === "ok") return true;
+    if (performance.now() - asked <= this.#journalMs) return true;
+    this.#logger.warn(
+      { hold },
+      "a hold's journal row landed late: the hold is given back and asked for again",
+    );
     await this.#forget([hold]);
+    await this.#closeInRedis({ id: hold, ...holder(subject) }, 0, 0);
     return false;
+  }
+
+  /**
+   * Before a seed reads the store: this instance's journal rows being written have landed, and
+   * when the epoch is younger than twice #journalMs (Redis's clock `now`) and other instances
+   * live, the seed waits until it is that old. By then every hold an earlier epoch granted,
+   * here or on another instance, is in the store or was given back.
+   */
+  async #settledEpoch(epoch: string, now: number): Promise<void> {
+    await Promise.allSettled([...this.#journaling]);
+    const young = RedisState.started(epoch) + 2 * this.#journalMs - now;
+    if (!(young > 0)) return;
+    const { rows } = await sql<{ others: boolean }>`select exists(select 1 from ledger_instances
+        where id <> ${this.#instanceId} and heartbeat_at >= gateway_ledger_now() - ${this.#leaseMs}) as others`.execute(
+      this.#db,
+    );
+    if (rows[0]?.others) await new Promise((r) => setTimeout(r, young));
   }
 
   /**

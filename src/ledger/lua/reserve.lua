@@ -4,7 +4,7 @@
 -- attempt), wait ms, hold id, account id, key id, channel, instance, the cost rule's fixed
 -- ('' : the call costs nothing), per token and prompt tokens, month, the account's budget
 -- (-1: none) and period, the key's; with a session: its id, its token cap and budget (-1: none).
--- Answers: status, tokens, remaining, reason, consumption of account and key, waiter, nanos
+-- Answers: 'seed', what needs seeding ('a', 'k', 's') and Redis's clock (ms), or: status, tokens, remaining, reason, consumption of account and key, waiter, nanos
 -- held (-1: no budget applies), held against the account's and the key's budget, spending of
 -- account and key, held against the session's budget.
 
@@ -18,7 +18,7 @@ if not a[1] or not k[1] or (capped and not s[1]) then
   if not a[1] then need = 'a' end
   if not k[1] then need = need .. 'k' end
   if capped and not s[1] then need = need .. 's' end
-  return {'seed', need}
+  return {'seed', need, now}
 end
 local au, ar, ku, kr = tonumber(a[1]), tonumber(a[2]), tonumber(k[1]), tonumber(k[2])
 local ast, kst = tonumber(a[3]), tonumber(k[3])
