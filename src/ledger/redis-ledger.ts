@@ -91,8 +91,11 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   #nextHold = 1;
   /** the longest a hold's journal row may take to land (JOURNAL_MS unless a test says) */
   readonly #journalMs: number;
-  /** journal rows being written: a seed waits for them, so it misses none of this instance's */
-  readonly #journaling = new Set<Promise<unknown>>();
+  /**
+   * This instance's holds being asked for or journaled, each settled once its row has landed
+   * or it holds nothing: a seed waits for them, so it misses none of this instance's holds.
+   */
+  readonly #asking = new Set<Promise<void>>();
   /** holds whose journal row is charged and which closed in Redis: the row can go */
   #settled = new Set<number>();
   /** those the writer's current commit deletes */
@@ -172,97 +175,111 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       const hold = this.#nextHold++;
       let epoch = "";
       const asked = performance.now();
-      const reply = await this.#redis.run(RESERVE_LUA, (e) => {
-        epoch = e;
-        const k = this.#keys(e, holder(subject));
-        return {
-          keys: [
-            k.account,
-            k.key,
-            k.holds,
-            k.accountQueue,
-            k.keyQueue,
-            k.waiters,
-            k.sequence,
-            k.instances,
-            ...k.session,
-          ],
-          args: [
-            subject.accountQuota,
-            limit,
-            wanted,
-            minimum,
-            waiterId ?? "",
-            waitMs,
-            hold,
-            subject.accountId,
-            subject.keyId,
-            this.#redis.channel,
-            this.#instanceId,
-            cost?.fixed ?? "",
-            cost?.perToken ?? 0,
-            cost?.promptTokens ?? 0,
-            month,
-            ...budgetArgs(subject.accountBudget),
-            ...budgetArgs(subject.keyBudget),
-            ...sessionArgs(subject.session),
-          ],
-        };
+      let settle!: () => void;
+      const asking = new Promise<void>((resolve) => {
+        settle = resolve;
       });
-      if (reply[0] === "seed" && tries < 4) {
-        await this.#settledEpoch(epoch, Number(reply[2]));
-        for (const which of String(reply[1])) await this.#seed(which as "a" | "k" | "s", subject);
-        continue;
-      }
-      const [
-        status,
-        tokens,
-        remaining,
-        reason,
-        accountUsed,
-        keyUsed,
-        waiter,
-        nanos,
-        an,
-        kn,
-        aSpent,
-        kSpent,
-        sn,
-      ] = reply as [
-        Attempt["status"],
-        number,
-        number,
-        Attempt["reason"],
-        number,
-        number,
-        string,
-        number,
-        number,
-        number,
-        number,
-        number,
-        number,
-      ];
-      if (!["ok", "refused", "held", "wait"].includes(status))
-        throw new Error(`unexpected answer from the ledger script: ${String(status)}`);
-      const attempt: Attempt = {
-        status,
-        tokens: Number(tokens),
-        remaining: Number(remaining),
-        reason,
-        nanos: Number(nanos) < 0 ? null : Number(nanos),
-        accountNanos: Number(an),
-        keyNanos: Number(kn),
-        sessionNanos: Number(sn ?? 0),
-        accountUsed: Number(accountUsed),
-        keyUsed: Number(keyUsed),
-        accountSpent: Number(aSpent),
-        keySpent: Number(kSpent),
-        ...(waiter ? { waiterId: Number(waiter) } : {}),
+      this.#asking.add(asking);
+      const done = () => {
+        this.#asking.delete(asking);
+        settle();
       };
-      if (status !== "ok") return attempt;
-      if (await this.#journaled(subject, hold, attempt, asked)) return { ...attempt, reservationId: hold };
-      if (tries >= 4) return { ...attempt, status: "held", tokens: 0 };
+      try {
+        const reply = await this.#redis.run(RESERVE_LUA, (e) => {
+          epoch = e;
+          const k = this.#keys(e, holder(subject));
+          return {
+            keys: [
+              k.account,
+              k.key,
+              k.holds,
+              k.accountQueue,
+              k.keyQueue,
+              k.waiters,
+              k.sequence,
+              k.instances,
+              ...k.session,
+            ],
+            args: [
+              subject.accountQuota,
+              limit,
+              wanted,
+              minimum,
+              waiterId ?? "",
+              waitMs,
+              hold,
+              subject.accountId,
+              subject.keyId,
+              this.#redis.channel,
+              this.#instanceId,
+              cost?.fixed ?? "",
+              cost?.perToken ?? 0,
+              cost?.promptTokens ?? 0,
+              month,
+              ...budgetArgs(subject.accountBudget),
+              ...budgetArgs(subject.keyBudget),
+              ...sessionArgs(subject.session),
+            ],
+          };
+        });
+        if (reply[0] === "seed" && tries < 4) {
+          done(); // holds nothing: the others' seeds need not wait for it
+          await this.#settledEpoch(epoch, Number(reply[2]));
+          for (const which of String(reply[1])) await this.#seed(which as "a" | "k" | "s", subject);
+          continue;
+        }
+        const [
+          status,
+          tokens,
+          remaining,
+          reason,
+          accountUsed,
+          keyUsed,
+          waiter,
+          nanos,
+          an,
+          kn,
+          aSpent,
+          kSpent,
+          sn,
+        ] = reply as [
+          Attempt["status"],
+          number,
+          number,
+          Attempt["reason"],
+          number,
+          number,
+          string,
+          number,
+          number,
+          number,
+          number,
+          number,
+          number,
+        ];
+        if (!["ok", "refused", "held", "wait"].includes(status))
+          throw new Error(`unexpected answer from the ledger script: ${String(status)}`);
+        const attempt: Attempt = {
+          status,
+          tokens: Number(tokens),
+          remaining: Number(remaining),
+          reason,
+          nanos: Number(nanos) < 0 ? null : Number(nanos),
+          accountNanos: Number(an),
+          keyNanos: Number(kn),
+          sessionNanos: Number(sn ?? 0),
+          accountUsed: Number(accountUsed),
+          keyUsed: Number(keyUsed),
+          accountSpent: Number(aSpent),
+          keySpent: Number(kSpent),
+          ...(waiter ? { waiterId: Number(waiter) } : {}),
+        };
+        if (status !== "ok") return attempt;
+        if (await this.#journaled(subject, hold, attempt, asked)) return { ...attempt, reservationId: hold };
+        if (tries >= 4) return { ...attempt, status: "held", tokens: 0 };
+      } finally {
+        done();
+      }
     }
   }
 
@@ -285,15 +302,11 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
       session_nanos: a.sessionNanos ?? 0,
       created_at: Date.now(),
     };
-    const writing = this.#reservations.add(row);
-    this.#journaling.add(writing);
     try {
-      await writing;
+      await this.#reservations.add(row);
     } catch (err) {
       await this.#closeInRedis({ id: hold, ...holder(subject) }, 0, 0).catch(() => undefined);
       throw err;
-    } finally {
-      this.#journaling.delete(writing);
     }
     if (performance.now() - asked <= this.#journalMs) return true;
     this.#logger.warn(
@@ -306,13 +319,13 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   }
 
   /**
-   * Before a seed reads the store: this instance's journal rows being written have landed, and
-   * when the epoch is younger than twice #journalMs (Redis's clock `now`) and other instances
-   * live, the seed waits until it is that old. By then every hold an earlier epoch granted,
-   * here or on another instance, is in the store or was given back.
+   * Before a seed reads the store: this instance's holds being asked for have landed in the
+   * store or hold nothing, and when the epoch is younger than twice #journalMs (Redis's clock
+   * `now`) and other instances live, the seed waits until it is that old. By then every hold an
+   * earlier epoch granted, here or on another instance, is in the store or was given back.
    */
   async #settledEpoch(epoch: string, now: number): Promise<void> {
-    await Promise.allSettled([...this.#journaling]);
+    await Promise.all([...this.#asking]);
     const young = RedisState.started(epoch) + 2 * this.#journalMs - now;
     if (!(young > 0)) return;
     const { rows } = await sql<{ others: boolean }>`select exists(select 1 from ledger_instances
