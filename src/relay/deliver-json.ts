@@ -38,7 +38,7 @@ export async function deliverJson(
     model: req.model,
     startedAt: draft.startedAt,
     completion,
-    usage: answerUsage(draft, usage),
+    usage: answerUsage(draft, usage, hold.reservation.tokens),
   };
 
   if (reviewed) {

@@ -126,7 +126,7 @@ export async function deliverStream(
   await noteStreamUsage(draft, meter, req, hold.reservation.tokens);
   await writer.writeEvents(
     await renderer.finish({
-      usage: answerUsage(draft, meter.usage),
+      usage: answerUsage(draft, meter.usage, hold.reservation.tokens),
       withheld: flagged,
       choices: meter.choices,
     }),

@@ -7,7 +7,7 @@ import type { Usage } from "../domain/completion.ts";
 import { TextSample } from "../lib/streamed-text.ts";
 import { CallDraft } from "../records/draft.ts";
 import { estimator } from "../tokens/estimator.ts";
-import { noteStreamUsage } from "./usage.ts";
+import { answerUsage, estimateUsage, noteStreamUsage } from "./usage.ts";
 
 after(() => estimator.close());
 
@@ -118,5 +118,19 @@ describe("noteStreamUsage", () => {
       assert.equal(c.source, "estimated");
       assert.ok(c.prompt > 5 && c.completion > 5, JSON.stringify(c));
     }
+  });
+
+  test("an estimate above what the call held is told as charged: capped at the hold, as its record is", async () => {
+    const draft = new CallDraft("req_told");
+    await estimateUsage(draft, req, TEXT);
+    const estimated = draft.totalTokens;
+    const held = estimated - 7;
+    const told = answerUsage(draft, undefined, held);
+    assert.equal(told.prompt + told.completion, held);
+    assert.equal(draft.totalTokens, held, "the draft, and so the record, charges the same");
+    const roomy = new CallDraft("req_roomy");
+    await estimateUsage(roomy, req, TEXT);
+    const whole = answerUsage(roomy, undefined, RESERVED);
+    assert.equal(whole.prompt + whole.completion, estimated, "within the hold, the estimate as it is");
   });
 });

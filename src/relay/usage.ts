@@ -97,8 +97,14 @@ export async function estimateUsage(draft: CallDraft, req: ChatRequest, written:
   draft.setUsage(prompt, Math.round(completion * scale), "estimated");
 }
 
-/** The usage a client is told: the draft's figures (as charged) and what the upstream reported. */
-export function answerUsage(draft: CallDraft, reported: Usage | undefined): AnswerUsage {
+/**
+ * The usage a client is told: the draft's figures as charged, and what the upstream reported.
+ * An estimate is charged no more than the call held (`reserved`, CallDraft.noteReservation):
+ * told before the record, it was told uncapped (the cluster suite's mixed load caught a
+ * stream told 250 tokens whose record, on a partial hold of 171, charged 171).
+ */
+export function answerUsage(draft: CallDraft, reported: Usage | undefined, reserved: number): AnswerUsage {
+  draft.noteReservation(reserved);
   return {
     prompt: draft.promptTokens,
     completion: draft.completionTokens,
