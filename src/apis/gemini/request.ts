@@ -6,7 +6,7 @@
 // names in lowerCamelCase or snake_case (`system_instruction`, as its REST docs write them):
 // each object the gateway reads is read in either spelling.
 import { z } from "zod";
-import type { ChatRequest } from "../../domain/chat-request.ts";
+import { type ChatRequest, deepest } from "../../domain/chat-request.ts";
 import { GatewayError } from "../../errors/index.ts";
 import type { Untranslated } from "../../providers/passthrough.ts";
 import { EFFORT_SHARE } from "../../providers/translate.ts";
@@ -150,18 +150,6 @@ export const countTokensSchema = gObject({
 /** A field's place as the SDKs spell it: `contents[0].parts[1].functionCall`. */
 export function pathOf(path: readonly PropertyKey[]): string {
   return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i ? `.${String(p)}` : String(p))).join("");
-}
-
-/** The branch of a union that got furthest says what is wrong, with its full path. */
-function deepest(issue: z.core.$ZodIssue): z.core.$ZodIssue {
-  if (issue.code !== "invalid_union" || !issue.errors.length) return issue;
-  let best: z.core.$ZodIssue | undefined;
-  for (const branch of issue.errors)
-    for (const inner of branch) {
-      const candidate = deepest({ ...inner, path: [...issue.path, ...inner.path] });
-      if (!best || candidate.path.length > best.path.length) best = candidate;
-    }
-  return best && best.path.length > issue.path.length ? best : issue;
 }
 
 /** Validates a parsed JSON body; throws invalid_request naming the first bad field as Google words it. */

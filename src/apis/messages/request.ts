@@ -6,7 +6,7 @@
 // the rest is listed as untranslated, for the others to drop with a notice
 // (src/providers/passthrough.ts).
 import { z } from "zod";
-import type { ChatRequest } from "../../domain/chat-request.ts";
+import { type ChatRequest, deepest } from "../../domain/chat-request.ts";
 import { ID_MAX_CHARS, ID_PATTERN, ID_RULE } from "../../domain/config-id.ts";
 import { GatewayError } from "../../errors/index.ts";
 import type { Untranslated } from "../../providers/passthrough.ts";
@@ -167,18 +167,6 @@ export const countTokensSchema = messagesRequestSchema.omit({
 /** Anthropic's way of naming a field: `messages.0.content.1.type`. */
 function pathOf(path: PropertyKey[]): string {
   return path.map(String).join(".");
-}
-
-/** The branch of a union that got furthest says what is wrong, with its full path. */
-function deepest(issue: z.core.$ZodIssue): z.core.$ZodIssue {
-  if (issue.code !== "invalid_union" || !issue.errors.length) return issue;
-  let best: z.core.$ZodIssue | undefined;
-  for (const branch of issue.errors)
-    for (const inner of branch) {
-      const candidate = deepest({ ...inner, path: [...issue.path, ...inner.path] });
-      if (!best || candidate.path.length > best.path.length) best = candidate;
-    }
-  return best && best.path.length > issue.path.length ? best : issue;
 }
 
 function problemOf(issue: z.core.$ZodIssue): { path: PropertyKey[]; problem: string } {

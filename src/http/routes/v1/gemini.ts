@@ -13,11 +13,11 @@ import { localCount, parseCountTokens } from "../../../apis/gemini/count-tokens.
 import { modelList, modelResource } from "../../../apis/gemini/models.ts";
 import { ID_MAX_CHARS, ID_PATTERN } from "../../../domain/config-id.ts";
 import { GatewayError } from "../../../errors/index.ts";
-import { ClientGone } from "../../../relay/call.ts";
 import { admitRequest } from "../../../relay/hold.ts";
 import { agentBody } from "../../body-limits.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { routeApi } from "../../route-api.ts";
+import { untilClientLeaves } from "./client-signal.ts";
 import { relayRoute } from "./relay-route.ts";
 
 const CALLS = new Set(["generateContent", "streamGenerateContent"]);
@@ -130,13 +130,7 @@ function countTokens(deps: GatewayDeps) {
     const auth = request.auth!;
     const plan = deps.registry.plans.get(auth.account.plan_id);
     await admitRequest(deps.rates, auth, plan, (headers) => reply.headers(headers));
-    const client = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) client.abort(new ClientGone("the client closed the connection"));
-    };
-    reply.raw.once("close", onClose);
-    if (request.raw.socket.destroyed) onClose();
-    try {
+    return untilClientLeaves(request, reply, async (signal) => {
       const call = parseCountTokens(request.body, model);
       const resolved = deps.registry.resolve(auth.account.plan_id, model, auth.key.allowed_models);
       if (!resolved) throw notFound(model);
@@ -146,31 +140,24 @@ function countTokens(deps: GatewayDeps) {
       );
       if (counting)
         try {
-          const answer = await counting.provider.countTokens!(native, counting.upstreamModel, client.signal);
+          const answer = await counting.provider.countTokens!(native, counting.upstreamModel, signal);
           if (typeof (answer as { totalTokens?: unknown } | null)?.totalTokens === "number")
             return reply
               .header("x-gateway-count-source", "upstream")
               .type("application/json")
               .send(JSON.stringify(answer));
         } catch (err) {
-          if (client.signal.aborted) throw err;
+          if (signal.aborted) throw err;
           request.log.warn(
             { err, deployment: counting.id },
             "countTokens: the upstream did not count; counted locally",
           );
         }
-      const totalTokens = await localCount(call.request, { account: auth.account.id, signal: client.signal });
+      const totalTokens = await localCount(call.request, { account: auth.account.id, signal });
       return reply
         .header("x-gateway-count-source", "local")
         .type("application/json")
         .send(JSON.stringify({ totalTokens }));
-    } catch (err) {
-      // nobody to answer: not the gateway's failure either
-      if (client.signal.aborted)
-        throw new GatewayError("invalid_request", { message: "The client closed the connection." });
-      throw err;
-    } finally {
-      reply.raw.off("close", onClose);
-    }
+    });
   };
 }

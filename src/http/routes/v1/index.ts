@@ -14,13 +14,13 @@ import { GatewayError } from "../../../errors/index.ts";
 import { wrongModelKind } from "../../../models/registry.ts";
 import { rateHeaders, rateSubjects } from "../../../rate-limits/rate-limiter.ts";
 import { CallDraft } from "../../../records/draft.ts";
-import { ClientGone } from "../../../relay/call.ts";
 import { admitRequest } from "../../../relay/hold.ts";
 import { estimator } from "../../../tokens/estimator.ts";
 import { authHook } from "../../auth-hook.ts";
 import { agentBody } from "../../body-limits.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { recordsCall, routeApi } from "../../route-api.ts";
+import { untilClientLeaves } from "./client-signal.ts";
 import { geminiModels, geminiRoutes, isGemini, openaiOrGoogle } from "./gemini.ts";
 import { callRoute, embeddingsRoute, relayRoute } from "./relay-route.ts";
 
@@ -133,17 +133,8 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
     const auth = request.auth!;
     const plan = deps.registry.plans.get(auth.account.plan_id);
     await admitRequest(deps.rates, auth, plan, (headers) => reply.headers(headers));
-    const client = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) client.abort(new ClientGone("the client closed the connection"));
-    };
-    reply.raw.once("close", onClose);
-    if (request.raw.socket.destroyed) onClose();
-    try {
-      const { model, inputTokens } = await countTokens(request.body, {
-        account: auth.account.id,
-        signal: client.signal,
-      });
+    return untilClientLeaves(request, reply, async (signal) => {
+      const { model, inputTokens } = await countTokens(request.body, { account: auth.account.id, signal });
       const resolved = deps.registry.resolve(auth.account.plan_id, model, auth.key.allowed_models);
       if (!resolved)
         throw new GatewayError("model_not_found", {
@@ -152,14 +143,7 @@ export async function v1Routes(app: FastifyInstance, deps: GatewayDeps): Promise
         });
       if (resolved.config.kind !== "chat") throw wrongModelKind(model, resolved.config.kind);
       return reply.type("application/json").send(JSON.stringify({ input_tokens: inputTokens }));
-    } catch (err) {
-      // nobody to answer: not the gateway's failure either
-      if (client.signal.aborted)
-        throw new GatewayError("invalid_request", { message: "The client closed the connection." });
-      throw err;
-    } finally {
-      reply.raw.off("close", onClose);
-    }
+    });
   });
 
   // OpenAI's embeddings (docs/apis.md): a call of its own kind through the same relay.
