@@ -98,3 +98,63 @@ export class RssSampler {
     return (this.#peakKb.get(pid) ?? 0) / 1024;
   }
 }
+
+/**
+ * Where a process's resident memory is, MB, read from /proc/<pid>/smaps: what shows the floor
+ * of the memory goals. V8 maps its heap a page at a time, and its regular pages are 256 KiB
+ * each, so those mappings are V8's heap (including pages a shrunk heap keeps for reuse);
+ * "[heap]" is the C allocator's main arena; the rest of the anonymous memory is mostly the
+ * allocator's arenas of other threads (V8's compiler and GC helpers, a worker thread's
+ * isolate), V8's large objects and thread stacks. A page of a file (the node binary, its
+ * libraries) can be shared with other processes and dropped by the kernel when needed.
+ */
+export interface MemoryParts {
+  /** resident pages of mapped files */
+  fileMb: number;
+  /** V8's 256 KiB heap pages */
+  v8PagesMb: number;
+  /** the C allocator's main arena ("[heap]") */
+  mallocMainMb: number;
+  /** every other anonymous mapping */
+  otherAnonMb: number;
+}
+
+const V8_PAGE_KB = 256;
+
+/** The parts of one smaps text (see MemoryParts). */
+export function classifySmaps(smaps: string): MemoryParts {
+  const kb = { file: 0, v8: 0, main: 0, other: 0 };
+  let mapping: { sizeKb: number; name: string } | undefined;
+  let rssKb = 0;
+  const close = () => {
+    if (!mapping) return;
+    if (mapping.name.startsWith("/")) kb.file += rssKb;
+    else if (mapping.name === "[heap]") kb.main += rssKb;
+    else if (mapping.name === "" && mapping.sizeKb === V8_PAGE_KB) kb.v8 += rssKb;
+    else kb.other += rssKb;
+  };
+  for (const line of smaps.split("\n")) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      close();
+      const sizeKb = Number((BigInt(`0x${head[2]}`) - BigInt(`0x${head[1]}`)) / 1024n);
+      mapping = { sizeKb, name: head[3]!.trim() };
+      rssKb = 0;
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) rssKb = Number(rss[1]);
+  }
+  close();
+  return {
+    fileMb: kb.file / 1024,
+    v8PagesMb: kb.v8 / 1024,
+    mallocMainMb: kb.main / 1024,
+    otherAnonMb: kb.other / 1024,
+  };
+}
+
+/** The parts of a running process's resident memory. */
+export function memoryParts(pid: number): MemoryParts {
+  return classifySmaps(readFileSync(`/proc/${pid}/smaps`, "utf8"));
+}

@@ -250,6 +250,29 @@ describe("bench report", () => {
     );
   });
 
+  test("memory: where each process's memory is once idle after the load, when it was read", () => {
+    const parts = (v8: number) => ({ fileMb: 57, v8PagesMb: v8, mallocMainMb: 31, otherAnonMb: 32 });
+    const full: BenchResults = {
+      ...fullRun(),
+      gateways: [gateway("sqlite", { ...memory([300], [80], [90]), idleAfterParts: parts(280) })],
+      passthrough: { ...memory([100], [45], [60]), idleAfterParts: parts(156) },
+    };
+    const text = formatReport(full, [], parseOptions([], {}));
+    const block = text.slice(text.indexOf("Where it is")).split("\n");
+    assert.deepEqual(
+      block.slice(1, 4).map((l) => l.trim().split(/\s{2,}/)),
+      [
+        ["idle after the load", "file pages", "V8 heap pages", "malloc main arena", "other anonymous"],
+        ["pass-through", "57", "156", "31", "32"],
+        ["gateway on sqlite", "57", "280", "31", "32"],
+      ],
+    );
+    assert.ok(
+      !formatReport(fullRun(), [], parseOptions([], {})).includes("Where it is"),
+      "no block without readings",
+    );
+  });
+
   test("the goals of issue #32: each with its value, its goal and ✔ or ✖, the saturation run's in brackets", () => {
     const full = fullRun();
     addLatencyDeltas(full.runs);

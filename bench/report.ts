@@ -1,5 +1,6 @@
 // Turns the runs into the printed table, the goal checks and the JSON written to .bench/.
 import type { BenchOptions } from "./options.ts";
+import type { MemoryParts } from "./proc-stats.ts";
 import {
   isStream,
   type LoadKind,
@@ -43,6 +44,8 @@ export interface MemorySummary {
   idleStartRssMb: number[];
   /** IDLE_SECONDS after its last measured run */
   idleAfterRssMb: number[];
+  /** where the memory of the instance highest then is (see MemoryParts) */
+  idleAfterParts?: MemoryParts | undefined;
 }
 
 /** One store's gateway: its memory, and what it logged at its log level. */
@@ -500,10 +503,27 @@ function memoryLines(results: BenchResults, summaries: StoreSummary[]): string[]
         `  ${g.store}, each instance: peak ${g.memory.peakRssMb.map(mb).join(", ")} MB; ` +
         `idle ${g.memory.idleStartRssMb.map(mb).join(", ")} MB after start-up, ${g.memory.idleAfterRssMb.map(mb).join(", ")} MB after the load`,
     );
+  const parts = [
+    ...(passthrough?.idleAfterParts ? [["pass-through", passthrough.idleAfterParts] as const] : []),
+    ...results.gateways.flatMap((g) =>
+      g.memory.idleAfterParts ? [[`gateway on ${g.store}`, g.memory.idleAfterParts] as const] : [],
+    ),
+  ];
+  const partRows = [
+    ["idle after the load", "file pages", "V8 heap pages", "malloc main arena", "other anonymous"],
+    ...parts.map(([name, p]) => [name, mb(p.fileMb), mb(p.v8PagesMb), mb(p.mallocMainMb), mb(p.otherAnonMb)]),
+  ];
   return [
     "Memory (RSS; peak over the whole bench, VmHWM; a gateway's of its highest instance):",
     ...columns(rows, (i) => i === 0, "  "),
     ...instances,
+    ...(parts.length
+      ? [
+          "",
+          "Where it is (MB, /proc/<pid>/smaps; see bench/proc-stats.ts):",
+          ...columns(partRows, (i) => i === 0, "  "),
+        ]
+      : []),
     "",
   ];
 }

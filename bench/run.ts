@@ -16,7 +16,7 @@ import {
   USAGE,
 } from "./options.ts";
 import { checkPerf, type PerfRecording, recordPerf } from "./perf-record.ts";
-import { statusKb } from "./proc-stats.ts";
+import { memoryParts, statusKb } from "./proc-stats.ts";
 import { killAllNow, lostServers, type ServerProcess, stopAll } from "./processes.ts";
 import {
   addLatencyDeltas,
@@ -252,10 +252,14 @@ async function memory(
   idleStart: Promise<number[]>,
   idleAfter: Promise<number[]> | undefined,
 ): Promise<MemorySummary> {
+  const idleAfterRssMb = (await idleAfter) ?? [];
+  // still idle: where the highest instance's memory is
+  const highestPid = pids[idleAfterRssMb.indexOf(Math.max(...idleAfterRssMb))];
   return {
     peakRssMb: pids.map((pid) => statusKb(pid, "VmHWM") / 1024),
     idleStartRssMb: await idleStart,
-    idleAfterRssMb: (await idleAfter) ?? [],
+    idleAfterRssMb,
+    ...(highestPid !== undefined ? { idleAfterParts: memoryParts(highestPid) } : {}),
   };
 }
 
