@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
+import pg from "pg";
 import { createAccount } from "../src/accounts/accounts.ts";
 import { setBudget } from "../src/accounts/budgets.ts";
 import { createKey } from "../src/accounts/keys.ts";
@@ -891,3 +892,100 @@ for (const kind of ["postgres", "redis"] as const) {
     },
   );
 }
+
+// One instance alone on Redis (the common deployment): its seeds in a new epoch do not wait for
+// the epoch to age, as no other instance can hold what the store does not show yet; what it
+// must wait for is its own holds whose journal rows are still on their way.
+describe("the shared ledger on redis, one instance alone", await needsRedis(), () => {
+  let database: TestDatabase;
+  let store: Store;
+  const prefix = redisPrefix();
+  let alone: { ledger: RedisLedger; lease: InstanceLease; redis: RedisState };
+
+  before(async () => {
+    database = await createTestDatabase();
+    store = openStore({ data_dir: ".", database_url: database.url });
+    await migrate(store);
+    const id = randomUUID();
+    const redis = new RedisState(TEST_REDIS_URL, prefix, logger);
+    const ledger = new RedisLedger(redis, store, {
+      url: database.url,
+      instanceId: id,
+      waitMs: 5_000,
+      leaseMs: 15_000,
+      logger,
+      now,
+    });
+    const lease = new InstanceLease(store, {
+      id,
+      redis: true,
+      leaseMs: 15_000,
+      logger,
+      sweep: () => ledger.sweep(),
+    });
+    await lease.start();
+    await ledger.start();
+    assert.ok(await redis.connected(5_000), "the test's Redis answers");
+    alone = { ledger, lease, redis };
+  });
+  after(async () => {
+    await alone?.ledger.stop();
+    await alone?.lease.stop();
+    await alone?.redis.close();
+    await store.close();
+    await database.drop();
+    await dropRedisKeys(TEST_REDIS_URL, prefix);
+  });
+
+  test("flushed while its own hold's journal row is on its way: the new epoch's seed waits for the row and counts the hold", async () => {
+    const account = await createAccount(store.db, {
+      name: `acct-${randomUUID()}`,
+      plan_id: "p",
+      quota_tokens: 1_000_000,
+    });
+    const { key } = await createKey(store.db, { account_id: account.id, name: null, limit_tokens: 100 });
+    const s: LedgerSubject = {
+      accountId: account.id,
+      accountQuota: 1_000_000,
+      accountUsed: 0,
+      keyId: key.id,
+      keyLimit: 100,
+      keyUsed: 0,
+      ...NO_MONEY,
+      accountBudget: null,
+      keyBudget: null,
+    };
+    // Seeded first, so that the hold below is only Redis's script and its row.
+    const warm = await alone.ledger.reserve(s, 1, 1);
+    assert.ok(warm.ok);
+    await alone.ledger.release(warm.reservation);
+    // Inserts wait behind this lock; the seed's reads do not.
+    const locker = new pg.Client({ connectionString: database.url });
+    await locker.connect();
+    try {
+      await locker.query("begin");
+      await locker.query("lock table ledger_reservations in exclusive mode");
+      const first = alone.ledger.reserve(s, 80, 80);
+      await until(
+        async () => (await alone.ledger.inspect("key", s.keyId))?.reserved === 80,
+        "Redis grants the hold",
+        5_000,
+      );
+      await flushRedisKeys(TEST_REDIS_URL, prefix);
+      const second = alone.ledger.reserve(s, 50, 50, { signal: AbortSignal.abort() });
+      await new Promise((resolve) => setTimeout(resolve, 200)); // well within the row's deadline (1 s)
+      await locker.query("commit");
+      const granted = await first;
+      assert.ok(granted.ok, "the row landed in time: the hold stands");
+      assert.deepEqual(
+        await second,
+        { ok: false, reason: "key_limit", remaining: 100, held: true },
+        "the seed counted the hold: 80 of 100 held, 50 more would overspend the key",
+      );
+      assert.deepEqual(await alone.ledger.inspect("key", s.keyId), { used: 0, reserved: 80 });
+      await alone.ledger.release(granted.reservation);
+    } finally {
+      await locker.end();
+    }
+  });
+});
