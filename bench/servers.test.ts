@@ -12,6 +12,7 @@ import { after, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { storeSuite } from "../test/support/postgres.ts";
+import { START_FLAGS } from "../test/support/start-command.ts";
 import { PG_ADMIN_URL, REDIS_URL } from "./databases.ts";
 import { stopAll } from "./processes.ts";
 import { preflight } from "./requests.ts";
@@ -81,11 +82,15 @@ for (const [kind, instances] of [
       const { store, gateway, targets } = await gatewayTargets(kind, instances, dir);
       assert.equal(gateway.urls.length, instances);
       assert.equal(new Set(gateway.pids).size, instances);
-      for (const pid of gateway.pids)
+      for (const pid of gateway.pids) {
+        const line = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        for (const flag of START_FLAGS)
+          assert.ok(line.includes(flag), `npm start's ${flag}, as operators run it`);
         assert.ok(
-          readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--max-semi-space-size=8"),
-          "each instance runs with the bench's --node-options",
+          line.indexOf("--max-semi-space-size=8") > Math.max(...START_FLAGS.map((f) => line.indexOf(f))),
+          "each instance runs with the bench's --node-options, after npm start's flags (the last wins)",
         );
+      }
       for (const pid of gateway.pids) {
         assert.ok(
           readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--perf-basic-prof"),

@@ -5,6 +5,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
+import { START_FLAGS } from "../test/support/start-command.ts";
 import { type ServerProcess, startServer } from "./processes.ts";
 import { API_PATHS } from "./requests.ts";
 import type { BenchStore } from "./stores.ts";
@@ -358,7 +359,15 @@ export async function startGatewayTarget(
     mkdirSync(dataDir, { recursive: true });
     return startServer(
       name,
-      [...options.nodeOptions, ...profileFlags(profiling, name), GATEWAY_SCRIPT, "serve", "--json"],
+      // npm start's flags first, so that --node-options (later on the line) wins over them
+      [
+        ...START_FLAGS,
+        ...options.nodeOptions,
+        ...profileFlags(profiling, name),
+        GATEWAY_SCRIPT,
+        "serve",
+        "--json",
+      ],
       gatewayEnv(config, dataDir, options.logLevel),
     );
   };

@@ -25,6 +25,7 @@ import {
   type Stage,
 } from "./support/dockerfile.ts";
 import { ChartFailure, renderChart } from "./support/helm-template.ts";
+import { START_FLAGS } from "./support/start-command.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
@@ -68,7 +69,12 @@ describe("Dockerfile", () => {
   });
 
   it("runs `node src/main.ts serve` as a user other than root, on the port it exposes, its data folder a volume", () => {
-    assert.deepEqual(execForm(args(runtime, "CMD").at(-1)!), ["node", "src/main.ts", "serve"]);
+    assert.deepEqual(execForm(args(runtime, "CMD").at(-1)!), [
+      "node",
+      ...START_FLAGS,
+      "src/main.ts",
+      "serve",
+    ]);
     assert.equal(args(runtime, "ENTRYPOINT").length, 0, "nothing between the stop signal and Node");
     const user = args(runtime, "USER").at(-1);
     assert.ok(user && !/^(root|0)(:|$)/.test(user), `USER ${user}`);
@@ -490,7 +496,9 @@ describe("systemd unit", () => {
 
   it("runs the gateway as its own user, stops it slower than it drains, and writes nowhere but its data folder", () => {
     assert.ok(one("User") && one("User") !== "root");
-    assert.match(one("ExecStart")!, /^\/\S+\/node src\/main\.ts serve$/);
+    const [node, ...rest] = one("ExecStart")!.split(" ");
+    assert.match(node!, /^\/\S+\/node$/);
+    assert.deepEqual(rest, [...START_FLAGS, "src/main.ts", "serve"], "npm start's Node flags");
     assert.ok(one("WorkingDirectory")?.startsWith("/"));
     assert.ok(one("EnvironmentFile"));
     assert.equal(one("ExecReload"), "/bin/kill -HUP $MAINPID");
