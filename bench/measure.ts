@@ -4,7 +4,14 @@
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { BenchOptions } from "./options.ts";
-import { cpuMicros, machineCpuMicros, RssSampler, statusKb } from "./proc-stats.ts";
+import {
+  cpuMicros,
+  type MemoryParts,
+  machineCpuMicros,
+  memoryParts,
+  RssSampler,
+  statusKb,
+} from "./proc-stats.ts";
 import { runToEnd } from "./processes.ts";
 import { IDLE_SECONDS } from "./report.ts";
 import { requestBody, requestHeaders } from "./requests.ts";
@@ -160,15 +167,25 @@ export async function measure(
   };
 }
 
+/** Processes' idle memory, read at one moment. */
+export interface IdleMemory {
+  /** each process's resident memory, MB */
+  rssMb: number[];
+  /** where the highest one's is, read right after */
+  highestParts: MemoryParts | undefined;
+}
+
 /**
- * Resident memory (MB) of each process once it has been idle for IDLE_SECONDS since `since`
+ * Resident memory of each process once it has been idle for IDLE_SECONDS since `since`
  * (a performance.now() time). Marked handled at once: it is awaited only when the run ends, and
  * a process gone by then rejects it there rather than crash the run as an unhandled rejection.
  */
-export function idleRss(pids: number[], since = performance.now()): Promise<number[]> {
-  const reading = sleep(Math.max(0, since + IDLE_SECONDS * 1000 - performance.now())).then(() =>
-    pids.map((pid) => statusKb(pid, "VmRSS") / 1024),
-  );
+export function idleMemory(pids: number[], since = performance.now()): Promise<IdleMemory> {
+  const reading = sleep(Math.max(0, since + IDLE_SECONDS * 1000 - performance.now())).then(() => {
+    const rssMb = pids.map((pid) => statusKb(pid, "VmRSS") / 1024);
+    const highest = pids[rssMb.indexOf(Math.max(...rssMb))];
+    return { rssMb, highestParts: highest === undefined ? undefined : memoryParts(highest) };
+  });
   reading.catch(() => {});
   return reading;
 }

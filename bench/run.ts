@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { idleRss, measure, type Processes, warmUp } from "./measure.ts";
+import { type IdleMemory, idleMemory, measure, type Processes, warmUp } from "./measure.ts";
 import {
   type BenchOptions,
   GATEWAY_TARGETS,
@@ -16,7 +16,7 @@ import {
   USAGE,
 } from "./options.ts";
 import { checkPerf, type PerfRecording, recordPerf } from "./perf-record.ts";
-import { memoryParts, statusKb } from "./proc-stats.ts";
+import { statusKb } from "./proc-stats.ts";
 import { killAllNow, lostServers, type ServerProcess, stopAll } from "./processes.ts";
 import {
   addLatencyDeltas,
@@ -128,7 +128,7 @@ interface Setup {
   gateway: Target;
   targets: Target[];
   /** the instances' memory IDLE_SECONDS after they started */
-  idleStart: Promise<number[]>;
+  idleStart: Promise<IdleMemory>;
 }
 
 async function startSetup(
@@ -160,7 +160,7 @@ async function startSetup(
   if (names.includes("routed")) targets.push(routedTarget(gateway));
   if (names.includes("messages")) targets.push(apiTarget(gateway, "messages"));
   if (names.includes("responses")) targets.push(apiTarget(gateway, "responses"));
-  return { store, gateway, targets, idleStart: idleRss(gateway.pids) };
+  return { store, gateway, targets, idleStart: idleMemory(gateway.pids) };
 }
 
 /** Each store made and its gateway started, in the order of --store. */
@@ -221,7 +221,7 @@ async function benchAll(
   setups: Setup[],
   options: BenchOptions,
   mocks: Mocks,
-): Promise<{ runs: RunResult[]; idleAfter: Map<string, Promise<number[]>> }> {
+): Promise<{ runs: RunResult[]; idleAfter: Map<string, Promise<IdleMemory>> }> {
   const targets = [...baselines, ...setups.flatMap((s) => s.targets)];
   const mockPids = [mocks.burst.pid, ...(mocks.paced ? [mocks.paced.pid] : [])];
   const serverPids = [
@@ -233,14 +233,14 @@ async function benchAll(
   const stores = setups.map((s) => s.store);
   const lastOf = new Map<Target, string>(setups.map((s) => [s.targets.at(-1)!, s.store.kind]));
   for (const t of baselines) if (t.name === "passthrough") lastOf.set(t, "passthrough");
-  const idleAfter = new Map<string, Promise<number[]>>();
+  const idleAfter = new Map<string, Promise<IdleMemory>>();
   const runs: RunResult[] = [];
   for (const mode of options.modes) {
     const upstreamPid = upstreamOf(mocks, mode).pid;
     for (const target of targets) {
       runs.push(...(await benchTarget({ target, upstreamPid, serverPids, stores }, mode, options)));
       const server = lastOf.get(target);
-      if (mode === options.modes.at(-1) && server) idleAfter.set(server, idleRss(target.pids));
+      if (mode === options.modes.at(-1) && server) idleAfter.set(server, idleMemory(target.pids));
     }
   }
   return { runs, idleAfter };
@@ -249,23 +249,21 @@ async function benchAll(
 /** Peak memory over the whole bench, with the idle readings. */
 async function memory(
   pids: number[],
-  idleStart: Promise<number[]>,
-  idleAfter: Promise<number[]> | undefined,
+  idleStart: Promise<IdleMemory>,
+  idleAfter: Promise<IdleMemory> | undefined,
 ): Promise<MemorySummary> {
-  const idleAfterRssMb = (await idleAfter) ?? [];
-  // still idle: where the highest instance's memory is
-  const highestPid = pids[idleAfterRssMb.indexOf(Math.max(...idleAfterRssMb))];
+  const after = await idleAfter;
   return {
     peakRssMb: pids.map((pid) => statusKb(pid, "VmHWM") / 1024),
-    idleStartRssMb: await idleStart,
-    idleAfterRssMb,
-    ...(highestPid !== undefined ? { idleAfterParts: memoryParts(highestPid) } : {}),
+    idleStartRssMb: (await idleStart).rssMb,
+    idleAfterRssMb: after?.rssMb ?? [],
+    ...(after?.highestParts ? { idleAfterParts: after.highestParts } : {}),
   };
 }
 
 async function gatewaySummary(
   setup: Setup,
-  idleAfter: Map<string, Promise<number[]>>,
+  idleAfter: Map<string, Promise<IdleMemory>>,
 ): Promise<GatewaySummary> {
   const { gateway } = setup;
   const many = gateway.servers.length > 1;
@@ -352,7 +350,7 @@ async function bench(options: BenchOptions): Promise<number> {
   const mocks = await startMocks(options);
   const baselines = await startBaselines(mocks, options);
   const passthrough = baselines.find((t) => t.name === "passthrough");
-  const passthroughIdle = passthrough && idleRss(passthrough.pids);
+  const passthroughIdle = passthrough && idleMemory(passthrough.pids);
   const setups = await startSetups(mocks, options, tempDir);
   // before any request: the idle memory of a process that has only started
   log(`  waiting for the servers' idle memory (${IDLE_SECONDS} s after each started)…`);

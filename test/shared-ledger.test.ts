@@ -99,6 +99,38 @@ async function finish(
   await i.ledger.settle(r, tokens, nanos);
 }
 
+/** A key limited to `limit` tokens on an account of a million, with the budgets given (nanodollars). */
+async function keySubject(
+  store: Store,
+  limit: number,
+  budgets: { key?: MoneyBudget; account?: MoneyBudget } = {},
+): Promise<LedgerSubject> {
+  const account = await createAccount(store.db, {
+    name: `acct-${randomUUID()}`,
+    plan_id: "p",
+    quota_tokens: 1_000_000,
+  });
+  const { key } = await createKey(store.db, {
+    account_id: account.id,
+    name: null,
+    limit_tokens: limit,
+  });
+  if (budgets.key) await setBudget(store.db, "api_keys", key.id, budgets.key.limit, budgets.key.period);
+  if (budgets.account)
+    await setBudget(store.db, "accounts", account.id, budgets.account.limit, budgets.account.period);
+  return {
+    accountId: account.id,
+    accountQuota: 1_000_000,
+    accountUsed: 0,
+    keyId: key.id,
+    keyLimit: limit,
+    keyUsed: 0,
+    ...NO_MONEY,
+    accountBudget: budgets.account ?? null,
+    keyBudget: budgets.key ?? null,
+  };
+}
+
 for (const kind of ["postgres", "redis"] as const) {
   describe(
     `the shared ledger on ${kind}, two instances`,
@@ -154,36 +186,8 @@ for (const kind of ["postgres", "redis"] as const) {
         if (kind === "redis") await dropRedisKeys(TEST_REDIS_URL, prefix);
       });
 
-      /** A key limited to `limit` tokens on an account of a million, with the budgets given (nanodollars). */
-      async function newSubject(
-        limit: number,
-        budgets: { key?: MoneyBudget; account?: MoneyBudget } = {},
-      ): Promise<LedgerSubject> {
-        const account = await createAccount(store.db, {
-          name: `acct-${randomUUID()}`,
-          plan_id: "p",
-          quota_tokens: 1_000_000,
-        });
-        const { key } = await createKey(store.db, {
-          account_id: account.id,
-          name: null,
-          limit_tokens: limit,
-        });
-        if (budgets.key) await setBudget(store.db, "api_keys", key.id, budgets.key.limit, budgets.key.period);
-        if (budgets.account)
-          await setBudget(store.db, "accounts", account.id, budgets.account.limit, budgets.account.period);
-        return {
-          accountId: account.id,
-          accountQuota: 1_000_000,
-          accountUsed: 0,
-          keyId: key.id,
-          keyLimit: limit,
-          keyUsed: 0,
-          ...NO_MONEY,
-          accountBudget: budgets.account ?? null,
-          keyBudget: budgets.key ?? null,
-        };
-      }
+      const newSubject = (limit: number, budgets: { key?: MoneyBudget; account?: MoneyBudget } = {}) =>
+        keySubject(store, limit, budgets);
 
       /** What the store says was spent, and what the records charged, for a key or account. */
       async function books(kind: "account" | "key", id: string) {
@@ -938,23 +942,7 @@ describe("the shared ledger on redis, one instance alone", await needsRedis(), (
   });
 
   test("flushed while its own hold's journal row is on its way: the new epoch's seed waits for the row and counts the hold", async () => {
-    const account = await createAccount(store.db, {
-      name: `acct-${randomUUID()}`,
-      plan_id: "p",
-      quota_tokens: 1_000_000,
-    });
-    const { key } = await createKey(store.db, { account_id: account.id, name: null, limit_tokens: 100 });
-    const s: LedgerSubject = {
-      accountId: account.id,
-      accountQuota: 1_000_000,
-      accountUsed: 0,
-      keyId: key.id,
-      keyLimit: 100,
-      keyUsed: 0,
-      ...NO_MONEY,
-      accountBudget: null,
-      keyBudget: null,
-    };
+    const s = await keySubject(store, 100);
     // Seeded first, so that the hold below is only Redis's script and its row.
     const warm = await alone.ledger.reserve(s, 1, 1);
     assert.ok(warm.ok);
