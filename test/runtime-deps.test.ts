@@ -18,7 +18,8 @@ const WORKERS: Record<string, string> = { "src/tokens/estimator.ts": "src/tokens
 const STATIC = /(?:^|[\s;})])(?:import|export)\s*(?:[\w$*{},\s]*?\sfrom\s*)?(["'])([^"'\n]+)\1/g;
 const DYNAMIC = /\bimport\(\s*(["'`])([^"'`\n]+)\1\s*\)/g;
 const DYNAMIC_COMPUTED = /\bimport\(\s*(?!["'`][^"'`\n]+["'`]\s*\))[^)\s]/g;
-const REQUIRE = /(?:\brequire(?:\.resolve)?|\bcreateRequire\([^)]*\))\(\s*(["'])([^"'\n]+)\1\s*\)/g;
+// a file read from a package (createRequire(…).resolve("pkg/data/…")) needs the package too
+const REQUIRE = /(?:\brequire|\bcreateRequire\([^)]*\))(?:\.resolve)?\(\s*(["'])([^"'\n]+)\1\s*\)/g;
 
 /** What a module loads when it runs: the specifiers of its imports and requires. */
 export function loadedSpecifiers(typescript: string): { specifiers: string[]; computed: number } {
@@ -98,6 +99,7 @@ test("the guard counts what runs and nothing that is only a type", () => {
     type Lib = typeof import("typeof-only");
     const later = await import("./dynamic.ts");
     const table = createRequire(import.meta.url)("required-lazily");
+    const file = createRequire(import.meta.url).resolve("data-read/data/file.bin");
     const local: Logger = def as unknown as Logger;
     const s = "import nothing from here";
   `;
@@ -106,6 +108,7 @@ test("the guard counts what runs and nothing that is only a type", () => {
     "./dynamic.ts",
     "./named-re-export.ts",
     "./re-exported.ts",
+    "data-read/data/file.bin",
     "default-and-named",
     "multi-line",
     "namespace",

@@ -1,24 +1,8 @@
-// Local token counting (o200k_base via gpt-tokenizer, offline). Used to size reservations
+// Local token counting (o200k_base, offline: src/tokens/o200k.ts). Used to size reservations
 // and to estimate usage when an upstream reports none; records say which source applied.
-import { createRequire } from "node:module";
-
-type Tokenizer = typeof import("gpt-tokenizer");
-let loaded: Tokenizer | undefined;
-
-/**
- * The tokenizer, loaded on first use: its vocabulary costs about 75 MB of memory, and most
- * gateways never estimate (upstreams report usage; reservations are byte bounds).
- */
-export function tokenizer(): Tokenizer {
-  loaded ??= createRequire(import.meta.url)("gpt-tokenizer") as Tokenizer;
-  return loaded;
-}
-
-const countTokens: Tokenizer["countTokens"] = (text, options) => tokenizer().countTokens(text, options);
-
 // Client text may contain special-token strings such as "<|endoftext|>"; they are plain
-// text to us, and the tokenizer must not throw on them.
-const PLAIN = { disallowedSpecial: new Set<string>() };
+// text to us, as o200k.ts encodes them.
+import { o200k } from "./o200k.ts";
 
 /** OpenAI's chat framing: each message costs a few tokens beyond its text, the reply 3. */
 const PER_MESSAGE = 4;
@@ -123,7 +107,7 @@ function* textSteps(text: string): Generator<void, number, undefined> {
   if (!text) return 0;
   let total = 0;
   for (const segment of segments(text)) {
-    total += countTokens(segment, PLAIN);
+    total += o200k().count(segment);
     yield;
   }
   return total;

@@ -5,13 +5,12 @@
 // not stall the event loop (src/tokens/estimator.ts).
 
 import type { Chunk, Completion, FinishReason, Usage } from "../../domain/completion.ts";
-import { messageText, tokenizer } from "../../tokens/count.ts";
+import { messageText } from "../../tokens/count.ts";
 import { estimator } from "../../tokens/estimator.ts";
+import { o200k } from "../../tokens/o200k.ts";
 import { embeddingExtras } from "../passthrough.ts";
 import { promptParts, promptUpperBound } from "../prompt-bound.ts";
 import type { EmbeddingCall, EmbeddingResult, Provider, UpstreamCall } from "../types.ts";
-
-const PLAIN = { disallowedSpecial: new Set<string>() };
 
 function reply(call: UpstreamCall): { text: string; tokens: number; finish: FinishReason } {
   const { messages } = call.request;
@@ -26,10 +25,14 @@ function reply(call: UpstreamCall): { text: string; tokens: number; finish: Fini
   const full = said
     ? `Hello from the demo model. You said: "${quoted}". Point the gateway at a real upstream to get real answers.`
     : "Hello from the demo model. Point the gateway at a real upstream to get real answers.";
-  const { encode, decode } = tokenizer();
-  const tokens = encode(full, PLAIN);
+  const encoder = o200k();
+  const tokens = encoder.encode(full);
   if (tokens.length > call.outputBound)
-    return { text: decode(tokens.slice(0, call.outputBound)), tokens: call.outputBound, finish: "length" };
+    return {
+      text: encoder.decode(tokens.slice(0, call.outputBound)),
+      tokens: call.outputBound,
+      finish: "length",
+    };
   return { text: full, tokens: tokens.length, finish: "stop" };
 }
 
