@@ -181,7 +181,7 @@ describe("TokenEstimator", () => {
       const full = (await timed(estimator.count({ text: slowText(3_000_000, 9) }))).at;
       const callers = [new AbortController(), new AbortController()];
       // about a second each on this machine, counted as a whole; made before any is timed, so
-      // that the first one's time is not the second one's text being made (0.1-0.3 s)
+      // that the first one's time does not include making the second one's text
       const texts = [slowText(3_000_000, 10), slowText(3_000_000, 11)];
       const counts = callers.map((caller, i) =>
         timed(estimator.countOrRefuse({ text: texts[i]! }, { account: "a", signal: caller.signal })),
