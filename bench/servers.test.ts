@@ -1,4 +1,4 @@
-// The bench's gateway as `npm run bench` starts it (processes of `node src/main.ts serve`
+// The bench's gateway as `npm run bench` starts it (processes of `npm start`'s command
 // with the bench's config and the key of its first start) answers every gateway target
 // completely: chat completions, the routed model, the Messages and the Responses API. On
 // PostgreSQL with Redis, two instances share the store and the one key; afterwards the run's

@@ -5,7 +5,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
-import { START_FLAGS } from "../test/support/start-command.ts";
+import { START_ENTRY, START_FLAGS } from "../test/support/start-command.ts";
 import { type ServerProcess, startServer } from "./processes.ts";
 import { API_PATHS } from "./requests.ts";
 import type { BenchStore } from "./stores.ts";
@@ -44,7 +44,7 @@ const UPSTREAMS: Record<
   },
 };
 const PASSTHROUGH_SCRIPT = join(ROOT, "bench/passthrough.ts");
-const GATEWAY_SCRIPT = join(ROOT, "src/main.ts");
+const GATEWAY_SCRIPT = join(ROOT, START_ENTRY);
 const HOST = "127.0.0.1";
 
 /** The public model name the gateway's config offers. */
@@ -340,7 +340,7 @@ function firstKey(server: ServerProcess): string | undefined {
 }
 
 /**
- * Starts `node src/main.ts serve --json` on an empty store and takes the key its first start
+ * Starts `npm start`'s command (`serve --json`) on an empty store and takes the key its first start
  * creates; then the other instances, on the same store, which find the account there and
  * create none: the one key works on all of them.
  */

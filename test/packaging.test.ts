@@ -6,7 +6,16 @@
 // `systemd-analyze verify` where systemd is installed.
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, posix, relative } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -25,7 +34,7 @@ import {
   type Stage,
 } from "./support/dockerfile.ts";
 import { ChartFailure, renderChart } from "./support/helm-template.ts";
-import { START_FLAGS } from "./support/start-command.ts";
+import { START_ENTRY, START_FLAGS } from "./support/start-command.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
@@ -68,13 +77,8 @@ describe("Dockerfile", () => {
     assert.ok(!runs.some((r) => /build:console|vite/.test(r)), "no console build at run time");
   });
 
-  it("runs `node src/main.ts serve` as a user other than root, on the port it exposes, its data folder a volume", () => {
-    assert.deepEqual(execForm(args(runtime, "CMD").at(-1)!), [
-      "node",
-      ...START_FLAGS,
-      "src/main.ts",
-      "serve",
-    ]);
+  it("runs `node bin/chat-gateway.js serve` as a user other than root, on the port it exposes, its data folder a volume", () => {
+    assert.deepEqual(execForm(args(runtime, "CMD").at(-1)!), ["node", ...START_FLAGS, START_ENTRY, "serve"]);
     assert.equal(args(runtime, "ENTRYPOINT").length, 0, "nothing between the stop signal and Node");
     const user = args(runtime, "USER").at(-1);
     assert.ok(user && !/^(root|0)(:|$)/.test(user), `USER ${user}`);
@@ -94,7 +98,13 @@ describe("Dockerfile", () => {
 
   it(".dockerignore sends the sources and keeps data, secrets, tests and node_modules out", () => {
     const patterns = parseDockerignore(read(".dockerignore"));
-    for (const path of ["package.json", "package-lock.json", "src/main.ts", "console/index.html"])
+    for (const path of [
+      "package.json",
+      "package-lock.json",
+      "bin/chat-gateway.js",
+      "src/main.ts",
+      "console/index.html",
+    ])
       assert.equal(isIgnored(patterns, path), false, path);
     for (const path of [
       ".env",
@@ -166,6 +176,20 @@ describe("Dockerfile", () => {
                 encoding: "utf8",
               });
               assert.equal(run.status, 0, `${instruction.args}\n${run.stdout}\n${run.stderr}`);
+            } else if (instruction.args.startsWith("node ")) {
+              // the compile cache's step, with CMD's flags (part of the cache's key), as written
+              const [, ...rest] = instruction.args.split(/\s+/);
+              assert.deepEqual(rest, [...START_FLAGS, START_ENTRY, "compile"]);
+              const run = spawnSync(process.execPath, rest, {
+                cwd: folder,
+                env: { ...env, NODE_COMPILE_CACHE: undefined },
+                encoding: "utf8",
+              });
+              assert.equal(run.status, 0, `${instruction.args}\n${run.stdout}\n${run.stderr}`);
+              assert.ok(
+                readdirSync(join(folder, "node_modules/.cache/chat-gateway")).length > 0,
+                "the compile cache beside the code",
+              );
             } else {
               // the one other step makes the data folder; its owner is the image's user
               assert.match(instruction.args, new RegExp(`^mkdir -p ${DATA_DIR} && chown `));
@@ -498,7 +522,7 @@ describe("systemd unit", () => {
     assert.ok(one("User") && one("User") !== "root");
     const [node, ...rest] = one("ExecStart")!.split(" ");
     assert.match(node!, /^\/\S+\/node$/);
-    assert.deepEqual(rest, [...START_FLAGS, "src/main.ts", "serve"], "npm start's Node flags");
+    assert.deepEqual(rest, [...START_FLAGS, START_ENTRY, "serve"], "npm start's Node flags");
     assert.ok(one("WorkingDirectory")?.startsWith("/"));
     assert.ok(one("EnvironmentFile"));
     assert.equal(one("ExecReload"), "/bin/kill -HUP $MAINPID");

@@ -4,6 +4,7 @@
 // Every command takes --json and then prints one JSON document, and nothing else, on stdout:
 // with --json, serve's logs go to stderr.
 import { existsSync, readFileSync } from "node:fs";
+import { flushCompileCache, getCompileCacheDir } from "node:module";
 import { join } from "node:path";
 import { LookupError } from "../accounts/errors.ts";
 import { ConfigError, loadConfig } from "../config/load.ts";
@@ -21,6 +22,8 @@ const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src
 
   serve                                   run the gateway (the default)
   migrate                                 apply store migrations
+  compile                                 fill Node's compile cache with what serve loads, for a
+                                          code folder the gateway's user cannot write (image build)
   config check                            validate the configuration and print a summary
   accounts create --name N [--plan P] [--quota TOKENS]
   accounts list
@@ -61,13 +64,16 @@ export function version(): string {
   ).version;
 }
 
-async function serve(ctx: CliContext): Promise<void> {
-  // Loaded here so CLI commands do not pay for Fastify, the tokenizer and the providers.
-  const [{ startGateway }, { createLogger }, { CONSOLE_DIST }] = await Promise.all([
+/** What serve loads besides the CLI: loaded then, so CLI commands do not pay for Fastify, the tokenizer and the providers. */
+const serving = () =>
+  Promise.all([
     import("../server.ts"),
     import("../observability/logger.ts"),
     import("../http/console-static.ts"),
   ]);
+
+async function serve(ctx: CliContext): Promise<void> {
+  const [{ startGateway }, { createLogger }, { CONSOLE_DIST }] = await serving();
   // stdout then carries the one JSON document a --json command prints, so a reader can parse it
   const logger = createLogger(ctx.config.log_level, ctx.json ? process.stderr : undefined);
   const source = process.env.GATEWAY_CONFIG ?? "embedded defaults";
@@ -88,6 +94,9 @@ async function serve(ctx: CliContext): Promise<void> {
   });
   // the first call lets the young generation grow (src/lib/young-generation.ts)
   gateway.app.server.once("request", letYoungGenerationGrow);
+  // Node writes its compile cache at exit; what start-up compiled is kept now, should this
+  // process be killed (bin/chat-gateway.js)
+  flushCompileCache();
   // one line says how it went (src/relay/settings.ts)
   reload = () =>
     void gateway.reload().catch((err) => logger.error({ err }, "the configuration reload failed"));
@@ -176,6 +185,19 @@ export async function runCli(argv: string[], out: (text: string) => void = conso
       case "serve":
         await serve(ctx);
         return -1; // keeps running
+      case "compile": {
+        // bin/chat-gateway.js turned the cache on (or NODE_COMPILE_CACHE names it)
+        const cache = getCompileCacheDir();
+        if (!cache)
+          return fail(
+            "Node's compile cache is off (NODE_DISABLE_COMPILE_CACHE, or its folder cannot be made)",
+            1,
+          );
+        await serving();
+        flushCompileCache();
+        out(json ? JSON.stringify({ cache }) : `compiled what serve loads into ${cache}`);
+        return 0;
+      }
       case "migrate": {
         const s = openStore(config.store);
         store = s;

@@ -4,8 +4,9 @@
 // commits their records and charges (StoreHolds), so the books cannot disagree. Waiters are
 // woken by NOTIFY on a connection of their own.
 import { type Kysely, sql } from "kysely";
-import pg from "pg";
+import type pg from "pg";
 import type { Logger } from "pino";
+import { postgresDriver } from "../store/drivers.ts";
 import { warnUnlessUnreachable } from "../store/reachability.ts";
 import type { Database } from "../store/schema.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
@@ -61,7 +62,7 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
 
   /** Listens for closed holds, so waiters here learn of them at once. */
   async start(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.#url });
+    const client = new (postgresDriver().Client)({ connectionString: this.#url });
     client.on("notification", (n) => {
       const [account, key] = (n.payload ?? "").split(" ");
       this.wake(account, key);

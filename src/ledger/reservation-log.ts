@@ -2,7 +2,8 @@
 // upstream: when Redis loses its state, a new epoch is seeded with the holds still open (see
 // redis-ledger.ts, which also deletes the rows). Not the call records' journal
 // (src/records/journal.ts).
-import pg from "pg";
+import type pg from "pg";
+import { postgresDriver } from "../store/drivers.ts";
 
 /** flushes of at most this many rows are sent as prepared statements, one per size */
 const PREPARED_ROWS = 8;
@@ -31,7 +32,11 @@ export class ReservationLog {
   #scheduled = false;
 
   constructor(url: string) {
-    this.#pool = new pg.Pool({ connectionString: url, max: 2, options: "-c synchronous_commit=off" });
+    this.#pool = new (postgresDriver().Pool)({
+      connectionString: url,
+      max: 2,
+      options: "-c synchronous_commit=off",
+    });
     this.#pool.on("error", () => {}); // a dropped idle connection is replaced by the pool
   }
 

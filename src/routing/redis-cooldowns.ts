@@ -7,7 +7,8 @@
 // Redis unreachable: calls are routed on this instance's own knowledge (failures it counted,
 // cooldowns it started) until it is back; a call never fails because of Redis.
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
+import { redisDriver } from "../store/drivers.ts";
 import { runScript } from "../store/redis-script.ts";
 import {
   type Cooldown,
@@ -86,8 +87,9 @@ export class RedisCooldowns implements CooldownStore {
       maxRetriesPerRequest: 1,
       commandTimeout: 1_000,
     };
-    this.#redis = new Redis(options.url, connection);
-    this.#subscriber = new Redis(options.url, { ...connection, enableOfflineQueue: true });
+    const { Redis: Client } = redisDriver();
+    this.#redis = new Client(options.url, connection);
+    this.#subscriber = new Client(options.url, { ...connection, enableOfflineQueue: true });
     this.#prefix = `${options.prefix}routing:`;
     this.#channel = `${this.#prefix}cooldowns`;
     this.#settings = options.settings;

@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
 import { DEFAULT_MIGRATION_TABLE, type Migration, Migrator } from "kysely/migration";
-import pg from "pg";
+import { postgresDriver } from "./drivers.ts";
 import * as initial from "./migrations/001-initial.ts";
 import * as rateLimits from "./migrations/002-rate-limits.ts";
 import * as safety from "./migrations/003-safety.ts";
@@ -73,12 +73,16 @@ const migrations: Record<string, Migration> = {
 // 2^53, so read them as numbers. Scoped to our pools rather than pg's global parsers.
 const pgTypes = {
   getTypeParser: (oid: number, format?: any) =>
-    oid === 20 ? (v: string) => Number(v) : (pg.types.getTypeParser as any)(oid, format),
+    oid === 20 ? (v: string) => Number(v) : (postgresDriver().types.getTypeParser as any)(oid, format),
 };
 
 export function openStore(options: StoreOptions, onConnectionError: (err: Error) => void = () => {}): Store {
   if (options.database_url) {
-    const pool = new pg.Pool({ connectionString: options.database_url, max: 10, types: pgTypes as any });
+    const pool = new (postgresDriver().Pool)({
+      connectionString: options.database_url,
+      max: 10,
+      types: pgTypes as any,
+    });
     pool.on("connect", prepareMarked);
     // An idle connection the server drops (restart, failover, admin) errors on the pool; with
     // no listener that is an uncaught exception that would end the process. The pool discards

@@ -10,8 +10,9 @@
 // While Redis is unreachable, commands fail at once (no offline queue) and callers fail closed;
 // the client reconnects by itself.
 import { randomBytes } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { redisDriver } from "./drivers.ts";
 import { Reachability } from "./reachability.ts";
 import { runScript } from "./redis-script.ts";
 
@@ -54,8 +55,9 @@ export class RedisState {
       connectTimeout: 2_000,
       retryStrategy: (times: number) => Math.min(100 * times, 1_000),
     };
-    this.client = new Redis(url, options);
-    this.subscriber = new Redis(url, { ...options, enableOfflineQueue: true });
+    const { Redis: Client } = redisDriver();
+    this.client = new Client(url, options);
+    this.subscriber = new Client(url, { ...options, enableOfflineQueue: true });
     this.prefix = prefix;
     this.channel = `${prefix}wake`;
     this.#logger = logger;

@@ -7,11 +7,14 @@ const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.ur
   scripts: { start: string };
 };
 
-/** `node <flags> src/main.ts serve`: the flags. */
+/** What `npm start` runs: the launcher that turns the compile cache on, then src/main.ts. */
+export const START_ENTRY = "bin/chat-gateway.js";
+
+/** `node <flags> bin/chat-gateway.js serve`: the flags. */
 export const START_FLAGS: readonly string[] = (() => {
   const words = pkg.scripts.start.split(/\s+/);
-  const entry = words.indexOf("src/main.ts");
+  const entry = words.indexOf(START_ENTRY);
   if (words[0] !== "node" || entry < 0 || words.slice(entry + 1).join(" ") !== "serve")
-    throw new Error(`npm start is not "node [flags] src/main.ts serve": ${pkg.scripts.start}`);
+    throw new Error(`npm start is not "node [flags] ${START_ENTRY} serve": ${pkg.scripts.start}`);
   return words.slice(1, entry);
 })();
