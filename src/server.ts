@@ -27,6 +27,7 @@ import { createLogger } from "./observability/logger.ts";
 import { Metrics, VERSION } from "./observability/metrics.ts";
 import { startTracing, TracingConfigError } from "./observability/tracing.ts";
 import { RecordJournal } from "./records/journal.ts";
+import { RedisRecordJournal } from "./records/redis-journal.ts";
 import { RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
 import { Relay } from "./relay/relay.ts";
@@ -236,11 +237,16 @@ export async function startGateway(fileConfig: Config, options: StartOptions = {
   const shared = ledgerSetup(config, store, logger, instanceId, now);
   const { ledger, rates } = shared;
   const keys = new KeyCache(store.db);
-  // The journal only where records are local: a shared ledger's holds close in the store.
-  const journal =
-    store.dialect === "sqlite" && config.store.records_journal && !shared.holds
+  // A journal where something outlives this process to commit it: the local file on SQLite
+  // (the next start replays it), Redis beside a shared ledger (a sweep of this instance's holds
+  // commits it). PostgreSQL alone has neither: each answer waits for its record's commit.
+  const journal = !config.store.records_journal
+    ? undefined
+    : store.dialect === "sqlite" && !shared.holds
       ? new RecordJournal(join(dirname(store.location), "records-journal"))
-      : undefined;
+      : shared.redis && shared.holds
+        ? new RedisRecordJournal(shared.redis, instanceId)
+        : undefined;
   const records = new RecordWriter(store.db, {
     onError: (err, attempt) => {
       metrics.recordWriteErrors.inc();
@@ -251,7 +257,8 @@ export async function startGateway(fileConfig: Config, options: StartOptions = {
     journal,
     commitIntervalMs: config.store.records_commit_ms,
   });
-  if (journal) await replayJournal(journal, records, logger);
+  if (journal instanceof RecordJournal) await replayJournal(journal, records, logger);
+  shared.holds?.commitLeftWith?.((instance) => records.commitLeft(instance));
   const routing = await startRouting(config, { db: store.db, metrics, logger, instanceId });
   const settingsDeps = { store, metrics, logger, routing, env };
   const settings = swappableSettings(await buildCallSettings(config, settingsDeps), logger);

@@ -49,10 +49,17 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
-// "sqlite+journal": the production default on SQLite, records journaled and committed behind
-// the answers (src/records/journal.ts); the books are read after the writer's flush.
-for (const variant of ["sqlite", "sqlite+journal", "postgres", "postgres+redis"] as const) {
-  const store = variant === "sqlite+journal" ? "sqlite" : variant;
+// "+journal": the production default on SQLite and on PostgreSQL with Redis, records journaled
+// and committed behind the answers (src/records/journal.ts, src/records/redis-journal.ts); the
+// books are read after the writer's flush.
+for (const variant of [
+  "sqlite",
+  "sqlite+journal",
+  "postgres",
+  "postgres+redis",
+  "postgres+redis+journal",
+] as const) {
+  const store = variant.replace(/\+journal$/, "") as "sqlite" | "postgres" | "postgres+redis";
   describe(
     `accounting invariants under a mixed load (${variant})`,
     await (store === "postgres+redis" ? needsRedis() : storeSuite(store)),
@@ -64,7 +71,7 @@ for (const variant of ["sqlite", "sqlite+journal", "postgres", "postgres+redis"]
       before(async () => {
         upstream = await startMockUpstream(INVARIANT_UPSTREAM);
         const config = loadConfig(upstream, { smallPlanQuota: 500 });
-        if (variant === "sqlite+journal") config.store = { ...config.store, records_journal: true };
+        if (variant.endsWith("+journal")) config.store = { ...config.store, records_journal: true };
         gw = await startTestGateway({ upstream, store, config });
         result = await runMixedLoad(loadTarget(gw), {
           seed: SEED,

@@ -573,7 +573,7 @@ export const configSections = z
           .boolean()
           .default(true)
           .describe(
-            "SQLite: each call's record is appended to a journal beside the file before the answer completes, and committed with the others of `records_commit_ms` in one transaction (a start replays what a crash left). false: each answer waits for its record's commit.",
+            "each call's record is journaled before the answer completes, and committed with the others of `records_commit_ms` in one commit: on SQLite in a file beside the store (a start replays what a crash left), on PostgreSQL with Redis in Redis (the instance that sweeps a crashed one's holds commits its records; decision 0040). PostgreSQL without Redis has no journal. false: each answer waits for its record's commit.",
           ),
         records_commit_ms: z
           .number()

@@ -63,6 +63,9 @@ const SWEEP_LUA = script("state", "sweep");
  */
 const JOURNAL_MS = 1_000;
 
+/** How long the rows of holds closed in Redis wait for a commit to take them out before they go alone. */
+const CLEANUP_MS = 1_000;
+
 /** A budget as the scripts take it: limit (-1: none) and period. */
 function budgetArgs(budget: MoneyBudget | null): [number, string] {
   return budget ? [budget.limit, budget.period] : [-1, "none"];
@@ -98,6 +101,10 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
   readonly #asking = new Set<Promise<void>>();
   /** holds whose journal row is charged and which closed in Redis: the row can go */
   #settled = new Set<number>();
+  /** the next look for rows of closed holds that no commit took (#cleanUp) */
+  #cleanup: NodeJS.Timeout | undefined;
+  /** commits what a dead instance journaled and no commit took out (the record writer's commitLeft) */
+  #commitLeft: ((instance: string) => Promise<unknown>) | undefined;
   /** those the writer's current commit deletes */
   #deleting: number[] = [];
   /** closes Redis could not take (unreachable, timed out), retried until they land */
@@ -462,7 +469,35 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     }
     // Its charge row stays until now: had this instance died before the close, a sweep would
     // have applied it. It goes with the writer's next transaction.
-    if (recorded) this.#settled.add(reservation.id);
+    if (recorded) this.#closedSettled(reservation.id);
+  }
+
+  #closedSettled(id: number): void {
+    this.#settled.add(id);
+    this.#cleanup ??= setTimeout(() => this.#cleanUp(new Set(this.#settled)), CLEANUP_MS).unref();
+  }
+
+  /**
+   * The rows of holds closed in Redis that no commit took out since `candidates` were taken:
+   * an instance whose calls stopped has no next commit to take its last ones.
+   */
+  #cleanUp(candidates: Set<number>): void {
+    this.#cleanup = undefined;
+    const ids = [...candidates].filter((id) => this.#settled.has(id));
+    if (!ids.length) return;
+    void this.#db
+      .deleteFrom("ledger_reservations")
+      .where("instance_id", "=", this.#instanceId)
+      .where("hold", "in", ids)
+      .execute()
+      .then(
+        () => {
+          for (const id of ids) this.#settled.delete(id);
+        },
+        () => undefined, // the next commit, cleanup or stop takes them
+      );
+    if (this.#settled.size > ids.length)
+      this.#cleanup ??= setTimeout(() => this.#cleanUp(new Set(this.#settled)), CLEANUP_MS).unref();
   }
 
   async #retryCloses(): Promise<void> {
@@ -473,7 +508,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         return; // Redis still does not answer: all of them wait for the next round
       }
       this.#unclosed.delete(id);
-      if (c.recorded) this.#settled.add(id);
+      if (c.recorded) this.#closedSettled(id);
     }
     if (this.#unclosed.size) return;
     void this.#retrying?.stop(); // not awaited: this may be the job's own round
@@ -519,6 +554,10 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     for (const id of this.#deleting) this.#settled.delete(id);
     this.#deleting = [];
     this.closedInStore(reservations);
+  }
+
+  commitLeftWith(commit: (instance: string) => Promise<unknown>): void {
+    this.#commitLeft = commit;
   }
 
   /** What Redis holds for the account or key in the current epoch (undefined: not seeded). */
@@ -594,6 +633,9 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     let released = 0;
     for (const dead of new Set([...inRedis, ...inStore])) {
       if (live.has(dead)) continue;
+      // Its records journaled behind their answers first, which mark their holds' rows with
+      // their charges; should that fail, its holds stay held until a sweep manages it.
+      await this.#commitLeft?.(dead);
       // Charged before released: a hold given back first would leave room its charge used.
       const charges = await this.#db
         .selectFrom("ledger_reservations")
@@ -682,6 +724,10 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
 
   async stop(): Promise<void> {
     this.stopWaiting();
+    // the holds of the records the writer's last flush committed (it waited for them; a commit
+    // of a sweep's may have come since)
+    await this.closesDone();
+    clearTimeout(this.#cleanup); // what it would delete, the lines below do
     this.#redis.subscriber.off("message", this.#onMessage);
     // A last try; what is still open after it is closed by the others' sweep (charges included).
     await this.#retrying?.stop();

@@ -66,6 +66,13 @@ export abstract class SharedLedger implements Ledger {
   readonly #open = new Map<number, Reservation>();
   /** holds whose close the record writer committed in the store, with the record */
   readonly #closedInStore = new Set<number>();
+  /**
+   * holds whose record is journaled, not committed yet, with the charge their call ended with
+   * (null: it has not ended yet): they close when the record is committed
+   */
+  readonly #journaled = new Map<number, { charge: number; nanos: number } | null>();
+  /** closes under way of holds whose records were committed behind their answers */
+  readonly #closing = new Set<Promise<void>>();
   readonly #used = new Map<string, number>();
   readonly #reserved = new Map<string, number>();
   readonly #spent = new Map<string, number>();
@@ -290,7 +297,27 @@ export abstract class SharedLedger implements Ledger {
 
   /** The record writer committed the close of these holds with their records (see StoreHolds). */
   closedInStore(reservations: readonly Reservation[]): void {
-    for (const r of reservations) if (this.#open.has(r.id)) this.#closedInStore.add(r.id);
+    for (const r of reservations) {
+      if (!this.#open.has(r.id)) continue;
+      this.#closedInStore.add(r.id);
+      const ended = this.#journaled.get(r.id);
+      if (!ended) continue;
+      // the call ended before its record was committed: its hold closes now
+      const closing = this.#finish(r, ended.charge, ended.nanos)
+        .catch(() => undefined)
+        .finally(() => this.#closing.delete(closing));
+      this.#closing.add(closing);
+    }
+  }
+
+  /** The hold's record is journaled: the call's end waits for its commit to close it (see StoreHolds). */
+  journaled(reservation: Reservation): void {
+    if (this.#open.has(reservation.id)) this.#journaled.set(reservation.id, null);
+  }
+
+  /** Waits for the closes of holds whose records were committed behind their answers (see StoreHolds). */
+  async closesDone(): Promise<void> {
+    while (this.#closing.size) await Promise.all([...this.#closing]);
   }
 
   async settle(reservation: Reservation, tokens: number, nanos: number): Promise<void> {
@@ -302,6 +329,15 @@ export abstract class SharedLedger implements Ledger {
   }
 
   async #finish(reservation: Reservation, charge: number, nanos: number): Promise<void> {
+    if (!this.#open.has(reservation.id)) return;
+    if (this.#journaled.has(reservation.id) && !this.#closedInStore.has(reservation.id)) {
+      // Its record is not committed yet: the hold keeps what it held until it is, then
+      // closes with this charge (closedInStore). A second end changes nothing.
+      if (this.#journaled.get(reservation.id) === null)
+        this.#journaled.set(reservation.id, { charge, nanos });
+      return;
+    }
+    this.#journaled.delete(reservation.id);
     // Exactly once: a second settle or release of the same reservation changes nothing.
     if (!this.#open.delete(reservation.id)) return;
     // A charge is only ever made with its record: without one, the hold is released. The

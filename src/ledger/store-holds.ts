@@ -26,4 +26,17 @@ export interface StoreHolds {
   closing(): HoldClosing;
   /** The batch committed: these holds' settle or release must not close them again. */
   committed(reservations: readonly Reservation[]): void;
+  /**
+   * The hold's record is journaled, to be committed behind the answer: its settle or release
+   * (the call's end) only notes the charge, and the hold closes with it once the record is
+   * committed (`committed`). Until then it keeps holding what it held.
+   */
+  journaled(reservation: Reservation): void;
+  /** Resolves once the holds of the records committed so far have closed (the writer's flush). */
+  closesDone(): Promise<void>;
+  /**
+   * Records a sweep commits before it releases a dead instance's holds: what that instance
+   * journaled and no commit took out (the record writer's commitLeft).
+   */
+  commitLeftWith?(commit: (instance: string) => Promise<unknown>): void;
 }

@@ -180,10 +180,12 @@ export class RedisRateLimiter implements RateLimits {
       .where("created_at", ">=", since)
       .where((eb) => eb.or([eb("error_code", "is", null), eb("error_code", "<>", "ledger_unavailable")]))
       .executeTakeFirstOrThrow();
+    // a charged row's call is in its records already (charged in the same commit)
     const held = await this.#db
       .selectFrom("ledger_reservations")
       .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.sum<number>("tokens").as("t")])
       .where(column, "=", id)
+      .where("charged_tokens", "is", null)
       .executeTakeFirstOrThrow();
     const taken =
       b.kind === "requests"

@@ -45,6 +45,8 @@ function alive(pid: number): boolean {
 }
 
 export class RecordJournal {
+  /** a file of this machine: nobody else can commit it (a start here replays it) */
+  readonly shared = false;
   readonly #dir: string;
   #fd: number | undefined;
   #seq = 0;

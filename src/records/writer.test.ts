@@ -287,6 +287,35 @@ for (const kind of ["sqlite", "postgres"] as const) {
       await writer.flush();
     });
 
+    test("a record a shared journal does not take (Redis down) is committed before its write resolves", async () => {
+      const taken: string[] = [];
+      const removed: string[] = [];
+      let down = false;
+      const journal = {
+        shared: true,
+        append: async (r: CallRecord) => {
+          if (down) throw new Error("Redis does not answer");
+          taken.push(r.request_id);
+        },
+        seal: (batch: readonly CallRecord[]) => batch.map((r) => r.request_id),
+        remove: (ids: readonly string[]) => {
+          removed.push(...ids);
+        },
+      };
+      const writer = new RecordWriter(store.db, { onError: () => {}, journal, commitIntervalMs: 50 });
+      const journaled = record();
+      await writer.write(journaled);
+      assert.equal(await rowCount({ requestIds: [journaled.request_id] }), 0, "journaled: committed behind");
+      down = true;
+      const refused = record();
+      await writer.write(refused);
+      assert.equal(await rowCount({ requestIds: [refused.request_id] }), 1, "not journaled: committed first");
+      await writer.flush();
+      assert.equal(await rowCount({ requestIds: [journaled.request_id] }), 1);
+      assert.deepEqual(taken, [journaled.request_id]);
+      assert.ok(removed.includes(journaled.request_id), "the journal lets the committed record go");
+    });
+
     test("flush() also waits for writes queued while it runs", async () => {
       const writer = new RecordWriter(store.db, { onError: () => {} });
       const first = Array.from({ length: 50 }, () => record());

@@ -8,10 +8,12 @@
 // Each record's cost is added the same way to its key's and account's spending, in total and
 // for the month of the commit, so the records' costs add up to the spent figures exactly.
 //
-// With a journal (SQLite, src/records/journal.ts) a write() resolves once the record is in
-// the journal, and the store commits every `commitIntervalMs` what was journaled since: one
-// transaction for many calls instead of one per call. The journal replays at start what a
-// crash left uncommitted.
+// With a journal a write() resolves once the record is in the journal, and the store commits
+// every `commitIntervalMs` what was journaled since: one commit for many calls instead of one
+// per call. On SQLite the journal is a local file (src/records/journal.ts), replayed at start
+// from what a crash left uncommitted. On PostgreSQL with Redis it is in Redis
+// (src/records/redis-journal.ts), where the instance that sweeps a dead one's holds commits its
+// records first; the batch's holds close once it is committed (StoreHolds.journaled).
 import { CompiledQuery, type Kysely, PostgresAdapter } from "kysely";
 import type { HoldClosing, StoreHolds } from "../ledger/store-holds.ts";
 import type { Reservation } from "../ledger/types.ts";
@@ -20,16 +22,28 @@ import { prepared } from "../store/prepared.ts";
 import type { Database } from "../store/schema.ts";
 import type { CallRecord } from "./call-record.ts";
 import { type DailyDelta, dailyDeltas } from "./daily-usage.ts";
+import type { JournaledRecord } from "./redis-journal.ts";
 import { compileStatements, type Statements } from "./statements.ts";
 
 /**
- * What the writer needs of its journal (RecordJournal, journal.ts), declared here so that the
- * journal and the writer do not import each other.
+ * What the writer needs of its journal (RecordJournal, journal.ts; RedisRecordJournal,
+ * redis-journal.ts), declared here so that the journals and the writer do not import each other.
  */
 export interface Journal {
-  append(record: CallRecord): void;
-  seal(): string[];
-  remove(files: readonly string[]): void;
+  /**
+   * whether another instance can commit what it holds once this process is gone: only such a
+   * journal can carry the records of shared holds
+   */
+  readonly shared: boolean;
+  /** keeps the record where this process's crash does not lose it; throws or rejects when it cannot */
+  append(record: CallRecord, reservation: Reservation | undefined): void | Promise<void>;
+  /** before a commit of `batch`: what to pass to remove() once it is committed */
+  seal(batch: readonly CallRecord[]): string[];
+  remove(sealed: readonly string[]): void | Promise<void>;
+  /** a shared journal's: what the gone `instance` journaled and no commit took out yet */
+  left?(instance: string): Promise<JournaledRecord[]>;
+  /** a shared journal's: those records of `instance` are committed */
+  removeLeft?(instance: string, requestIds: readonly string[]): Promise<void>;
 }
 
 interface Pending {
@@ -38,6 +52,8 @@ interface Pending {
   reservation: Reservation | undefined;
   resolve: () => void;
   reject: (err: unknown) => void;
+  /** behind a journal that did not take it: its write() waits for its commit, and fails with it */
+  unjournaled?: true;
 }
 
 const settled = (): void => {};
@@ -132,6 +148,10 @@ export class RecordWriter {
   #queue: Pending[] = [];
   /** behind a journal, after a failed commit: no next try before this time */
   #pausedUntil = 0;
+  /** behind a journal: the last commit failed, so the next first skips what the store holds */
+  #retrying = false;
+  /** committed batches a shared journal did not take out yet */
+  #unremoved: string[] = [];
   #flushing: Promise<void> | undefined;
   #scheduled = false;
 
@@ -149,7 +169,8 @@ export class RecordWriter {
       commitIntervalMs?: number;
     },
   ) {
-    if (options.journal && options.holds) throw new Error("a journal cannot close shared holds");
+    if (options.journal && options.holds && !options.journal.shared)
+      throw new Error("a local journal cannot carry shared holds' records");
     this.#postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     if (options.holds && !this.#postgres) throw new Error("shared holds close on PostgreSQL only");
     this.#db = db;
@@ -164,13 +185,32 @@ export class RecordWriter {
   /** Queues the record (and the call's hold); resolves when it is committed, rejects if it could not be. */
   write(record: CallRecord, reservation?: Reservation): Promise<void> {
     if (this.#journal) {
-      this.#journal.append(record); // throws (disk full): the caller fails the call, nothing queued
-      this.#queue.push({ record, reservation, resolve: settled, reject: settled });
-      this.#schedule();
-      return Promise.resolve();
+      const queue = () => {
+        this.#queue.push({ record, reservation, resolve: settled, reject: settled });
+        // the hold closes once the record is committed, not when the call ends
+        if (reservation) this.#holds?.journaled(reservation);
+        this.#schedule();
+      };
+      // throws (disk full): the caller fails the call, nothing queued
+      const appended = this.#journal.append(record, reservation);
+      if (!appended) {
+        queue();
+        return Promise.resolve();
+      }
+      // Redis did not take it (down): the store still may, and the answer waits for that, as
+      // without a journal. A call refused because Redis is down has its record all the same.
+      return appended.then(queue, () => this.#unjournaled(record, reservation));
     }
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ record, reservation, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  /** Queues a record the journal did not take: resolves once it is committed, rejects if it cannot be. */
+  #unjournaled(record: CallRecord, reservation: Reservation | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ record, reservation, resolve, reject, unjournaled: true });
       this.#schedule();
     });
   }
@@ -212,39 +252,102 @@ export class RecordWriter {
    * the records back, keeps the segments, and tries again later: they are never dropped.
    */
   async #commitJournaled(journal: Journal): Promise<boolean> {
-    const sealed = journal.seal();
     const batch = this.#queue.splice(0);
+    const sealed = journal.seal(batch.map((p) => p.record));
     for (let i = 0; i < batch.length; i += MAX_BATCH) {
-      if (!(await this.#commit(batch.slice(i, i + MAX_BATCH)))) {
-        this.#queue.unshift(...batch.slice(i));
+      let chunk = batch.slice(i, i + MAX_BATCH);
+      if (this.#retrying) {
+        // The last try may have landed (its answer lost), or a sweep that took this instance
+        // for dead committed these records: those are not committed twice, and their holds
+        // were closed by the sweep (closing them here again finds nothing to close).
+        const present = await this.#present(chunk.map((p) => p.record)).catch(() => undefined);
+        if (present?.size) {
+          this.#holds?.committed(
+            chunk.flatMap((p) => (p.reservation && present.has(p.record.request_id) ? [p.reservation] : [])),
+          );
+          chunk = chunk.filter((p) => !present.has(p.record.request_id));
+        }
+      }
+      if (!(await this.#commit(chunk))) {
+        // the failed chunk's unjournaled writes were rejected: only the journal keeps the rest
+        this.#queue.unshift(...chunk.filter((p) => !p.unjournaled), ...batch.slice(i + MAX_BATCH));
         this.#pausedUntil = Date.now() + RETRY_LATER_MS;
+        this.#retrying = true;
         return false;
       }
+      this.#retrying = false;
     }
-    journal.remove(sealed);
+    // the batch's holds closed first: a record gone from the journal is one whose hold is closed
+    await this.#holds?.closesDone();
+    try {
+      await journal.remove([...this.#unremoved, ...sealed]);
+      this.#unremoved = [];
+    } catch (err) {
+      // Committed, but still in Redis: taken out with the next batch (a sweep would skip them).
+      this.#unremoved.push(...sealed);
+      this.#onError(err, 0);
+    }
     return true;
+  }
+
+  /** The request ids of these records that the store holds already. */
+  async #present(records: readonly CallRecord[]): Promise<Set<string>> {
+    const present = new Set<string>();
+    for (let i = 0; i < records.length; i += MAX_BATCH) {
+      const rows = await this.#db
+        .selectFrom("call_records")
+        .select("request_id")
+        .where(
+          "request_id",
+          "in",
+          records.slice(i, i + MAX_BATCH).map((r) => r.request_id),
+        )
+        .execute();
+      for (const r of rows) present.add(r.request_id);
+    }
+    return present;
+  }
+
+  /**
+   * Commits what `instance` (gone: its lease ran out) journaled and no commit took out, as it
+   * would have: its holds' journal rows marked with their charges, which the sweep then applies.
+   * Throws when it could not: the sweep must not release holds whose charges are not committed.
+   */
+  async commitLeft(instance: string): Promise<number> {
+    const journal = this.#journal;
+    if (!journal?.left || !journal.removeLeft) return 0;
+    const left = await journal.left(instance);
+    if (!left.length) return 0;
+    const present = await this.#present(left.map((e) => e.record));
+    const missing = left.filter((e) => !present.has(e.record.request_id));
+    for (let i = 0; i < missing.length; i += MAX_BATCH) {
+      const batch = missing.slice(i, i + MAX_BATCH).map(({ record, hold }) => ({
+        record,
+        reservation: hold && {
+          id: hold.id,
+          accountId: hold.accountId,
+          keyId: hold.keyId,
+          tokens: 0,
+          nanos: null,
+          ...(hold.session === undefined ? {} : { session: hold.session }),
+        },
+        resolve: settled,
+        reject: settled,
+      }));
+      if (!(await this.#commit(batch, { ledger: "redis", instance, done: [] })))
+        throw new Error(`could not commit the records instance ${instance} left`);
+    }
+    await journal.removeLeft(
+      instance,
+      left.map((e) => e.record.request_id),
+    );
+    return missing.length;
   }
 
   /** Adds records a crashed process journaled and the store does not hold yet; returns how many. */
   async replay(records: readonly CallRecord[]): Promise<number> {
-    const missing: CallRecord[] = [];
-    for (let i = 0; i < records.length; i += MAX_BATCH) {
-      const chunk = records.slice(i, i + MAX_BATCH);
-      const present = new Set(
-        (
-          await this.#db
-            .selectFrom("call_records")
-            .select("request_id")
-            .where(
-              "request_id",
-              "in",
-              chunk.map((r) => r.request_id),
-            )
-            .execute()
-        ).map((r) => r.request_id),
-      );
-      for (const r of chunk) if (!present.has(r.request_id)) missing.push(r);
-    }
+    const present = await this.#present(records);
+    const missing = records.filter((r) => !present.has(r.request_id));
     for (let i = 0; i < missing.length; i += MAX_BATCH) {
       const batch = missing.slice(i, i + MAX_BATCH).map((record) => ({
         record,
@@ -257,15 +360,19 @@ export class RecordWriter {
     return missing.length;
   }
 
-  /** Commits the batch (with retries); false when it could not be, its writers rejected. */
-  async #commit(batch: Pending[]): Promise<boolean> {
+  /**
+   * Commits the batch (with retries); false when it could not be, its writers rejected.
+   * `closing`: another instance's holds (its records, committed by a sweep); else this one's.
+   */
+  async #commit(batch: Pending[], closing?: HoldClosing): Promise<boolean> {
+    if (!batch.length) return true;
     const sums = batchSums(batch);
     for (let attempt = 1; ; attempt++) {
       try {
         const month = monthOf(this.#now());
-        if (this.#postgres) await this.#commitStatement(batch, sums, month);
+        if (this.#postgres) await this.#commitStatement(batch, sums, month, closing);
         else await this.#commitTransaction(batch, sums, month);
-        this.#holds?.committed(batch.flatMap((p) => (p.reservation ? [p.reservation] : [])));
+        if (!closing) this.#holds?.committed(batch.flatMap((p) => (p.reservation ? [p.reservation] : [])));
         for (const p of batch) p.resolve();
         return true;
       } catch (err) {
@@ -303,8 +410,13 @@ export class RecordWriter {
    * the same sums in the same lock order and ends the batch's holds: a transaction of a round
    * trip per statement cost the server more than the rows did.
    */
-  async #commitStatement(batch: Pending[], sums: BatchSums, month: string): Promise<void> {
-    const closing: HoldClosing | undefined = this.#holds?.closing();
+  async #commitStatement(
+    batch: Pending[],
+    sums: BatchSums,
+    month: string,
+    other: HoldClosing | undefined,
+  ): Promise<void> {
+    const closing: HoldClosing | undefined = other ?? this.#holds?.closing();
     const holds = this.#holds
       ? batch.flatMap(({ reservation: r, record }) =>
           r
@@ -351,7 +463,8 @@ export class RecordWriter {
     while (this.#queue.length || this.#flushing) {
       const before = this.#queue.length;
       await this.#drain();
-      if (this.#journal && this.#queue.length >= before && before > 0) return;
+      if (this.#journal && this.#queue.length >= before && before > 0) break;
     }
+    await this.#holds?.closesDone();
   }
 }

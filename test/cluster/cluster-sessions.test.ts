@@ -66,6 +66,7 @@ for (const mode of ["postgres+redis", "postgres"] as const) {
       assert.equal(ok, 5);
       assert.equal(upstream.requests.length, 5, "nothing else reached the upstream");
       assert.ok(results.every((r) => r.status === 200 || r.code === "tokens_held"));
+      await cluster.target.books.flush(); // the records are committed behind the answers
       const records = await cluster.store.db
         .selectFrom("call_records")
         .select((eb) => [

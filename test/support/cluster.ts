@@ -81,6 +81,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const input: ConfigInput = {
     ...testConfig(options.upstream, options.config),
     store: {
+      ...options.config?.store,
       database_url: database.url,
       ...(redis ? { redis_url: redis.url, redis_prefix: redis.prefix } : {}),
     },
@@ -163,7 +164,22 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     counter: (kind, id) => inspector.ledger.inspect!(kind, id),
     openHolds: () => inspector.ledger.openHolds!(),
     planQuota: (id) => config.plans.find((p) => p.id === id)?.quota_tokens,
-    flush: async () => {}, // each instance commits a record before its answer ends
+    // Records are committed behind the answers (store.records_journal, the production default):
+    // every instance's journal in Redis is empty once they are, a dead instance's once a sweep
+    // committed what it left. Without Redis each answer waits for its record's commit.
+    flush: async () => {
+      const client = inspector.redis?.client;
+      if (!client || !redis) return;
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const journals = await client.keys(`${redis.prefix}records:*`);
+        let left = 0;
+        for (const journal of journals) left += await client.hlen(journal);
+        if (left === 0) return;
+        if (Date.now() > deadline) throw new Error(`${left} records still journaled in Redis after 30 s`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
   };
   const target: LoadTarget = {
     get baseURLs() {

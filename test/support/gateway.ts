@@ -145,17 +145,21 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   let dataDir: string | undefined;
   const input = testConfig(options.upstream, options.config);
   let redis: { url: string; prefix: string } | undefined;
+  // Tests read the store right after an answer: each answer waits for its record's commit,
+  // unless a suite asks for the journal (the production default) to test it.
   if (kind !== "sqlite") {
     database = await createTestDatabase();
-    input.store = { ...input.store, database_url: options.databaseUrl?.(database.url) ?? database.url };
+    input.store = {
+      records_journal: false,
+      ...input.store,
+      database_url: options.databaseUrl?.(database.url) ?? database.url,
+    };
     if (kind === "postgres+redis") {
       redis = { url: options.redisUrl ?? TEST_REDIS_URL, prefix: redisPrefix() };
       input.store = { ...input.store, redis_url: redis.url, redis_prefix: redis.prefix };
     }
   } else {
     dataDir = mkdtempSync(join(tmpdir(), "gw-test-"));
-    // Tests read the store right after an answer: each answer waits for its record's commit,
-    // unless a suite asks for the journal (the production default) to test it.
     input.store = { records_journal: false, ...input.store, data_dir: dataDir };
   }
   // TEST_CATALOG_SOURCE=store runs a suite with the catalog in the store (seeded from this
