@@ -13,14 +13,7 @@
 import type { Reservation } from "../ledger/types.ts";
 import type { RedisState } from "../store/redis-state.ts";
 import type { CallRecord } from "./call-record.ts";
-import type { Journal } from "./writer.ts";
-
-/** A journaled record with the hold it closes: what a sweep needs to commit it as its instance would have. */
-export interface JournaledRecord {
-  record: CallRecord;
-  /** the hold's id and subjects (absent: the call held nothing) */
-  hold?: { id: number; accountId: string; keyId: string; session?: string | undefined } | undefined;
-}
+import type { Journal, JournaledRecord } from "./writer.ts";
 
 export class RedisRecordJournal implements Journal {
   readonly shared = true;

@@ -22,7 +22,6 @@ import { prepared } from "../store/prepared.ts";
 import type { Database } from "../store/schema.ts";
 import type { CallRecord } from "./call-record.ts";
 import { type DailyDelta, dailyDeltas } from "./daily-usage.ts";
-import type { JournaledRecord } from "./redis-journal.ts";
 import { compileStatements, type Statements } from "./statements.ts";
 
 /**
@@ -44,6 +43,13 @@ export interface Journal {
   left?(instance: string): Promise<JournaledRecord[]>;
   /** a shared journal's: those records of `instance` are committed */
   removeLeft?(instance: string, requestIds: readonly string[]): Promise<void>;
+}
+
+/** A shared journal's record with the hold it closes: what a sweep needs to commit it as its instance would have. */
+export interface JournaledRecord {
+  record: CallRecord;
+  /** the hold's id and subjects (absent: the call held nothing) */
+  hold?: { id: number; accountId: string; keyId: string; session?: string | undefined } | undefined;
 }
 
 interface Pending {
