@@ -3,7 +3,7 @@
 // redis-ledger.ts, which also deletes the rows). Not the call records' journal
 // (src/records/journal.ts).
 import type pg from "pg";
-import { postgresDriver } from "../store/drivers.ts";
+import { postgresPool } from "../store/drivers.ts";
 
 /** flushes of at most this many rows are sent as prepared statements, one per size */
 const PREPARED_ROWS = 8;
@@ -32,12 +32,11 @@ export class ReservationLog {
   #scheduled = false;
 
   constructor(url: string) {
-    this.#pool = new (postgresDriver().Pool)({
-      connectionString: url,
-      max: 2,
-      options: "-c synchronous_commit=off",
-    });
-    this.#pool.on("error", () => {}); // a dropped idle connection is replaced by the pool
+    // a dropped connection is replaced by the pool; a row it was writing fails (its hold is given back)
+    this.#pool = postgresPool(
+      { connectionString: url, max: 2, options: "-c synchronous_commit=off" },
+      () => {},
+    );
   }
 
   add(row: ReservationRow): Promise<void> {

@@ -6,6 +6,8 @@ import { after, before, describe, it } from "node:test";
 import { sql } from "kysely";
 import pg from "pg";
 import { createTestDatabase, needsPostgres, type TestDatabase } from "../../test/support/postgres.ts";
+import { until } from "../../test/support/stream-assertions.ts";
+import { startTcpProxy } from "../../test/support/tcp-proxy.ts";
 import { migrate, openStore, ping, type Store, StoreNewerError } from "./db.ts";
 
 describe("PostgreSQL store", await needsPostgres(), () => {
@@ -39,6 +41,42 @@ describe("PostgreSQL store", await needsPostgres(), () => {
     for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     assert.ok(errors.length >= 1, "the dropped connection was reported, not thrown");
     await ping(store); // a new connection serves the next query
+  });
+
+  it("survives its connection breaking in the middle of a query: the query fails, nothing is thrown", async () => {
+    // the network between the store and the server cut while a query runs, as in a failover
+    const server = new URL(database.url);
+    const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+    const through = new URL(database.url);
+    through.host = `127.0.0.1:${proxy.port}`;
+    const cut = openStore({ data_dir: "unused", database_url: through.toString() });
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      // Kysely's query holds its connection (checked out of the pool, which stops listening to it)
+      const sleeping = sql`select pg_sleep(5)`.execute(cut.db).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      await until(
+        async () =>
+          Boolean(
+            (await admin.query("select 1 from pg_stat_activity where query = 'select pg_sleep(5)'")).rowCount,
+          ),
+        "the query runs",
+        5_000,
+      );
+      await proxy.cut();
+      assert.match(String(await sleeping), /terminated/, "the query fails");
+      // an error event nobody listened to would be an uncaught exception by now, failing this file
+      await new Promise((r) => setTimeout(r, 100));
+      await proxy.restore();
+      await ping(cut); // a new connection serves the next query
+    } finally {
+      await admin.end();
+      await cut.close();
+      await proxy.close();
+    }
   });
 });
 

@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
 import { DEFAULT_MIGRATION_TABLE, type Migration, Migrator } from "kysely/migration";
-import { postgresDriver } from "./drivers.ts";
+import { postgresDriver, postgresPool } from "./drivers.ts";
 import * as initial from "./migrations/001-initial.ts";
 import * as rateLimits from "./migrations/002-rate-limits.ts";
 import * as safety from "./migrations/003-safety.ts";
@@ -78,16 +78,12 @@ const pgTypes = {
 
 export function openStore(options: StoreOptions, onConnectionError: (err: Error) => void = () => {}): Store {
   if (options.database_url) {
-    const pool = new (postgresDriver().Pool)({
-      connectionString: options.database_url,
-      max: 10,
-      types: pgTypes as any,
-    });
+    // a connection the server drops is reported, replaced, and never ends the process
+    const pool = postgresPool(
+      { connectionString: options.database_url, max: 10, types: pgTypes as any },
+      onConnectionError,
+    );
     pool.on("connect", prepareMarked);
-    // An idle connection the server drops (restart, failover, admin) errors on the pool; with
-    // no listener that is an uncaught exception that would end the process. The pool discards
-    // the broken connection and opens another for the next query.
-    pool.on("error", onConnectionError);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const url = new URL(options.database_url);
     return {

@@ -17,6 +17,21 @@ export function postgresDriver(): typeof Pg.default {
   return pgModule;
 }
 
+/**
+ * A node-postgres pool whose connections may break at any time without ending the process.
+ * A connection the server drops (restart, failover, a cut network) emits an error: while idle
+ * the pool passes it to `onIdleError` and replaces the connection; while a query holds it
+ * (Kysely takes a connection with `connect()`, where the pool stops listening) nobody listened,
+ * so it was an uncaught exception. Its query fails with the error all the same, and the caller
+ * hears that; the connection's own listener keeps the rest quiet.
+ */
+export function postgresPool(config: Pg.PoolConfig, onIdleError: (err: Error) => void): Pg.Pool {
+  const pool = new (postgresDriver().Pool)(config);
+  pool.on("connect", (client) => client.on("error", () => {}));
+  pool.on("error", onIdleError);
+  return pool;
+}
+
 /** ioredis. */
 export function redisDriver(): typeof IoRedis {
   ioredisModule ??= require("ioredis") as typeof IoRedis;
