@@ -10,7 +10,7 @@ import OpenAI from "openai";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
 import { type MockUpstream, startMockUpstream } from "./support/mock-openai-upstream.ts";
 import { storeSuite } from "./support/postgres.ts";
-import { TEST_REDIS_URL } from "./support/redis-instance.ts";
+import { journaledRecords, TEST_REDIS_URL } from "./support/redis-instance.ts";
 import { until } from "./support/stream-assertions.ts";
 import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.ts";
 
@@ -47,11 +47,7 @@ describe("records journaled in Redis across a PostgreSQL outage", await storeSui
     await upstream?.close();
   });
 
-  const journaled = async () => {
-    const ids: string[] = [];
-    for (const hash of await redis.keys(`${prefix}records:*`)) ids.push(...(await redis.hkeys(hash)));
-    return ids;
-  };
+  const journaled = () => journaledRecords(redis, prefix);
 
   it("each record is committed once when the store is back, its hold closed with its charge", async () => {
     const account = await gw.account("journal-outage");
@@ -68,10 +64,10 @@ describe("records journaled in Redis across a PostgreSQL outage", await storeSui
     assert.equal(new Set(ids).size, 3);
 
     await proxy.cut();
-    assert.deepEqual((await journaled()).sort(), [...ids].sort(), "answered, waiting in Redis");
+    assert.deepEqual(await journaled(), [...ids].sort(), "answered, waiting in Redis");
     // the commit comes due and fails (again and again: the writer retries every second)
     await new Promise((r) => setTimeout(r, 1_500));
-    assert.deepEqual((await journaled()).sort(), [...ids].sort(), "kept while the store is away");
+    assert.deepEqual(await journaled(), [...ids].sort(), "kept while the store is away");
     const held = await gw.ledger("key", key.id);
     assert.ok(held && held.reserved > 0, `the holds still hold: ${JSON.stringify(held)}`);
 

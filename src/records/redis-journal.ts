@@ -15,6 +15,11 @@ import type { RedisState } from "../store/redis-state.ts";
 import type { CallRecord } from "./call-record.ts";
 import type { Journal, JournaledRecord } from "./writer.ts";
 
+/** The hash of `instance`'s journal under the gateway's Redis prefix ("*": every instance's, as a pattern). */
+export function journalHash(prefix: string, instance: string): string {
+  return `${prefix}records:${instance}`;
+}
+
 export class RedisRecordJournal implements Journal {
   readonly shared = true;
   readonly #redis: RedisState;
@@ -26,7 +31,7 @@ export class RedisRecordJournal implements Journal {
   }
 
   #hash(instance: string): string {
-    return `${this.#redis.prefix}records:${instance}`;
+    return journalHash(this.#redis.prefix, instance);
   }
 
   /** Writes the record (and its hold) to Redis; rejects when Redis does not take it. */

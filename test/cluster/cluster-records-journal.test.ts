@@ -9,7 +9,7 @@ import { Redis } from "ioredis";
 import { chat } from "../support/chat-call.ts";
 import { type Cluster, startCluster } from "../support/cluster.ts";
 import { type MockUpstream, startMockUpstream } from "../support/mock-openai-upstream.ts";
-import { dropRedisKeys, needsRedis } from "../support/redis-instance.ts";
+import { dropRedisKeys, journaledRecords, needsRedis } from "../support/redis-instance.ts";
 import { until } from "../support/stream-assertions.ts";
 
 /** long enough that a check right after an answer comes before its commit */
@@ -63,12 +63,7 @@ describe("the records journal in Redis (two instances)", await needsRedis(), () 
     return u === null ? undefined : { used: Number(u), reserved: Number(r) };
   };
   /** the journals' entries in Redis, every instance's */
-  const journaled = async () => {
-    const ids: string[] = [];
-    for (const hash of await redis.keys(`${cluster.redis!.prefix}records:*`))
-      ids.push(...(await redis.hkeys(hash)));
-    return ids;
-  };
+  const journaled = () => journaledRecords(redis, cluster.redis!.prefix);
 
   it("an answer does not wait for its record's commit; its hold closes with its charge once it lands", async () => {
     const account = await cluster.target.account("journal-answer");

@@ -21,7 +21,7 @@ import { testConfig } from "./gateway.ts";
 import type { Arrivals, Books, LoadTarget } from "./mixed-load.ts";
 import type { MockUpstream } from "./mock-openai-upstream.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
-import { dropRedisKeys, redisPrefix, TEST_REDIS_URL } from "./redis-instance.ts";
+import { dropRedisKeys, journaledRecords, redisPrefix, TEST_REDIS_URL } from "./redis-instance.ts";
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const PRELOAD = fileURLToPath(new URL("./arrivals-preload.ts", import.meta.url));
@@ -172,9 +172,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       if (!client || !redis) return;
       const deadline = Date.now() + 30_000;
       for (;;) {
-        const journals = await client.keys(`${redis.prefix}records:*`);
-        let left = 0;
-        for (const journal of journals) left += await client.hlen(journal);
+        const left = (await journaledRecords(client, redis.prefix)).length;
         if (left === 0) return;
         if (Date.now() > deadline) throw new Error(`${left} records still journaled in Redis after 30 s`);
         await new Promise((r) => setTimeout(r, 20));

@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { Redis } from "ioredis";
+import { journalHash } from "../../src/records/redis-journal.ts";
 import { freePort } from "./listen.ts";
 
 // One check of the shared server, in ./redis.ts; this file adds what the ledger's suites need.
@@ -40,6 +41,13 @@ export async function dropRedisKeys(url: string, prefix: string): Promise<void> 
   } finally {
     client.disconnect();
   }
+}
+
+/** The request ids of the call records every instance under the prefix has journaled in Redis and not committed yet. */
+export async function journaledRecords(client: Redis, prefix: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const hash of await client.keys(journalHash(prefix, "*"))) ids.push(...(await client.hkeys(hash)));
+  return ids.sort();
 }
 
 /** Flushes what a gateway keeps under its prefix, as FLUSHALL would for it alone. */
