@@ -176,12 +176,16 @@ export interface IdleMemory {
 }
 
 /**
- * Resident memory of each process once it has been idle for IDLE_SECONDS since `since`
+ * Resident memory of each process once it has been idle for `seconds` since `since`
  * (a performance.now() time). Marked handled at once: it is awaited only when the run ends, and
  * a process gone by then rejects it there rather than crash the run as an unhandled rejection.
  */
-export function idleMemory(pids: number[], since = performance.now()): Promise<IdleMemory> {
-  const reading = sleep(Math.max(0, since + IDLE_SECONDS * 1000 - performance.now())).then(() => {
+export function idleMemory(
+  pids: number[],
+  seconds = IDLE_SECONDS,
+  since = performance.now(),
+): Promise<IdleMemory> {
+  const reading = sleep(Math.max(0, since + seconds * 1000 - performance.now())).then(() => {
     const rssMb = pids.map((pid) => statusKb(pid, "VmRSS") / 1024);
     const highest = pids[rssMb.indexOf(Math.max(...rssMb))];
     return { rssMb, highestParts: highest === undefined ? undefined : memoryParts(highest) };

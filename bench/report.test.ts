@@ -229,7 +229,7 @@ describe("bench report", () => {
     const block = text.slice(text.indexOf("Memory (")).split("\n");
     const rows = block.slice(1, 5).map((l) => l.trim().split(/\s{2,}/));
     assert.deepEqual(rows, [
-      ["process", "peak MB", "÷ pass-through", "idle 10 s after start-up", "idle 10 s after the load"],
+      ["process", "peak MB", "÷ pass-through", "idle 10 s after start-up", "idle 40 s after the load"],
       ["pass-through", "100", "45", "60"],
       ["gateway on sqlite", "130", "1.30×", "70", "100"],
       ["gateway on postgres+redis", "150", "1.50×", "75", "100"],

@@ -26,6 +26,7 @@ import {
   formatReport,
   type GatewaySummary,
   type GoalCheck,
+  IDLE_AFTER_SECONDS,
   IDLE_SECONDS,
   type MemorySummary,
   summarizeStores,
@@ -89,7 +90,9 @@ function estimateSeconds(options: BenchOptions): number {
   // the first round of warm-ups, then each target's own warm-up, runs and pauses
   const perTarget = 2 * options.warmup + options.rateDuration + options.duration + 3;
   // and the idle memory, read after start-up and after the last run
-  return Math.round(options.modes.length * (baselines + gateways) * perTarget + 2 * IDLE_SECONDS + 5);
+  return Math.round(
+    options.modes.length * (baselines + gateways) * perTarget + IDLE_SECONDS + IDLE_AFTER_SECONDS + 5,
+  );
 }
 
 /** The mocks: one writing each stream at once, and for the stream-paced mode one pacing its events. */
@@ -213,7 +216,7 @@ async function warmUpAll(targets: Target[], options: BenchOptions): Promise<void
  * Mode by mode, every target in turn: the baselines, then each store's gateway. A mode's
  * baselines are then measured minutes, not a whole run, before the gateways they are compared
  * with, so a change in the machine's other load moves both. Once a server has answered its
- * last measured run, its idle memory is read IDLE_SECONDS later (while the others go on),
+ * last measured run, its idle memory is read IDLE_AFTER_SECONDS later (while the others go on),
  * by the pass-through's name or its store's.
  */
 async function benchAll(
@@ -240,7 +243,8 @@ async function benchAll(
     for (const target of targets) {
       runs.push(...(await benchTarget({ target, upstreamPid, serverPids, stores }, mode, options)));
       const server = lastOf.get(target);
-      if (mode === options.modes.at(-1) && server) idleAfter.set(server, idleMemory(target.pids));
+      if (mode === options.modes.at(-1) && server)
+        idleAfter.set(server, idleMemory(target.pids, IDLE_AFTER_SECONDS));
     }
   }
   return { runs, idleAfter };
@@ -362,7 +366,7 @@ async function bench(options: BenchOptions): Promise<number> {
   await warmUpAll([...baselines, ...setups.flatMap((s) => s.targets)], options);
   const { runs, idleAfter } = await benchAll(baselines, setups, options, mocks);
   for (const recording of recordings) await recording.stop();
-  log(`  waiting for the servers' idle memory (${IDLE_SECONDS} s after each one's last run)…`);
+  log(`  waiting for the servers' idle memory (${IDLE_AFTER_SECONDS} s after each one's last run)…`);
   addLatencyDeltas(runs);
   const results: BenchResults = {
     runs,

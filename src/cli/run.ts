@@ -8,6 +8,7 @@ import { flushCompileCache, getCompileCacheDir } from "node:module";
 import { join } from "node:path";
 import { LookupError } from "../accounts/errors.ts";
 import { ConfigError, loadConfig } from "../config/load.ts";
+import { releaseMemoryWhenIdle } from "../lib/idle-memory.ts";
 import { letYoungGenerationGrow } from "../lib/young-generation.ts";
 import { migrate, openStore, type Store, StoreNewerError } from "../store/db.ts";
 import { accountsCommand } from "./accounts.ts";
@@ -97,6 +98,8 @@ async function serve(ctx: CliContext): Promise<void> {
   // Node writes its compile cache at exit; what start-up compiled is kept now, should this
   // process be killed (bin/chat-gateway.js)
   flushCompileCache();
+  // what a burst of calls grew the process to goes back once it idles (src/lib/idle-memory.ts)
+  const idleMemory = await releaseMemoryWhenIdle(gateway.deps.logger);
   // one line says how it went (src/relay/settings.ts)
   reload = () =>
     void gateway.reload().catch((err) => logger.error({ err }, "the configuration reload failed"));
@@ -107,6 +110,7 @@ async function serve(ctx: CliContext): Promise<void> {
     if (stopping) return;
     stopping = true;
     reload = undefined;
+    idleMemory.stop();
     gateway.deps.logger.info({ signal }, "shutting down");
     gateway.close().then(
       () => process.exit(0),
