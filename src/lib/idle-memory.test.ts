@@ -1,7 +1,7 @@
 // Memory given back when idle: the policy (released only when the event loop idled through
-// enough checks in a row and the process grew since the last release, never twice at once) with probes the test
-// drives, and the release itself on this process: a burst's garbage leaves the process's
-// resident memory, which a plain collection did not do (decision 0041).
+// enough checks in a row and the process grew since the last release, never twice at once),
+// with probes the test drives; and the release itself on this process: a burst's garbage
+// leaves the process's resident memory, which a plain collection did not do (decision 0041).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { type IdleMemoryProbes, IdleMemoryRelease, processProbes } from "./idle-memory.ts";
