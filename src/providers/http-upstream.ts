@@ -3,7 +3,6 @@
 // call can break turned into an UpstreamError, and the provider's upstream keys taken in turn
 // (./key-pool.ts). Adapters add only their wire format.
 
-import { Pool } from "undici";
 import type { z } from "zod";
 import { retryAfterMs, UpstreamError } from "../errors/upstream-error.ts";
 import type { Timeouts } from "./config-fields.ts";
@@ -12,6 +11,7 @@ import { type KeyFault, KeyPool } from "./key-pool.ts";
 import { registerSecret } from "./secrets.ts";
 import { readSse, type SseEvent } from "./sse-reader.ts";
 import type { KeyState } from "./types.ts";
+import { Pool, type PoolOptions } from "./undici-pool.ts";
 
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -64,7 +64,7 @@ export class HttpUpstream {
       keepAliveTimeout: 30_000,
       pipelining: 1,
       // (undici passes it to net.connect, whose options its types leave out)
-      connect: { highWaterMark: READ_AHEAD_BYTES } as Pool.Options["connect"],
+      connect: { highWaterMark: READ_AHEAD_BYTES } as PoolOptions["connect"],
     });
     this.#totalMs = config.timeouts.total_ms;
   }

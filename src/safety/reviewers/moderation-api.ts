@@ -2,11 +2,11 @@
 // itself, or a compatible one) and applies the operator's per-category thresholds to the
 // scores it returns. One keep-alive undici Pool per reviewer; never a connection per review.
 
-import { Pool } from "undici";
 import { z } from "zod";
 import type { ReviewerConfig } from "../../config/schema.ts";
 import { sanitizeUpstreamMessage } from "../../providers/sanitize.ts";
 import { registerSecret } from "../../providers/secrets.ts";
+import { Pool } from "../../providers/undici-pool.ts";
 import { type Reviewer, ReviewerError, type ReviewRequest, type ReviewVerdict } from "../types.ts";
 
 type ModerationConfig = Extract<ReviewerConfig, { type: "moderation-api" }>;
