@@ -6,18 +6,23 @@
 # The base is a build argument so a mirror or a pinned digest can stand in for it.
 ARG NODE_IMAGE=node:24-slim
 
-# The build stage has the dev dependencies, which the console's build (Vite) needs and the
-# gateway does not.
+# The build stage has the dev dependencies, which the builds (Vite for the console, tsc for the
+# gateway) need and the gateway does not.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # The only install script in the tree is the `node` dev dependency's, which fetches a second
 # Node binary: the image's own Node is the one that runs everything here.
 RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY bin ./bin
 COPY console ./console
 # the console imports the gateway's shared vocabularies and answer types from src/
 COPY src ./src
-RUN npm run build:console
+# the console and the gateway compiled to JavaScript, with the digest of the source it is a
+# build of (scripts/build.ts)
+RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
 # HOST: the gateway listens on loopback by default, unreachable from outside a container.
@@ -28,12 +33,10 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
-COPY src ./src
-COPY --from=build /app/dist/console ./dist/console
-# Node's compile cache, filled here with CMD's flags (they are part of its key) and left
-# read-only to the runtime user, as the code is: each start loads the modules compiled, without
-# stripping their types again (bin/chat-gateway.js, decision 0039)
-RUN node --max-semi-space-size=16 bin/chat-gateway.js compile
+# The compiled gateway and the built console, and no src/: bin/chat-gateway.js runs the
+# JavaScript, which needs neither Node's type stripper nor its compile cache, and an idle
+# instance holds the least memory that way (decision 0042).
+COPY --from=build /app/dist ./dist
 # store.data_dir is ./data: the SQLite store, its records journal and the first start's
 # secrets file. Made here and owned by the runtime user, so a new volume mounted on it is too.
 RUN mkdir -p /app/data && chown node:node /app/data && chmod 0700 /app/data

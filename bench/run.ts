@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { isBuildOf } from "../bin/source-digest.js";
 import { type IdleMemory, idleMemory, measure, type Processes, warmUp } from "./measure.ts";
 import {
   type BenchOptions,
@@ -297,6 +298,7 @@ function writeResults(options: BenchOptions, results: BenchResults, goals: GoalC
   const doc = {
     date: new Date().toISOString(),
     commit: gitCommit(),
+    code: gatewayCode(),
     machine,
     options,
     stores,
@@ -339,8 +341,19 @@ function describeStores(options: BenchOptions): string {
   return `${options.stores.length > 1 ? "stores" : "store"} ${stores.join(", ")}`;
 }
 
+/**
+ * Which code `npm start` runs here (bin/chat-gateway.js): the build when dist/ is a build of
+ * this source, as after `npm install`; the TypeScript otherwise, which holds more memory.
+ */
+function gatewayCode(): string {
+  return isBuildOf(join(ROOT, "dist"), join(ROOT, "src"))
+    ? "dist/ (a build of this source)"
+    : "src/ (TypeScript: dist/ is not a build of this source; `npm run build` measures what `npm start` runs after `npm install`)";
+}
+
 async function bench(options: BenchOptions): Promise<number> {
   tempDir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
+  log(`gateway code: ${gatewayCode()}`);
   log(
     `benchmark: about ${estimateSeconds(options)} s; ${options.provider} mock upstream, latency ${options.latency} ms` +
       (options.modes.includes("stream-paced")

@@ -1,16 +1,18 @@
 // Builds what the packed package runs: the web console (vite, into dist/console) and the
 // gateway compiled to JavaScript (tsc, into dist/, with the files it reads beside its modules),
-// since Node does not strip types from files under node_modules. `npm run build` runs it; so
-// does npm's `prepare`, which runs on `npm install` in a clone, on `npm pack` / `npm publish`
+// since Node does not strip types from files under node_modules; bin/chat-gateway.js runs it
+// while it is a build of the source beside it (the digest written last). `npm run build` runs
+// it; so does npm's `prepare`, which runs on `npm install` in a clone, on `npm pack` / `npm publish`
 // and when npm installs the package from git. Starting the gateway never builds anything.
 //
 //   node scripts/build.ts            build, or fail
 //   node scripts/build.ts --prepare  the same, except that without the dev dependencies (an
 //                                    `npm ci --omit=dev`) it says so and leaves dist/ as it is
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
+import { DIGEST_FILE, sourceDigest } from "../bin/source-digest.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const DIST = join(ROOT, "dist");
@@ -57,6 +59,8 @@ function build(): void {
     console.error(`build failed: ${missing} not installed (run \`npm ci\` first)`);
     process.exit(1);
   }
+  // of the source as it is before compiling: one edited meanwhile does not match the build
+  const digest = sourceDigest(join(ROOT, "src"));
   // vite empties dist/console itself; the rest of dist/ is the previous compile, which may hold
   // modules since deleted
   run(vite, ["build", "console", "--logLevel", "warn"]);
@@ -66,6 +70,8 @@ function build(): void {
   run(tsc, ["-p", "tsconfig.build.json", "--noCheck"]);
   for (const asset of RUNTIME_ASSETS)
     cpSync(join(ROOT, "src", asset), join(DIST, asset), { recursive: true, errorOnExist: false });
+  // last: a build cut short leaves no digest, and the launcher runs the source instead
+  writeFileSync(join(DIST, DIGEST_FILE), `${digest}\n`);
 }
 
 if (import.meta.main) build();

@@ -22,6 +22,7 @@ import { basename, dirname, join, relative, sep } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
+import { DIGEST_FILE, sourceDigest } from "../bin/source-digest.js";
 import { type CliResult, runNode } from "./support/cli.ts";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -217,10 +218,11 @@ function filesUnder(dir: string): string[] {
 describe("the build step without dev dependencies", () => {
   let dir: string;
   before(() => {
-    // the script alone, where neither vite nor typescript can be found
+    // the script (and the digest it writes) alone, where neither vite nor typescript can be found
     dir = tempDir("gw-release-nodev-");
     mkdirSync(join(dir, "scripts"));
     cpSync(join(ROOT, "scripts", "build.ts"), join(dir, "scripts", "build.ts"));
+    cpSync(join(ROOT, "bin", "source-digest.js"), join(dir, "bin", "source-digest.js"), { recursive: true });
     mkdirSync(join(dir, "dist"));
   });
 
@@ -347,6 +349,22 @@ describe("the package", () => {
         ),
       );
     assert.deepEqual(named, []);
+  });
+
+  test("its build names the source it was compiled from, which the launcher compares (decision 0042)", () => {
+    assert.ok(files.includes(`dist/${DIGEST_FILE}`));
+    assert.equal(
+      readFileSync(join(pkg, "dist", DIGEST_FILE), "utf8").trim(),
+      sourceDigest(join(work, "clone", "src")),
+    );
+  });
+
+  test("`chat-gateway compile` has nothing to compile: the build runs without Node's compile cache", async () => {
+    const r = await runNode([join(pkg, "bin", "chat-gateway.js"), "compile", "--json"], childEnv(), {
+      cwd: work,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { cache: null });
   });
 
   test("`chat-gateway --version` runs from the package", async () => {

@@ -19,12 +19,16 @@ import { firstStartText, writeSecretsFile } from "./first-start.ts";
 import { keysCommand } from "./keys.ts";
 import { usersCommand } from "./users.ts";
 
+/** This module runs from the build in dist/, not from the TypeScript in src/. */
+const RUNS_COMPILED = import.meta.url.endsWith(".js");
+
 const USAGE = `usage: chat-gateway <command> [--json]      (in a clone: node src/main.ts <command> [--json])
 
   serve                                   run the gateway (the default)
   migrate                                 apply store migrations
   compile                                 fill Node's compile cache with what serve loads, for a
-                                          code folder the gateway's user cannot write (image build)
+                                          code folder the gateway's user cannot write (a clone that
+                                          runs its TypeScript; the compiled build needs none)
   config check                            validate the configuration and print a summary
   accounts create --name N [--plan P] [--quota TOKENS]
   accounts list
@@ -192,6 +196,13 @@ export async function runCli(argv: string[], out: (text: string) => void = conso
       case "compile": {
         // bin/chat-gateway.js turned the cache on (or NODE_COMPILE_CACHE names it)
         const cache = getCompileCacheDir();
+        // the compiled JavaScript (dist/) runs without it (bin/chat-gateway.js, decision 0042)
+        if (!cache && RUNS_COMPILED) {
+          out(
+            json ? JSON.stringify({ cache: null }) : "nothing to compile: this is the compiled build (dist/)",
+          );
+          return 0;
+        }
         if (!cache)
           return fail(
             "Node's compile cache is off (NODE_DISABLE_COMPILE_CACHE, or its folder cannot be made)",
