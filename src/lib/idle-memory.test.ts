@@ -1,5 +1,6 @@
-// Memory given back when idle: the policy (released only when the event loop idled through
-// enough checks in a row and the process grew since the last release, never twice at once),
+// Memory given back when idle: the policy (released at the first check after start-up if
+// idle, then only when the event loop idled through enough checks in a row and the process
+// grew since the last release, never twice at once),
 // with probes the test drives; and the release itself on this process: a burst's garbage
 // leaves the process's resident memory, which a plain collection did not do (decision 0041).
 import assert from "node:assert/strict";
@@ -23,10 +24,35 @@ function fakeProbes(floor: number) {
   return { state, probes };
 }
 
+test("released at the first check after start-up when idle, with no growth and no long idle", async () => {
+  const { state, probes } = fakeProbes(90 * MB);
+  const policy = new IdleMemoryRelease(probes, { growthBytes: 32 * MB, idleChecks: 3 });
+  assert.deepEqual(await policy.check(), { before: 100 * MB, after: 90 * MB });
+  assert.equal(state.releases, 1);
+  assert.equal(await policy.check(), undefined, "then the usual rule: nothing grew");
+  assert.equal(await policy.check(), undefined);
+  assert.equal(await policy.check(), undefined);
+  state.rss = 115 * MB;
+  assert.equal(
+    await policy.check(),
+    undefined,
+    "grown from what start-up's release kept (90), by less than 32",
+  );
+  assert.equal(state.releases, 1);
+  state.rss = 123 * MB;
+  assert.deepEqual(
+    await policy.check(),
+    { before: 123 * MB, after: 90 * MB },
+    "idle long enough, grown by 33",
+  );
+});
+
 test("released once idle through enough checks after a growth, and not again until the process grows past what it kept", async () => {
   const { state, probes } = fakeProbes(130 * MB);
   const policy = new IdleMemoryRelease(probes, { growthBytes: 32 * MB, idleChecks: 3 });
-  assert.equal(await policy.check(), undefined, "the first check takes the size after start-up");
+  state.utilization = 0.4;
+  assert.equal(await policy.check(), undefined, "calls from the start: no release after start-up");
+  state.utilization = 0;
   state.rss = 120 * MB;
   assert.equal(await policy.check(), undefined, "grew by less than the threshold");
   state.rss = 400 * MB;
@@ -54,7 +80,9 @@ test("released once idle through enough checks after a growth, and not again unt
 test("a check while a release runs does not start another", async () => {
   const { state, probes } = fakeProbes(100 * MB);
   const policy = new IdleMemoryRelease(probes, { growthBytes: 32 * MB, idleChecks: 1 });
+  state.utilization = 0.4;
   await policy.check();
+  state.utilization = 0;
   state.rss = 300 * MB;
   let open!: () => void;
   state.hold = new Promise((resolve) => {
