@@ -77,6 +77,11 @@ export interface StartOptions {
   loadConfig?: () => Config;
   /** where loadConfig reads from (the file), for the reload's log lines */
   configSource?: string;
+  /**
+   * runs once everything is built, before the port opens: serve's collection of what start-up
+   * left (src/lib/idle-memory.ts), which no call can then wait on
+   */
+  beforeListen?: () => Promise<void>;
 }
 
 /** Open connections, which of them have a request in flight, and which carried one. */
@@ -373,6 +378,8 @@ export async function startGateway(fileConfig: Config, options: StartOptions = {
 
   const app = buildApp(deps);
   const connections = trackConnections(app.server);
+  await app.ready();
+  await options.beforeListen?.();
   await app.listen({ host: config.server.host, port: config.server.port });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.server.port;

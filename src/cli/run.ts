@@ -8,7 +8,7 @@ import { flushCompileCache, getCompileCacheDir } from "node:module";
 import { join } from "node:path";
 import { LookupError } from "../accounts/errors.ts";
 import { ConfigError, loadConfig } from "../config/load.ts";
-import { releaseMemoryWhenIdle } from "../lib/idle-memory.ts";
+import { releaseMemoryWhenIdle, releaseStartUpMemory } from "../lib/idle-memory.ts";
 import { letYoungGenerationGrow } from "../lib/young-generation.ts";
 import { migrate, openStore, type Store, StoreNewerError } from "../store/db.ts";
 import { accountsCommand } from "./accounts.ts";
@@ -96,6 +96,8 @@ async function serve(ctx: CliContext): Promise<void> {
     logger,
     loadConfig: () => loadConfig(),
     configSource: source,
+    // what start-up left goes back before the port opens (src/lib/idle-memory.ts)
+    beforeListen: () => releaseStartUpMemory(logger),
   });
   // the first call lets the young generation grow (src/lib/young-generation.ts)
   gateway.app.server.once("request", letYoungGenerationGrow);
