@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
+import { createRequire } from "node:module";
 import { test } from "node:test";
 import { rateAt } from "./pricing.ts";
-import { tablePricing } from "./table.ts";
+import { tableLoaded, tablePricing } from "./table.ts";
 
 test("the table prices a known model with its cache and long-context tiers", () => {
   const sonnet = tablePricing("anthropic", "claude-sonnet-4-5");
@@ -27,4 +28,15 @@ test("a flat-priced model has no tiers; cache writes it does not list cost 0", (
 test("names the table does not know, at a provider or anywhere, are not priced", () => {
   assert.equal(tablePricing("openai", "our-own-finetune-7b"), undefined);
   assert.equal(tablePricing("no-such-provider", "gpt-4o"), undefined);
+});
+
+test("the table is dropped once a build's lookups are done, and loaded again by the next", async () => {
+  assert.ok(tablePricing("openai", "gpt-4o-mini"));
+  assert.equal(tableLoaded(), true, "kept for the rest of this turn: a build prices its models in one go");
+  assert.ok(tablePricing("anthropic", "claude-sonnet-4-5"));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(tableLoaded(), false);
+  const cached = Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes("genai-prices"));
+  assert.deepEqual(cached, [], "nor in require's cache, which would keep it");
+  assert.deepEqual(tablePricing("openai", "gpt-4o-mini")?.input, { base: 0.15, tiers: [] });
 });

@@ -1,17 +1,38 @@
 // Known prices: the maintained table of @pydantic/genai-prices (MIT), for models whose
 // configuration has no `pricing` of its own. The table ships inside the package, so prices
 // change only when the package is updated (docs/accounting.md, "Prices"), never behind the operator's
-// back; the package's remote refresh is not used. The table (about 20 MB of heap) is loaded on
-// the first model that needs it: a configuration that prices every model never pays for it.
+// back; the package's remote refresh is not used.
+//
+// The table is read only while a registry is built (at start-up and at each reload), which
+// prices its models in one go. So it is loaded by the first model that needs it and dropped on
+// the next turn of the event loop: kept, it held 8-10 MB of an idle instance whose models the
+// table priced (decision 0042), for lookups that never came again. A configuration that prices
+// every model never loads it; a reload loads it again (about 60 ms).
 import { createRequire } from "node:module";
 import type { ModelPrice, TieredPrices } from "@pydantic/genai-prices";
 import { flatRate, type Pricing, type Rate } from "./pricing.ts";
 
 type Table = typeof import("@pydantic/genai-prices");
+const PACKAGE = "@pydantic/genai-prices";
 let table: Table | undefined;
+
 function loadTable(): Table {
-  table ??= createRequire(import.meta.url)("@pydantic/genai-prices") as Table;
+  if (table) return table;
+  // a require of its own, so that nothing this module keeps holds the table once dropped (a
+  // require's module is the table's parent, and a parent keeps its children)
+  const require = createRequire(import.meta.url);
+  const file = require.resolve(PACKAGE);
+  table = require(PACKAGE) as Table;
+  setImmediate(() => {
+    table = undefined;
+    delete require.cache[file];
+  });
   return table;
+}
+
+/** Whether the table is in memory now (its tests). */
+export function tableLoaded(): boolean {
+  return table !== undefined;
 }
 
 /** A rate as the table states it: a number (USD per million tokens) or a base with tiers. */
