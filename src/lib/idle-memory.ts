@@ -21,7 +21,7 @@
 // Start-up is a burst too: compiling the modules, parsing the configuration, migrating the
 // store leave garbage and half-empty pages. The same collection once everything is built, before
 // the port opens (so no call can wait on it, and nothing has run hot to recompile), brought an
-// idle instance from 98 to 92 MB on SQLite and from 104 to 94 MB on PostgreSQL + Redis
+// idle instance from 98 to 92 MB on SQLite and from 104 to 92-94 MB on PostgreSQL + Redis
 // (decision 0042): releaseStartUpMemory().
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";

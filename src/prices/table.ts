@@ -13,7 +13,6 @@ import type { ModelPrice, TieredPrices } from "@pydantic/genai-prices";
 import { flatRate, type Pricing, type Rate } from "./pricing.ts";
 
 type Table = typeof import("@pydantic/genai-prices");
-const PACKAGE = "@pydantic/genai-prices";
 let table: Table | undefined;
 
 function loadTable(): Table {
@@ -21,8 +20,9 @@ function loadTable(): Table {
   // a require of its own, so that nothing this module keeps holds the table once dropped (a
   // require's module is the table's parent, and a parent keeps its children)
   const require = createRequire(import.meta.url);
-  const file = require.resolve(PACKAGE);
-  table = require(PACKAGE) as Table;
+  // the package named in full: test/runtime-deps.test.ts reads what the gateway loads
+  const file = require.resolve("@pydantic/genai-prices");
+  table = require("@pydantic/genai-prices") as Table;
   setImmediate(() => {
     table = undefined;
     delete require.cache[file];
