@@ -137,13 +137,23 @@ export async function releaseStartUpMemory(logger: Logger): Promise<void> {
     logger.warn({ err }, "could not release start-up's memory");
     return;
   }
+  logReleased(logger, "started: memory released", { before, after: probes.rss() }, started);
+}
+
+/** One debug line per release, in MiB as the bench reports memory. */
+function logReleased(
+  logger: Logger,
+  message: string,
+  sizes: { before: number; after: number },
+  started: number,
+): void {
   logger.debug(
     {
-      before_mb: Math.round(before / 2 ** 20),
-      after_mb: Math.round(probes.rss() / 2 ** 20),
+      before_mb: Math.round(sizes.before / 2 ** 20),
+      after_mb: Math.round(sizes.after / 2 ** 20),
       ms: Math.round(performance.now() - started),
     },
-    "started: memory released",
+    message,
   );
 }
 
@@ -158,17 +168,7 @@ export async function releaseMemoryWhenIdle(logger: Logger): Promise<{ stop(): v
   const timer = setInterval(() => {
     const started = performance.now();
     policy.check().then(
-      (released) => {
-        if (!released) return;
-        logger.debug(
-          {
-            before_mb: Math.round(released.before / 2 ** 20),
-            after_mb: Math.round(released.after / 2 ** 20),
-            ms: Math.round(performance.now() - started),
-          },
-          "idle: memory released",
-        );
-      },
+      (released) => released && logReleased(logger, "idle: memory released", released, started),
       (err) => logger.warn({ err }, "could not release memory while idle"),
     );
   }, CHECK_MS).unref();
