@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { test } from "node:test";
 import { classifySmaps, memoryParts, statusKb } from "./proc-stats.ts";
 
@@ -39,12 +41,26 @@ test("classifySmaps: file pages, the main arena, V8's 256 KiB pages and the rest
   });
 });
 
-test("memoryParts of a running process add up to its resident size", () => {
-  const parts = memoryParts(process.pid);
-  const sum = parts.fileMb + parts.v8PagesMb + parts.mallocMainMb + parts.otherAnonMb;
-  const rss = statusKb(process.pid, "VmRSS") / 1024;
-  // read a moment apart, while this process runs: within a few MB
-  assert.ok(Math.abs(sum - rss) < 8, `parts ${sum.toFixed(1)} MB, VmRSS ${rss.toFixed(1)} MB`);
-  assert.ok(parts.v8PagesMb > 0, "a Node process has V8 heap pages");
-  assert.ok(parts.fileMb > 0, "and the node binary's pages");
+test("memoryParts of a running process add up to its resident size", async () => {
+  // A quiet child, not this process: the test runner allocates while it reads its own smaps
+  // (a megabyte of text), and CI once saw its resident size move 8 MB between the two reads.
+  const child = spawn(process.execPath, ["-e", "process.stdout.write('up'); setInterval(() => {}, 1000)"], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  try {
+    await once(child.stdout, "data");
+    const pid = child.pid!;
+    const before = statusKb(pid, "VmRSS") / 1024;
+    const parts = memoryParts(pid);
+    const after = statusKb(pid, "VmRSS") / 1024;
+    const sum = parts.fileMb + parts.v8PagesMb + parts.mallocMainMb + parts.otherAnonMb;
+    assert.ok(
+      sum >= Math.min(before, after) - 1 && sum <= Math.max(before, after) + 1,
+      `parts ${sum.toFixed(1)} MB, VmRSS ${before.toFixed(1)}-${after.toFixed(1)} MB`,
+    );
+    assert.ok(parts.v8PagesMb > 0, "a Node process has V8 heap pages");
+    assert.ok(parts.fileMb > 0, "and the node binary's pages");
+  } finally {
+    child.kill();
+  }
 });
