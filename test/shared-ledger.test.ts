@@ -700,11 +700,13 @@ for (const kind of ["postgres", "redis"] as const) {
       if (kind === "redis") {
         const flush = () => flushRedisKeys(TEST_REDIS_URL, prefix);
 
-        test("a hold whose journal row lands later than its deadline is given back: nothing held, no row left", async () => {
+        test("a hold whose journal row lands later than its deadline says so, and its release leaves nothing held and no row", async () => {
           const s = await newSubject(1_000);
           const late = await instance(randomUUID(), 15_000, 0); // every row is late
-          const r = await late.ledger.reserve(s, 100, 100, { signal: AbortSignal.abort() });
-          assert.equal(r.ok, false);
+          const r = await late.ledger.reserve(s, 100, 100);
+          assert.ok(r.ok, "the hold is granted: its row is on its way");
+          assert.equal(await r.reservation.landed?.(), false, "its call must be refused and charged nothing");
+          await late.ledger.release(r.reservation);
           assert.deepEqual(await late.ledger.inspect("key", s.keyId), { used: 0, reserved: 0 });
           const rows = await store.db
             .selectFrom("ledger_reservations")
@@ -959,12 +961,14 @@ describe("the shared ledger on redis, one instance alone", await needsRedis(), (
         "Redis grants the hold",
         5_000,
       );
+      const granted = await first;
+      assert.ok(granted.ok, "the hold is granted while its row waits behind the lock");
+      const landed = granted.reservation.landed!();
       await flushRedisKeys(TEST_REDIS_URL, prefix);
       const second = alone.ledger.reserve(s, 50, 50, { signal: AbortSignal.abort() });
       await new Promise((resolve) => setTimeout(resolve, 200)); // well within the row's deadline (1 s)
       await locker.query("commit");
-      const granted = await first;
-      assert.ok(granted.ok, "the row landed in time: the hold stands");
+      assert.equal(await landed, true, "the row landed in time: the hold stands");
       assert.deepEqual(
         await second,
         { ok: false, reason: "key_limit", remaining: 100, held: true },

@@ -120,7 +120,7 @@ export const catalog = {
     "dev_gateway_error",
     "ledger_unavailable",
     "The gateway cannot reach the shared ledger, so it admits no call. Retry later.",
-    "the store or Redis holding the shared quota ledger and rate limits is unreachable; nothing was sent upstream or charged",
+    "the store or Redis holding the shared quota ledger and rate limits is unreachable, or the store did not take the call's hold in time (its answer, asked for meanwhile, is not sent); nothing was charged",
     1,
   ),
   rate_limited_requests: entry(

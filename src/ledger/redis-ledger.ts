@@ -1,6 +1,7 @@
 // The ledger shared through Redis, with PostgreSQL as the truth: each hold is one Lua script
 // (check and hold, atomic across instances, about 0.3 ms), journaled in the store
-// (ledger_reservations) before the call goes upstream; the record writer ends the journal row
+// (ledger_reservations, rows gathered a few ms) while the call goes upstream, before its
+// answer; the record writer ends the journal row
 // in the statement that commits the record and its charge, marking the row with the charge,
 // then the hold is closed in Redis. The charged row goes with a later commit of this
 // instance; if the instance dies first, the sweep applies the charge to Redis.
@@ -13,8 +14,8 @@
 // the store: its consumption and spending and the journaled holds on it (with their money). A
 // hold marks which subjects count it, so a charge (tokens and money) is added to exactly the
 // subjects that did not see it in their seed. A hold made while an epoch ended is in the store
-// before the new epoch's first seed: its row must land within JOURNAL_MS of the hold (or the
-// hold is given back), and a young epoch's seeds wait twice that while other instances live,
+// before the new epoch's first seed: its row must land within JOURNAL_MS of the hold (or its
+// call is refused and charged nothing), and a young epoch's seeds wait twice that while other instances live,
 // so the hold costs two round trips of Redis (hold, close), not a third to check the epoch.
 // Budgets come with each call (as the quota and key limit do), the month from this process's
 // clock. A capped agent session is a third subject of the hold (its own key, only for calls
@@ -57,9 +58,10 @@ const UNWAIT_LUA = script("unwait");
 const SWEEP_LUA = script("state", "sweep");
 
 /**
- * A hold's journal row must land this soon after its hold was asked for, or the hold is given
- * back. A new epoch's seeds wait twice this (when other instances live): by then every hold an
- * earlier epoch granted is journaled or given back, so no seed can miss one (decision 0037).
+ * A hold's journal row must land this soon after its hold was asked for, or its call is refused
+ * and charged nothing. A new epoch's seeds wait twice this (when other instances live): by then
+ * every hold an earlier epoch granted is journaled or charges nothing, so no seed can miss one
+ * that charges (decisions 0037, 0043).
  */
 const JOURNAL_MS = 1_000;
 
@@ -191,6 +193,8 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
         this.#asking.delete(asking);
         settle();
       };
+      /** the hold went on with its call: its row settles `asking` when it lands */
+      let journaling = false;
       try {
         const reply = await this.#redis.run(RESERVE_LUA, (e) => {
           epoch = e;
@@ -282,47 +286,72 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
           ...(waiter ? { waiterId: Number(waiter) } : {}),
         };
         if (status !== "ok") return attempt;
-        if (await this.#journaled(subject, hold, attempt, asked)) return { ...attempt, reservationId: hold };
-        if (tries >= 4) return { ...attempt, status: "held", tokens: 0 };
+        journaling = true;
+        return {
+          ...attempt,
+          reservationId: hold,
+          landed: this.#journal(subject, hold, attempt, asked, done),
+        };
       } finally {
-        done();
+        if (!journaling) done();
       }
     }
   }
 
   /**
-   * Journals the hold in the store before the call goes on. A row that lands later than
-   * #journalMs after the hold was asked for may have come after a new epoch's seeds (Redis lost
-   * its state meanwhile), which would not count it: the hold is given back (false) and asked
-   * for again. In time, no seed can have missed it: seeds of a young epoch wait (#settledEpoch).
+   * Journals the hold in the store while its call goes upstream; the call's answer waits for
+   * the row (Reservation.landed). A row that lands later than #journalMs after the hold was
+   * asked for may have come after a new epoch's seeds (Redis lost its state meanwhile), which
+   * would not count it, and a row that fails is in no seed: either way the call is refused and
+   * charged nothing, so no seed can have missed a hold that charges. In time, no seed missed
+   * it: seeds of a young epoch wait (#settledEpoch). `done` is called once the row settled.
    */
-  async #journaled(subject: LedgerSubject, hold: number, a: Attempt, asked: number): Promise<boolean> {
-    const row = {
-      instance_id: this.#instanceId,
-      hold,
-      account_id: subject.accountId,
-      key_id: subject.keyId,
-      tokens: a.tokens,
-      account_nanos: a.accountNanos ?? 0,
-      key_nanos: a.keyNanos ?? 0,
-      session_id: subject.session?.id ?? null,
-      session_nanos: a.sessionNanos ?? 0,
-      created_at: Date.now(),
+  #journal(
+    subject: LedgerSubject,
+    hold: number,
+    a: Attempt,
+    asked: number,
+    done: () => void,
+  ): () => Promise<boolean> {
+    let waiting = true;
+    const landing = this.#reservations
+      .add({
+        instance_id: this.#instanceId,
+        hold,
+        account_id: subject.accountId,
+        key_id: subject.keyId,
+        tokens: a.tokens,
+        account_nanos: a.accountNanos ?? 0,
+        key_nanos: a.keyNanos ?? 0,
+        session_id: subject.session?.id ?? null,
+        session_nanos: a.sessionNanos ?? 0,
+        created_at: Date.now(),
+      })
+      .then(
+        () => {
+          if (performance.now() - asked <= this.#journalMs) return true;
+          this.#logger.warn(
+            { hold },
+            "a hold's journal row landed late: its call is refused and charged nothing",
+          );
+          return false;
+        },
+        (err: unknown) => {
+          this.#logger.warn(
+            { err, hold },
+            "could not journal a hold: its call is refused and charged nothing",
+          );
+          return false;
+        },
+      )
+      .finally(() => {
+        waiting = false;
+        done();
+      });
+    return () => {
+      if (waiting) this.#reservations.flushNow();
+      return landing;
     };
-    try {
-      await this.#reservations.add(row);
-    } catch (err) {
-      await this.#closeInRedis({ id: hold, ...holder(subject) }, 0, 0).catch(() => undefined);
-      throw err;
-    }
-    if (performance.now() - asked <= this.#journalMs) return true;
-    this.#logger.warn(
-      { hold },
-      "a hold's journal row landed late: the hold is given back and asked for again",
-    );
-    await this.#forget([hold]);
-    await this.#closeInRedis({ id: hold, ...holder(subject) }, 0, 0);
-    return false;
   }
 
   /**
@@ -332,6 +361,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
    * earlier epoch granted, here or on another instance, is in the store or was given back.
    */
   async #settledEpoch(epoch: string, now: number): Promise<void> {
+    this.#reservations.flushNow();
     await Promise.all([...this.#asking]);
     const young = RedisState.started(epoch) + 2 * this.#journalMs - now;
     if (!(young > 0)) return;
@@ -446,8 +476,12 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
     nanos: number,
     recorded: boolean,
   ): Promise<void> {
-    // The journal row goes first: a seed in between would count the hold again, with nobody left to close it.
-    if (!recorded) await this.#forget([reservation.id]);
+    // The journal row goes first: a seed in between would count the hold again, with nobody
+    // left to close it. A row still on its way is awaited, or it would land after its delete.
+    if (!recorded) {
+      await reservation.landed?.();
+      await this.#forget([reservation.id]);
+    }
     try {
       await this.#closeInRedis(reservation, charge, nanos);
     } catch (err) {

@@ -35,6 +35,8 @@ export interface Attempt {
   reason: RefusalReason;
   /** ok: the hold's id */
   reservationId?: number;
+  /** ok: the hold is journaled in the store behind its call (Reservation.landed) */
+  landed?: () => Promise<boolean>;
   /** ok: nanodollars held (null: no budget applies), and against each budget (0: none) */
   nanos?: number | null;
   accountNanos?: number;
@@ -198,6 +200,7 @@ export abstract class SharedLedger implements Ledger {
           }
         : {}),
       ...(session ? { session: session.id } : {}),
+      ...(a.landed ? { landed: a.landed } : {}),
     };
   }
 

@@ -81,6 +81,13 @@ export interface Reservation {
   readonly holdsNanos?: { readonly account: boolean; readonly key: boolean; readonly session?: boolean };
   /** the session whose caps the hold counts against (absent: none) */
   readonly session?: string;
+  /**
+   * A hold journaled in the store behind its call (the Redis ledger): resolves true once its
+   * row landed in time, false when it did not, and asks for the row now if it still waits.
+   * Its call must not be answered before it resolves, nor answered or charged when false.
+   * Absent: the hold is in the store already.
+   */
+  readonly landed?: () => Promise<boolean>;
 }
 
 /** Why a hold was refused: which limit, the first of these on a tie. */

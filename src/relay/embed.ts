@@ -65,6 +65,7 @@ export async function runEmbedding(
       await deps.finisher.finish(draft, CLIENT_GONE, hold);
       return undefined;
     }
+    await hold.mustHaveLanded();
     draft.markFirstToken();
     if (result.promptTokens !== undefined) draft.setUsage(result.promptTokens, 0, "upstream");
     else await estimateInputs(draft, req);

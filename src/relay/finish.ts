@@ -71,6 +71,12 @@ export class CallFinisher {
    */
   async finish(draft: CallDraft, outcome: CallOutcome, hold?: Hold): Promise<void> {
     if (draft.written) return;
+    // A hold whose journal row did not land in time charges nothing (Reservation.landed); and
+    // the record, which marks that row, is committed after it. Another end may have come
+    // meanwhile: the first one written is the call's.
+    const landed = hold ? await hold.landed() : true;
+    if (draft.written) return;
+    if (!landed) draft.waiveCharge();
     if (hold) draft.noteReservation(hold.reservation.tokens);
     draft.noteCost(hold?.reservation.nanos ?? null);
     try {

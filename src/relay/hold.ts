@@ -32,6 +32,8 @@ export interface HoldDeps {
   now: () => number;
 }
 
+const LANDED = Promise.resolve(true);
+
 /** The reservation of one request and its rate-limit ticket, closed exactly once. */
 export class Hold {
   readonly #deps: HoldDeps;
@@ -46,6 +48,23 @@ export class Hold {
     this.reservation = reservation;
     this.#ticket = ticket;
     this.budget = budget;
+  }
+
+  /**
+   * Whether the hold is in the store (Reservation.landed): waits for its journal row, if it is
+   * on its way, and asks for it now. Nothing is answered before it, nor charged when false.
+   */
+  landed(): Promise<boolean> {
+    return this.reservation.landed?.() ?? LANDED;
+  }
+
+  /** Refuses the call (ledger_unavailable) when its hold is not in the store (landed). */
+  async mustHaveLanded(): Promise<void> {
+    if (!(await this.landed()))
+      throw new GatewayError("ledger_unavailable", {
+        message:
+          "The gateway could not journal this call's hold in its store in time, so it does not answer it. Retry later.",
+      });
   }
 
   /**

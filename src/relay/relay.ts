@@ -121,11 +121,21 @@ export class Relay {
       if (safety.enabled && deps.safety.reviewInput && !(await this.#reviewInput(deps, ctx, req, hold)))
         return undefined;
       if (answer.mode !== "json") {
-        const open = () => openAnswer(deps.metrics, ctx, route, call, true);
+        const open = async () => {
+          const opened = await openAnswer(deps.metrics, ctx, route, call, true);
+          try {
+            await hold.mustHaveLanded();
+          } catch (err) {
+            await opened.stop();
+            throw err;
+          }
+          return opened;
+        };
         return await deliverStream(deps, ctx, client, open, answer.mode === "reviewed", sink, hold);
       }
       const opened = await this.#open(ctx, req, hold, route, call);
       if (!opened) return undefined;
+      await hold.mustHaveLanded();
       const body = await deliverJson(deps, ctx, client, opened.completion, safety.enabled, hold);
       // The call is recorded by now: its cost is final (streams have no header left to carry it).
       if (body !== undefined) ctx.setHeaders({ "x-gateway-cost-usd": formatUsd(draft.costNanos) });
