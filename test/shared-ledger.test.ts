@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { createAccount } from "../src/accounts/accounts.ts";
 import { setBudget } from "../src/accounts/budgets.ts";
@@ -29,6 +30,7 @@ import type {
 } from "../src/ledger/types.ts";
 import { createLogger } from "../src/observability/logger.ts";
 import { monthOf } from "../src/prices/period.ts";
+import { RedisRecordJournal } from "../src/records/redis-journal.ts";
 import { RecordWriter } from "../src/records/writer.ts";
 import { migrate, openStore, type Store } from "../src/store/db.ts";
 import { RedisState } from "../src/store/redis-state.ts";
@@ -755,6 +757,56 @@ for (const kind of ["postgres", "redis"] as const) {
             5_000,
           );
           assert.deepEqual(await other.ledger.inspect("key", s.keyId), { used: 40, reserved: 0 });
+        });
+
+        test("the holds of one records commit close in one script, each with its charge", async () => {
+          const s = await newSubject(10_000);
+          const id = randomUUID();
+          const i = await instance(id);
+          const journal = new RedisRecordJournal(i.redis!, id);
+          const writer = new RecordWriter(store.db, {
+            onError: () => {},
+            holds: i.ledger as RedisLedger,
+            now,
+            journal,
+            commitIntervalMs: 200,
+          });
+          const watcher = new Redis(TEST_REDIS_URL);
+          const monitor = await watcher.monitor();
+          const closes: string[][] = [];
+          monitor.on("monitor", (_time: string, args: string[]) => {
+            // the close script names the instance's swept holds; no other script here does
+            if (args[0]?.toLowerCase() === "evalsha" && args.some((a) => a.endsWith(`x:${id}`)))
+              closes.push(args);
+          });
+          try {
+            const held = [];
+            for (let n = 0; n < 5; n++) {
+              const r = await i.ledger.reserve(s, 100, 100);
+              assert.ok(r.ok);
+              held.push(r.reservation);
+            }
+            for (const [n, r] of held.entries()) {
+              await writer.write(record(s, 10 + n), r);
+              await i.ledger.settle(r, 10 + n, 0);
+            }
+            assert.deepEqual(
+              await i.ledger.inspect("key", s.keyId),
+              { used: 0, reserved: 500 },
+              "held until committed",
+            );
+            await writer.flush();
+            await until(
+              async () => (await i.ledger.inspect("key", s.keyId))?.reserved === 0,
+              "the holds close",
+              5_000,
+            );
+            assert.deepEqual(await i.ledger.inspect("key", s.keyId), { used: 60, reserved: 0 });
+            assert.equal(closes.length, 1, "one script closed the five");
+          } finally {
+            monitor.disconnect();
+            watcher.disconnect();
+          }
         });
 
         test("a recorded charge is kept in the store only until its hold closed in Redis: the rows do not pile up", async () => {

@@ -52,6 +52,14 @@ export interface Attempt {
   accountSpent?: number;
 }
 
+/** A hold closing: charged `charge` and `nanos` with its record (`recorded`), or released. */
+export interface Closing {
+  reservation: Reservation;
+  charge: number;
+  nanos: number;
+  recorded: boolean;
+}
+
 interface LocalWaiter {
   subject: LedgerSubject;
   wanted: number;
@@ -120,6 +128,11 @@ export abstract class SharedLedger implements Ledger {
     nanos: number,
     recorded: boolean,
   ): Promise<void>;
+
+  /** Closes the holds of a records commit: one by one, unless the shared state takes them at once. */
+  protected async closeMany(closing: readonly Closing[]): Promise<void> {
+    await Promise.all(closing.map((c) => this.close(c.reservation, c.charge, c.nanos, c.recorded)));
+  }
 
   async reserve(
     subject: LedgerSubject,
@@ -300,17 +313,29 @@ export abstract class SharedLedger implements Ledger {
 
   /** The record writer committed the close of these holds with their records (see StoreHolds). */
   closedInStore(reservations: readonly Reservation[]): void {
+    const ending: Closing[] = [];
     for (const r of reservations) {
       if (!this.#open.has(r.id)) continue;
       this.#closedInStore.add(r.id);
       const ended = this.#journaled.get(r.id);
       if (!ended) continue;
-      // the call ended before its record was committed: its hold closes now
-      const closing = this.#finish(r, ended.charge, ended.nanos)
-        .catch(() => undefined)
-        .finally(() => this.#closing.delete(closing));
-      this.#closing.add(closing);
+      // the call ended before its record was committed: its hold closes now, with the others
+      const c = this.#ending(r, ended.charge, ended.nanos);
+      if (c) ending.push(c);
     }
+    if (!ending.length) return;
+    const closing = this.closeMany(ending)
+      .catch(() => undefined)
+      .finally(() => {
+        this.#closing.delete(closing);
+        const woken = new Set<string>();
+        for (const { reservation: r } of ending)
+          if (!woken.has(`${r.accountId} ${r.keyId}`)) {
+            woken.add(`${r.accountId} ${r.keyId}`);
+            this.wake(r.accountId, r.keyId);
+          }
+      });
+    this.#closing.add(closing);
   }
 
   /** The hold's record is journaled: the call's end waits for its commit to close it (see StoreHolds). */
@@ -332,28 +357,35 @@ export abstract class SharedLedger implements Ledger {
   }
 
   async #finish(reservation: Reservation, charge: number, nanos: number): Promise<void> {
-    if (!this.#open.has(reservation.id)) return;
+    const c = this.#ending(reservation, charge, nanos);
+    if (!c) return;
+    try {
+      await this.close(c.reservation, c.charge, c.nanos, c.recorded);
+    } finally {
+      this.wake(reservation.accountId, reservation.keyId);
+    }
+  }
+
+  /** The close a call's end makes, in this process's books; undefined when none is due yet. */
+  #ending(reservation: Reservation, charge: number, nanos: number): Closing | undefined {
+    if (!this.#open.has(reservation.id)) return undefined;
     if (this.#journaled.has(reservation.id) && !this.#closedInStore.has(reservation.id)) {
       // Its record is not committed yet: the hold keeps what it held until it is, then
       // closes with this charge (closedInStore). A second end changes nothing.
       if (this.#journaled.get(reservation.id) === null)
         this.#journaled.set(reservation.id, { charge, nanos });
-      return;
+      return undefined;
     }
     this.#journaled.delete(reservation.id);
     // Exactly once: a second settle or release of the same reservation changes nothing.
-    if (!this.#open.delete(reservation.id)) return;
+    if (!this.#open.delete(reservation.id)) return undefined;
     // A charge is only ever made with its record: without one, the hold is released. The
     // view's consumption is left to the next attempt to learn: adding the charge here could
     // count it twice (an attempt may have read it already), and a view that runs high would
     // refuse keys early; one that runs low only lets the attempt decide.
     const recorded = this.#closedInStore.delete(reservation.id);
     this.#addReserved(reservation, -1);
-    try {
-      await this.close(reservation, recorded ? charge : 0, recorded ? nanos : 0, recorded);
-    } finally {
-      this.wake(reservation.accountId, reservation.keyId);
-    }
+    return { reservation, charge: recorded ? charge : 0, nanos: recorded ? nanos : 0, recorded };
   }
 
   #addReserved(r: Reservation, sign: 1 | -1): void {

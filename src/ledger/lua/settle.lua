@@ -1,21 +1,17 @@
--- KEYS: epoch, account, key, own holds, own swept holds, account queue, key queue; and the
--- session, for a hold under a capped session. ARGV: epoch, hold, charge, channel, account id,
--- key id, nanodollars charged, month. A hold swept while its instance seemed dead only adds
--- its charge: what it held was released already.
+-- Closes holds of one instance, each with its charge: the holds of a records commit in one
+-- round trip (or one hold). KEYS: epoch, the instance's holds, its swept holds; then per hold
+-- its account, key, account queue, key queue and, for a hold under a capped session, the
+-- session. ARGV: epoch, channel, month, then per hold: hold, charge, nanodollars charged,
+-- account id, key id, '1' when it has a session key. A hold swept while its instance seemed
+-- dead only adds its charge: what it held was released already. A hold not found (closed
+-- before, or of an epoch Redis lost) changes nothing.
 
-local from = KEYS[4]
-local e = redis.call('HGET', from, ARGV[2])
-if not e then
-  from = KEYS[5]
-  e = redis.call('HGET', from, ARGV[2])
-end
-if not e then return {'none'} end
-redis.call('HDEL', from, ARGV[2])
-local _a, _k, tokens, fa, fk, an, kn = string.match(e, HOLD)
-local charge, nanos, month = tonumber(ARGV[3]), tonumber(ARGV[7]), ARGV[8]
-local function close(s, flag, held)
+local channel, month = ARGV[2], ARGV[3]
+
+-- One subject's part of a close: what the hold held there goes (unless swept), the charge comes.
+local function close(s, flag, held, tokens, own, charge, nanos)
   if flag ~= '1' or redis.call('EXISTS', s) == 0 then return end
-  if from == KEYS[4] then
+  if own then
     redis.call('HINCRBY', s, 'r', int(-tonumber(tokens)))
     if tonumber(held) > 0 then redis.call('HINCRBY', s, 'rn', int(-tonumber(held))) end
   end
@@ -31,13 +27,35 @@ local function close(s, flag, held)
   end
   if tonumber(redis.call('HGET', s, 'r')) <= 0 then redis.call('PEXPIRE', s, SUBJECT_TTL_MS) end
 end
-close(KEYS[2], fa, an)
-close(KEYS[3], fk, kn)
-if KEYS[8] then
-  local _s, fs, sn = string.match(e, HOLD_SESSION)
-  if fs then close(KEYS[8], fs, sn) end
+
+local k = 4
+local closed = 0
+for a = 4, #ARGV, 6 do
+  local hold, charge, nanos = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local account, key, aq, kq = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local session = nil
+  if ARGV[a + 5] == '1' then session = KEYS[k + 4] end
+  k = k + (session and 5 or 4)
+  local from = KEYS[2]
+  local e = redis.call('HGET', from, hold)
+  if not e then
+    from = KEYS[3]
+    e = redis.call('HGET', from, hold)
+  end
+  if e then
+    redis.call('HDEL', from, hold)
+    closed = closed + 1
+    local own = from == KEYS[2]
+    local _a, _k, tokens, fa, fk, an, kn = string.match(e, HOLD)
+    close(account, fa, an, tokens, own, charge, nanos)
+    close(key, fk, kn, tokens, own, charge, nanos)
+    if session then
+      local _s, fs, sn = string.match(e, HOLD_SESSION)
+      if fs then close(session, fs, sn, tokens, own, charge, nanos) end
+    end
+    if redis.call('ZCARD', aq) + redis.call('ZCARD', kq) > 0 then
+      redis.call('PUBLISH', channel, ARGV[a + 3] .. ' ' .. ARGV[a + 4])
+    end
+  end
 end
-if redis.call('ZCARD', KEYS[6]) + redis.call('ZCARD', KEYS[7]) > 0 then
-  redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. ARGV[6])
-end
-return {'ok'}
+return {'ok', closed}
