@@ -28,7 +28,7 @@ import { Metrics, VERSION } from "./observability/metrics.ts";
 import { startTracing, TracingConfigError } from "./observability/tracing.ts";
 import { RecordJournal } from "./records/journal.ts";
 import { RedisRecordJournal } from "./records/redis-journal.ts";
-import { RecordWriter } from "./records/writer.ts";
+import { defaultCommitMs, RecordWriter } from "./records/writer.ts";
 import { CallFinisher } from "./relay/finish.ts";
 import { Relay } from "./relay/relay.ts";
 import { buildCallSettings, configReloader, type ReloadResult, swappableSettings } from "./relay/settings.ts";
@@ -260,7 +260,7 @@ export async function startGateway(fileConfig: Config, options: StartOptions = {
     holds: shared.holds,
     now,
     journal,
-    commitIntervalMs: config.store.records_commit_ms,
+    commitIntervalMs: config.store.records_commit_ms ?? defaultCommitMs(journal?.shared === true),
   });
   if (journal instanceof RecordJournal) await replayJournal(journal, records, logger);
   shared.holds?.commitLeftWith?.((instance) => records.commitLeft(instance));

@@ -24,24 +24,22 @@ describe("a hold journaled while its call goes upstream", await storeSuite("post
     await upstream?.close();
   });
 
-  /** Runs `during` while the holds' rows cannot land, then lets them after `ms` in all. */
-  async function withRowsBlocked<T>(ms: number, during: () => Promise<T>): Promise<T> {
+  /** Holds every hold's row back until the function it returns is called. */
+  async function blockRows(): Promise<() => Promise<void>> {
     const locker = new pg.Client({ connectionString: gw.gateway.deps.config.store.database_url! });
     await locker.connect();
-    try {
-      await locker.query("begin");
-      await locker.query("lock table ledger_reservations in exclusive mode");
-      const started = performance.now();
-      const running = during();
-      running.catch(() => undefined);
-      const wait = ms - (performance.now() - started);
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      await locker.query("commit");
-      return await running;
-    } finally {
-      await locker.end();
-    }
+    await locker.query("begin");
+    await locker.query("lock table ledger_reservations in exclusive mode");
+    return async () => {
+      try {
+        await locker.query("commit");
+      } finally {
+        await locker.end();
+      }
+    };
   }
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   const holdRows = async (keyId: string) =>
     Number(
@@ -59,19 +57,25 @@ describe("a hold journaled while its call goes upstream", await storeSuite("post
     const key = await gw.key(account, { limit: 100_000 });
     const client = new OpenAI({ apiKey: key.secret, baseURL: gw.baseURL, maxRetries: 0 });
     upstream.reset();
-    const answer = await withRowsBlocked(300, async () => {
-      const call = client.chat.completions
-        .create({ model: TEST_MODEL, messages: [{ role: "user", content: "hi mock:tokens=3" }] })
-        .withResponse();
+    const unblock = await blockRows();
+    const call = client.chat.completions
+      .create({ model: TEST_MODEL, messages: [{ role: "user", content: "hi mock:tokens=3" }] })
+      .withResponse();
+    try {
       let answered = false;
-      void call.then(() => {
-        answered = true;
-      });
+      call.then(
+        () => {
+          answered = true;
+        },
+        () => undefined,
+      );
       await until(async () => upstream.requests.length === 1, "the upstream is asked meanwhile", 5_000);
-      await new Promise((r) => setTimeout(r, 150)); // the mock has answered by now
+      await sleep(150); // the mock has answered by now
       assert.equal(answered, false, "the answer waits for its hold's row");
-      return call;
-    });
+    } finally {
+      await unblock();
+    }
+    const answer = await call;
     assert.ok(answer.data.choices[0]?.message.content);
     const record = await gw.record(answer.response.headers.get("x-request-id")!);
     assert.equal(record.status, "ok");
@@ -90,14 +94,21 @@ describe("a hold journaled while its call goes upstream", await storeSuite("post
     const client = new OpenAI({ apiKey: key.secret, baseURL: gw.baseURL, maxRetries: 0 });
     upstream.reset();
     const messages = [{ role: "user" as const, content: "hi mock:tokens=3" }];
-    const [json, stream] = await withRowsBlocked(1_400, () =>
-      Promise.allSettled([
-        client.chat.completions.create({ model: TEST_MODEL, messages }),
-        client.chat.completions.create({ model: TEST_MODEL, messages, stream: true }).then(async (s) => {
-          for await (const _ of s);
-        }),
-      ]),
-    );
+    const unblock = await blockRows();
+    const settled = Promise.allSettled([
+      client.chat.completions.create({ model: TEST_MODEL, messages }),
+      client.chat.completions.create({ model: TEST_MODEL, messages, stream: true }).then(async (s) => {
+        for await (const _ of s);
+      }),
+    ]);
+    try {
+      await until(async () => upstream.requests.length === 2, "both are asked upstream", 5_000);
+      // the holds were asked for before their calls went upstream: past their rows' deadline (1 s)
+      await sleep(1_200);
+    } finally {
+      await unblock();
+    }
+    const [json, stream] = await settled;
     assert.equal(upstream.requests.length, 2, "both were asked upstream while their rows waited");
     for (const settled of [json, stream]) {
       assert.equal(settled?.status, "rejected");

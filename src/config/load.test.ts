@@ -157,7 +157,6 @@ describe("loadConfig: embedded defaults", () => {
       data_dir: "./data",
       redis_prefix: "gateway:",
       records_journal: true,
-      records_commit_ms: 100,
     });
     assert.deepEqual(c.ledger, { wait_ms: 5_000, lease_ms: 15_000 });
     assert.equal(c.log_level, "info");
@@ -198,7 +197,6 @@ describe("loadConfig: the YAML file", () => {
       data_dir: "/var/lib/gateway",
       redis_prefix: "gateway:",
       records_journal: true,
-      records_commit_ms: 100,
     });
     assert.deepEqual(c.ledger, { wait_ms: 2500, lease_ms: 9000 });
     assert.equal(c.log_level, "warn");

@@ -580,9 +580,9 @@ export const configSections = z
           .int()
           .min(1)
           .max(1_000)
-          .default(100)
+          .optional()
           .describe(
-            "with the journal: how long records gather before one commit (the console sees them this much later; on PostgreSQL with Redis a hold also closes this much after its call)",
+            "with the journal: how long records gather before one commit (the console sees them this much later; on PostgreSQL with Redis a hold also closes this much after its call). Unset: 20 on SQLite, 100 on PostgreSQL with Redis (decision 0043)",
           ),
       })
       .strict()
