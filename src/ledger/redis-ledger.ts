@@ -1,10 +1,10 @@
 // The ledger shared through Redis, with PostgreSQL as the truth: each hold is one Lua script
 // (check and hold, atomic across instances, about 0.3 ms), journaled in the store
 // (ledger_reservations, rows gathered a few ms) while the call goes upstream, before its
-// answer; the record writer ends the journal row
-// in the statement that commits the record and its charge, marking the row with the charge,
-// then the hold is closed in Redis. The charged row goes with a later commit of this
-// instance; if the instance dies first, the sweep applies the charge to Redis.
+// answer; the record writer ends the journal row in the statement that commits the record and
+// its charge, marking the row with the charge, then the hold is closed in Redis (a commit's
+// holds in one script). The charged row goes with a later commit of this instance; if the
+// instance dies first, the sweep applies the charge to Redis.
 //
 // Redis holds, per epoch (see redis-state.ts): per account and key its consumption `u` and
 // holds `r`, its spending in nanodollars (`st` in total, `sm` in the month `mk`) and the money
@@ -15,8 +15,9 @@
 // hold marks which subjects count it, so a charge (tokens and money) is added to exactly the
 // subjects that did not see it in their seed. A hold made while an epoch ended is in the store
 // before the new epoch's first seed: its row must land within JOURNAL_MS of the hold (or its
-// call is refused and charged nothing), and a young epoch's seeds wait twice that while other instances live,
-// so the hold costs two round trips of Redis (hold, close), not a third to check the epoch.
+// call is refused and charged nothing), and a young epoch's seeds wait twice that while other
+// instances live, so the hold costs two round trips of Redis (hold, close), not a third to
+// check the epoch.
 // Budgets come with each call (as the quota and key limit do), the month from this process's
 // clock. A capped agent session is a third subject of the hold (its own key, only for calls
 // under its key's per-session caps), seeded from session_usage and the holds journaled on it.
