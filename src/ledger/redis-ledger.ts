@@ -362,7 +362,7 @@ export class RedisLedger extends SharedLedger implements StoreHolds {
    * Before a seed reads the store: this instance's holds being asked for have landed in the
    * store or hold nothing, and when the epoch is younger than twice #journalMs (Redis's clock
    * `now`) and other instances live, the seed waits until it is that old. By then every hold an
-   * earlier epoch granted, here or on another instance, is in the store or was given back.
+   * earlier epoch granted, here or on another instance, is in the store or charges nothing.
    */
   async #settledEpoch(epoch: string, now: number): Promise<void> {
     this.#reservations.flushNow();

@@ -41,7 +41,7 @@ export class ReservationLog {
   #flushing: Promise<void> | undefined;
 
   constructor(url: string) {
-    // a dropped connection is replaced by the pool; a row it was writing fails (its hold is given back)
+    // a dropped connection is replaced by the pool; a row it was writing fails (its call is refused, charged nothing)
     this.#pool = postgresPool(
       { connectionString: url, max: 2, options: "-c synchronous_commit=off" },
       () => {},

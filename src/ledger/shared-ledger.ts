@@ -328,12 +328,8 @@ export abstract class SharedLedger implements Ledger {
       .catch(() => undefined)
       .finally(() => {
         this.#closing.delete(closing);
-        const woken = new Set<string>();
-        for (const { reservation: r } of ending)
-          if (!woken.has(`${r.accountId} ${r.keyId}`)) {
-            woken.add(`${r.accountId} ${r.keyId}`);
-            this.wake(r.accountId, r.keyId);
-          }
+        const subjects = new Map(ending.map(({ reservation: r }) => [`${r.accountId} ${r.keyId}`, r]));
+        for (const r of subjects.values()) this.wake(r.accountId, r.keyId);
       });
     this.#closing.add(closing);
   }

@@ -29,7 +29,6 @@ local function close(s, flag, held, tokens, own, charge, nanos)
 end
 
 local k = 4
-local closed = 0
 for a = 4, #ARGV, 6 do
   local hold, charge, nanos = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local account, key, aq, kq = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
@@ -44,7 +43,6 @@ for a = 4, #ARGV, 6 do
   end
   if e then
     redis.call('HDEL', from, hold)
-    closed = closed + 1
     local own = from == KEYS[2]
     local _a, _k, tokens, fa, fk, an, kn = string.match(e, HOLD)
     close(account, fa, an, tokens, own, charge, nanos)
@@ -58,4 +56,4 @@ for a = 4, #ARGV, 6 do
     end
   end
 end
-return {'ok', closed}
+return {'ok'}
