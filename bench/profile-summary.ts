@@ -25,7 +25,7 @@ const VM_FRAMES = new Set(["(garbage collector)", "(program)"]);
 
 function label(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
-  return `${functionName || "(anonymous)"} ${url.replace(/^file:\/\/.*?\/(src|bench|test)\//, "$1/")}:${lineNumber + 1}`;
+  return `${functionName || "(anonymous)"} ${url.replace(/^file:\/\/.*?\/(src|bench|test|dist)\//, "$1/")}:${lineNumber + 1}`;
 }
 
 /** The project file or npm package a frame belongs to; undefined for Node internals. */
@@ -33,7 +33,7 @@ function area(node: ProfileNode): string | undefined {
   const { url } = node.callFrame;
   const pkg = PACKAGE.exec(url);
   if (pkg) return pkg[1];
-  const own = /\/((src|bench|test)\/.*)$/.exec(url);
+  const own = /\/((src|bench|test|dist)\/.*)$/.exec(url);
   return own?.[1];
 }
 
@@ -72,7 +72,7 @@ function summarise(profile: Profile) {
     const owner = stack.map(area).find((a) => a !== undefined);
     add(byArea, owner ?? (VM_FRAMES.has(leaf) ? leaf : "node internals"), micros);
     // Each function once per sample, however deep its recursion.
-    for (const name of new Set(stack.filter((n) => area(n)?.startsWith("src/")).map(label)))
+    for (const name of new Set(stack.filter((n) => /^(src|dist)\//.test(area(n) ?? "")).map(label)))
       add(inclusive, name, micros);
   }
   return { busy, byArea, inclusive };
