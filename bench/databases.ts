@@ -36,6 +36,17 @@ export function postgresHost(): string {
   return `${url.hostname}:${url.port || 5432}`;
 }
 
+/** The application_name of each backend connected to `database` now, by pid. */
+export async function backendNames(database: string): Promise<Map<number, string>> {
+  const { rows } = await admin((c) =>
+    c.query<{ pid: number; application_name: string }>(
+      "select pid, application_name from pg_stat_activity where datname = $1",
+      [database],
+    ),
+  );
+  return new Map(rows.map((r) => [r.pid, r.application_name]));
+}
+
 /** A new database, empty or a copy of a template (which must have no open connections). */
 export async function createDatabase(template?: string): Promise<string> {
   const name = `gw_bench_${randomBytes(6).toString("hex")}`;

@@ -3,6 +3,8 @@
 // after, and their memory sampled while the load lasts.
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { PG_APPLICATION } from "../src/store/drivers.ts";
+import { backendNames } from "./databases.ts";
 import type { BenchOptions } from "./options.ts";
 import {
   cpuMicros,
@@ -64,12 +66,20 @@ function perRequest(micros: number, responses: number): number {
   return responses > 0 ? micros / responses : 0;
 }
 
-function storeCpuOf(before: StoreCpu, after: StoreCpu, responses: number) {
-  const { postgres, redis } = storeSpentParts(before, after);
+/**
+ * The store's CPU per call, and its parts: PostgreSQL's (of it, the hold journal's connections',
+ * told apart by their application_name once the run is over) and Redis's.
+ */
+async function storeCpuOf(store: BenchStore, before: StoreCpu, after: StoreCpu, responses: number) {
+  const names = store.database ? await backendNames(store.database).catch(() => undefined) : undefined;
+  const holds =
+    names && new Set([...names].filter(([, name]) => name === PG_APPLICATION.holds).map(([pid]) => pid));
+  const { postgres, holds: holdsCpu, redis } = storeSpentParts(before, after, holds);
   return {
     storeCpuUsPerReq: perRequest(postgres + redis, responses),
     storeCpuParts: {
       postgresUsPerReq: perRequest(postgres, responses),
+      ...(holdsCpu === undefined ? {} : { holdsUsPerReq: perRequest(holdsCpu, responses) }),
       redisUsPerReq: perRequest(redis, responses),
     },
   };
@@ -142,6 +152,9 @@ export async function measure(
   // SQLite's work is in the gateway's own CPU
   const own = stores.findIndex((s) => s.kind === target.store);
   const usesStore = own >= 0 && target.store !== "sqlite";
+  const storeCost = usesStore
+    ? await storeCpuOf(stores[own]!, before.stores[own]!, after.stores[own]!, load.responses)
+    : {};
   return {
     mode,
     target: target.name,
@@ -153,7 +166,7 @@ export async function measure(
     latencyMs: load.latencyMs,
     firstByteMs: load.firstByteMs,
     cpuUsPerReq: perRequest(spent(before, after, target.pids), load.responses),
-    ...(usesStore ? storeCpuOf(before.stores[own]!, after.stores[own]!, load.responses) : {}),
+    ...storeCost,
     upstreamCpuUsPerReq: perRequest(spent(before, after, [upstreamPid]), load.responses),
     loadgenCpuUsPerReq: perRequest(load.cpuMicros, load.responses),
     otherLoadCores: otherLoad(before, after, load.cpuMicros),

@@ -120,7 +120,13 @@ function fullRun(): BenchResults {
         const parts =
           storeUs === undefined
             ? {}
-            : { storeCpuParts: { postgresUsPerReq: storeUs * 0.9, redisUsPerReq: storeUs * 0.1 } };
+            : {
+                storeCpuParts: {
+                  postgresUsPerReq: storeUs * 0.9,
+                  holdsUsPerReq: storeUs * 0.3,
+                  redisUsPerReq: storeUs * 0.1,
+                },
+              };
         runs.push(store ? { ...r, store, ...parts } : r);
       });
   };
@@ -208,7 +214,7 @@ describe("bench report", () => {
       "store µs/call",
       "÷ pass-through",
       "with the store ÷ pass-through",
-      "store: PostgreSQL + Redis",
+      "store: PostgreSQL (holds) + Redis",
     ]);
     assert.deepEqual(rows[1], ["sqlite", "json", "540 [270]", "—", "1.80× [1.80×]", "—", "—"]);
     assert.deepEqual(rows[3], ["sqlite", "stream-paced", "1080 [720]", "—", "1.80× [1.80×]", "—", "—"]);
@@ -219,7 +225,7 @@ describe("bench report", () => {
       "45 [30]",
       "2.16× [2.00×]",
       "2.31× [2.20×]",
-      "41 + 5",
+      "41 (holds 14) + 5",
     ]);
   });
 

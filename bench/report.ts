@@ -91,7 +91,7 @@ export interface StoreModeSummary {
   /** the store's processes' CPU, µs per call (PostgreSQL stores) */
   storeCpuUs: AtLoads;
   /** its parts at the fixed rate: PostgreSQL's backends, the Redis server */
-  storeCpuParts?: { postgresUsPerReq: number; redisUsPerReq: number } | undefined;
+  storeCpuParts?: RunResult["storeCpuParts"] | undefined;
   /** gatewayCpuUs ÷ the pass-through's */
   vsPassthrough: AtLoads;
   /** (gatewayCpuUs + storeCpuUs) ÷ the pass-through's: the whole cost of a call on this store */
@@ -433,9 +433,11 @@ function times(value: number | undefined): string {
   return value === undefined ? "—" : `${value.toFixed(2)}×`;
 }
 
-/** The store's CPU per call at the fixed rate, PostgreSQL's and Redis's. */
+/** The store's CPU per call at the fixed rate, PostgreSQL's (the holds' part of it) and Redis's. */
 function parts(value: StoreModeSummary["storeCpuParts"]): string {
-  return value ? `${value.postgresUsPerReq.toFixed(0)} + ${value.redisUsPerReq.toFixed(0)}` : "—";
+  if (!value) return "—";
+  const holds = value.holdsUsPerReq === undefined ? "" : ` (holds ${value.holdsUsPerReq.toFixed(0)})`;
+  return `${value.postgresUsPerReq.toFixed(0)}${holds} + ${value.redisUsPerReq.toFixed(0)}`;
 }
 
 /** Per store: the gateway target's CPU per call, the store's, their ratios to the pass-through. */
@@ -449,7 +451,7 @@ function storeCpuLines(summaries: StoreSummary[], options: BenchOptions): string
       "gateway µs/call",
       ...(shared ? ["store µs/call"] : []),
       "÷ pass-through",
-      ...(shared ? ["with the store ÷ pass-through", "store: PostgreSQL + Redis"] : []),
+      ...(shared ? ["with the store ÷ pass-through", "store: PostgreSQL (holds) + Redis"] : []),
     ],
     ...summaries.flatMap((s) =>
       s.modes.map((m) => [

@@ -78,10 +78,20 @@ export function storeCpu(store: BenchStore): StoreCpu {
   return { backends: backendsCpu(store.database), redis };
 }
 
-/** CPU the store's processes spent between two readings, in microseconds: PostgreSQL's and Redis's. */
-export function storeSpentParts(before: StoreCpu, after: StoreCpu): { postgres: number; redis: number } {
+/**
+ * CPU the store's processes spent between two readings, in microseconds: PostgreSQL's and
+ * Redis's; and of PostgreSQL's, the backends `holds` names (the hold journal's connections),
+ * when it is given.
+ */
+export function storeSpentParts(
+  before: StoreCpu,
+  after: StoreCpu,
+  holds?: ReadonlySet<number>,
+): { postgres: number; holds?: number; redis: number } {
+  const held = holds && new Map([...after.backends].filter(([pid]) => holds.has(pid)));
   return {
     postgres: backendsSpent(before.backends, after.backends),
+    ...(held ? { holds: backendsSpent(before.backends, held) } : {}),
     redis: Math.max(0, after.redis - before.redis),
   };
 }

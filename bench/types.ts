@@ -91,8 +91,11 @@ export interface RunResult {
    * run's database, and the whole Redis server where it runs on this machine)
    */
   storeCpuUsPerReq?: number;
-  /** storeCpuUsPerReq's parts: the run database's PostgreSQL backends, and the Redis server */
-  storeCpuParts?: { postgresUsPerReq: number; redisUsPerReq: number };
+  /**
+   * storeCpuUsPerReq's parts: the run database's PostgreSQL backends (of them, the hold
+   * journal's connections, by their application_name), and the Redis server
+   */
+  storeCpuParts?: { postgresUsPerReq: number; holdsUsPerReq?: number; redisUsPerReq: number };
   /** CPU the mock upstream spent per response, for comparison across targets */
   upstreamCpuUsPerReq: number;
   /** CPU the load generator spent per response */

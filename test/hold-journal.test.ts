@@ -4,6 +4,7 @@
 // upstream answered. The store is made slow for real: a transaction locks the rows' table.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { sql } from "kysely";
 import OpenAI from "openai";
 import pg from "pg";
 import { startTestGateway, TEST_MODEL, type TestGateway } from "./support/gateway.ts";
@@ -72,6 +73,14 @@ describe("a hold journaled while its call goes upstream", await storeSuite("post
       await until(async () => upstream.requests.length === 1, "the upstream is asked meanwhile", 5_000);
       await sleep(150); // the mock has answered by now
       assert.equal(answered, false, "the answer waits for its hold's row");
+      // on the hold journal's own connections, named so an operator tells them from the store's
+      const waiting = await sql<{ application_name: string }>`select application_name from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock'
+          and query like 'insert into ledger_reservations%'`.execute(gw.gateway.deps.store.db);
+      assert.deepEqual(
+        waiting.rows.map((r) => r.application_name),
+        ["chat-gateway holds"],
+      );
     } finally {
       await unblock();
     }

@@ -3,7 +3,7 @@
 // redis-ledger.ts, which also deletes the rows). Not the call records' journal
 // (src/records/journal.ts).
 import type pg from "pg";
-import { postgresPool } from "../store/drivers.ts";
+import { PG_APPLICATION, postgresPool } from "../store/drivers.ts";
 
 /** flushes of at most this many rows are sent as prepared statements, one per size */
 const PREPARED_ROWS = 16;
@@ -43,7 +43,12 @@ export class ReservationLog {
   constructor(url: string) {
     // a dropped connection is replaced by the pool; a row it was writing fails (its call is refused, charged nothing)
     this.#pool = postgresPool(
-      { connectionString: url, max: 2, options: "-c synchronous_commit=off" },
+      {
+        connectionString: url,
+        max: 2,
+        options: "-c synchronous_commit=off",
+        application_name: PG_APPLICATION.holds,
+      },
       () => {},
     );
   }

@@ -43,6 +43,24 @@ describe("PostgreSQL store", await needsPostgres(), () => {
     await ping(store); // a new connection serves the next query
   });
 
+  it("names its connections in pg_stat_activity, unless the operator's URL names them", async () => {
+    const name = new URL(database.url).pathname.slice(1);
+    const named = async (db: Store) =>
+      (
+        await sql<{ application_name: string }>`select application_name from pg_stat_activity
+          where pid = pg_backend_pid() and datname = ${name}`.execute(db.db)
+      ).rows[0]?.application_name;
+    assert.equal(await named(store), "chat-gateway");
+    const url = new URL(database.url);
+    url.searchParams.set("application_name", "billing-gateway");
+    const own = openStore({ data_dir: "unused", database_url: url.toString() });
+    try {
+      assert.equal(await named(own), "billing-gateway");
+    } finally {
+      await own.close();
+    }
+  });
+
   it("survives its connection breaking in the middle of a query: the query fails, nothing is thrown", async () => {
     // the network between the store and the server cut while a query runs, as in a failover
     const server = new URL(database.url);

@@ -4,7 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
 import { DEFAULT_MIGRATION_TABLE, type Migration, Migrator } from "kysely/migration";
-import { postgresDriver, postgresPool } from "./drivers.ts";
+import { PG_APPLICATION, postgresDriver, postgresPool } from "./drivers.ts";
 import * as initial from "./migrations/001-initial.ts";
 import * as rateLimits from "./migrations/002-rate-limits.ts";
 import * as safety from "./migrations/003-safety.ts";
@@ -80,7 +80,12 @@ export function openStore(options: StoreOptions, onConnectionError: (err: Error)
   if (options.database_url) {
     // a connection the server drops is reported, replaced, and never ends the process
     const pool = postgresPool(
-      { connectionString: options.database_url, max: 10, types: pgTypes as any },
+      {
+        connectionString: options.database_url,
+        max: 10,
+        types: pgTypes as any,
+        application_name: PG_APPLICATION.store,
+      },
       onConnectionError,
     );
     pool.on("connect", prepareMarked);
