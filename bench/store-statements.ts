@@ -1,16 +1,24 @@
-// What PostgreSQL's own CPU costs per statement of the hot path, read from the backend's
-// /proc/<pid>/stat around a few thousand executions on one connection (no load generator, no
-// gateway): the floor under `npm run bench`'s "store µs/call", statement by statement. Needs
-// PostgreSQL on the machine (DATABASE_URL's server; the run makes a database and drops it).
+// What PostgreSQL's and Redis's own CPU costs per statement or command of the hot path, read
+// from the server process's /proc/<pid>/stat around a few thousand executions on one
+// connection (no load generator, no gateway): the floor under `npm run bench`'s "store
+// µs/call", statement by statement. Each round trip's floor is read twice: back to back, and
+// one every 2 ms (500 a second, the bench's fixed rate), where the server sleeps between
+// requests and each one pays its wake-up, as a call of the bench's fixed-rate runs does. Needs
+// PostgreSQL and Redis on the machine (the bench's servers; the run makes a database and a key
+// prefix and drops them).
 //   node bench/store-statements.ts
 // The clock ticks every 10 ms: each figure is good to about 10 ms / executions.
 import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { createAccount } from "../src/accounts/accounts.ts";
 import { createKey } from "../src/accounts/keys.ts";
 import { migrate, openStore } from "../src/store/db.ts";
 import { callRecord } from "../test/support/call-record.ts";
 import { createTestDatabase } from "../test/support/postgres.ts";
+import { createRedisPrefix, dropRedisPrefixes, REDIS_URL } from "./databases.ts";
+import { cpuMicros } from "./proc-stats.ts";
 
 const database = await createTestDatabase();
 const store = openStore({ data_dir: "unused", database_url: database.url });
@@ -20,6 +28,8 @@ const key = (await createKey(store.db, { account_id: account.id })).key;
 const client = new pg.Client({ connectionString: database.url });
 await client.connect();
 const pid = (await client.query<{ p: number }>("select pg_backend_pid() as p")).rows[0]!.p;
+const { prefix: redisPrefix, pid: redisPid } = await createRedisPrefix();
+const redis = new Redis(REDIS_URL);
 
 /** the backend's CPU so far, µs (utime + stime, 100 ticks a second) */
 function backendCpu(): number {
@@ -27,11 +37,31 @@ function backendCpu(): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
-async function measure(name: string, n: number, per: number, run: () => Promise<unknown>): Promise<void> {
+/** the Redis server's CPU so far, µs */
+function redisCpu(): number {
+  return redisPid === undefined ? Number.NaN : cpuMicros(redisPid);
+}
+
+/** One execution every PACED_MS in the paced measurements: the bench's fixed rate. */
+const PACED_MS = 2;
+
+async function measure(
+  name: string,
+  n: number,
+  per: number,
+  run: () => Promise<unknown>,
+  options: { cpu?: () => number; paced?: boolean } = {},
+): Promise<void> {
+  const cpu = options.cpu ?? backendCpu;
   for (let i = 0; i < 50; i++) await run();
-  const before = backendCpu();
-  for (let i = 0; i < n; i++) await run();
-  console.log(`${name.padEnd(58)} ${((backendCpu() - before) / (n * per)).toFixed(0).padStart(5)} µs`);
+  const start = performance.now();
+  const before = cpu();
+  for (let i = 0; i < n; i++) {
+    await run();
+    if (options.paced) await sleep(Math.max(0, start + (i + 1) * PACED_MS - performance.now()));
+  }
+  const label = options.paced ? `${name}, one every ${PACED_MS} ms` : name;
+  console.log(`${label.padEnd(58)} ${((cpu() - before) / (n * per)).toFixed(0).padStart(5)} µs`);
 }
 
 const HOLD = `insert into ledger_reservations (instance_id, hold, account_id, key_id, tokens, account_nanos,
@@ -87,6 +117,7 @@ function batch(n: number): unknown[] {
 
 console.log("PostgreSQL backend CPU per execution (per record for batches):");
 await measure("select 1 (a round trip's floor)", 2000, 1, () => client.query("select 1"));
+await measure("select 1 (a round trip's floor)", 2000, 1, () => client.query("select 1"), { paced: true });
 await client.query("set synchronous_commit = off"); // as the hold journal's connections
 await measure("a hold's journal row, unnamed", 2000, 1, () => client.query(HOLD, holdRow()));
 await measure("a hold's journal row, prepared", 2000, 1, () =>
@@ -100,3 +131,27 @@ for (const n of [1, 2, 10, 50])
 await client.end();
 await store.close();
 await database.drop();
+
+console.log("Redis server CPU per command:");
+if (redisPid === undefined) console.log("(the Redis server's process is not on this machine: not measured)");
+else {
+  // a record as the journal writes it (src/records/redis-journal.ts): its JSON, about 1 KB
+  const entry = JSON.stringify({
+    record: callRecord({ account_id: account.id, key_id: key.id, prompt_tokens: 10, completion_tokens: 20 }),
+    hold: { id: 1, accountId: account.id, keyId: key.id },
+  });
+  const journal = `${redisPrefix}records:bench`;
+  let field = 0;
+  for (const paced of [false, true]) {
+    await measure("PING (a round trip's floor)", 3000, 1, () => redis.ping(), { cpu: redisCpu, paced });
+    await measure(
+      `HSET of a record (${entry.length} bytes), as the journal`,
+      3000,
+      1,
+      () => redis.hset(journal, `r${++field}`, entry),
+      { cpu: redisCpu, paced },
+    );
+  }
+}
+redis.disconnect();
+await dropRedisPrefixes();
