@@ -809,6 +809,71 @@ for (const kind of ["postgres", "redis"] as const) {
           }
         });
 
+        test("a hold nobody waits behind, and its close, ask Redis only what they need", async () => {
+          // Each command a script calls costs Redis more in Lua and its bridge than in the
+          // command (decision 0044): with no waiter, the queues are one EXISTS, and a close
+          // does not read back the holds its HINCRBY just answered.
+          const s = await newSubject(10_000);
+          const id = randomUUID();
+          const i = await instance(id);
+          const journal = new RedisRecordJournal(i.redis!, id);
+          const writer = new RecordWriter(store.db, {
+            onError: () => {},
+            holds: i.ledger as RedisLedger,
+            now,
+            journal,
+          });
+          const seeded = await i.ledger.reserve(s, 100, 100); // seeds the key and the account first
+          assert.ok(seeded.ok);
+          await writer.write(record(s, 10), seeded.reservation);
+          await i.ledger.settle(seeded.reservation, 10, 0);
+          await writer.flush();
+          await until(
+            async () => (await i.ledger.inspect("key", s.keyId))?.reserved === 0,
+            "the seed's hold closes",
+            5_000,
+          );
+          const watcher = new Redis(TEST_REDIS_URL);
+          const monitor = await watcher.monitor();
+          const called: string[][] = [];
+          monitor.on("monitor", (_time: string, args: string[], source: string) => {
+            if (source === "lua" && args.some((a) => a.includes(s.keyId))) called.push(args);
+          });
+          try {
+            const r = await i.ledger.reserve(s, 100, 100);
+            assert.ok(r.ok);
+            await writer.write(record(s, 20), r.reservation);
+            await i.ledger.settle(r.reservation, 20, 0);
+            await writer.flush();
+            await until(
+              async () => (await i.ledger.inspect("key", s.keyId))?.reserved === 0,
+              "the hold closes",
+              5_000,
+            );
+            assert.deepEqual(await i.ledger.inspect("key", s.keyId), { used: 30, reserved: 0 });
+          } finally {
+            monitor.disconnect();
+            watcher.disconnect();
+          }
+          const names = called.map((args) => args[0]!.toLowerCase());
+          assert.ok(names.includes("hincrby"), `the monitor saw the scripts' commands: ${names.join(" ")}`);
+          assert.deepEqual(
+            names.filter((n) => n === "zrange" || n === "zcard"),
+            [],
+            "no queue is read when no one waits",
+          );
+          const exists = called.filter((args) => args[0]!.toLowerCase() === "exists");
+          assert.ok(
+            exists.some((args) => args.length === 3),
+            "both queues asked at once, in the hold and in its close",
+          );
+          assert.deepEqual(
+            called.filter((args) => args[0]!.toLowerCase() === "hget" && args[2] === "r"),
+            [],
+            "a close reads no holds its own HINCRBY answered",
+          );
+        });
+
         test("a recorded charge is kept in the store only until its hold closed in Redis: the rows do not pile up", async () => {
           const s = await newSubject(10_000);
           const i = await instance();
