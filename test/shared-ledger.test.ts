@@ -702,6 +702,37 @@ for (const kind of ["postgres", "redis"] as const) {
       if (kind === "redis") {
         const flush = () => flushRedisKeys(TEST_REDIS_URL, prefix);
 
+        /** An instance whose records are journaled in Redis, as the gateway's on PostgreSQL + Redis. */
+        async function journaled(commitIntervalMs?: number) {
+          const id = randomUUID();
+          const i = await instance(id);
+          const writer = new RecordWriter(store.db, {
+            onError: () => {},
+            holds: i.ledger as RedisLedger,
+            now,
+            journal: new RedisRecordJournal(i.redis!, id),
+            ...(commitIntervalMs === undefined ? {} : { commitIntervalMs }),
+          });
+          return { id, i, writer };
+        }
+
+        /** The commands Redis runs (MONITOR) that `keep` takes, until stop(). */
+        async function watchCommands(keep: (args: string[], source: string) => boolean) {
+          const watcher = new Redis(TEST_REDIS_URL);
+          const monitor = await watcher.monitor();
+          const seen: string[][] = [];
+          monitor.on("monitor", (_time: string, args: string[], source: string) => {
+            if (keep(args, source)) seen.push(args);
+          });
+          return {
+            seen,
+            stop() {
+              monitor.disconnect();
+              watcher.disconnect();
+            },
+          };
+        }
+
         test("a hold whose journal row lands later than its deadline says so, and its release leaves nothing held and no row", async () => {
           const s = await newSubject(1_000);
           const late = await instance(randomUUID(), 15_000, 0); // every row is late
@@ -761,24 +792,11 @@ for (const kind of ["postgres", "redis"] as const) {
 
         test("the holds of one records commit close in one script, each with its charge", async () => {
           const s = await newSubject(10_000);
-          const id = randomUUID();
-          const i = await instance(id);
-          const journal = new RedisRecordJournal(i.redis!, id);
-          const writer = new RecordWriter(store.db, {
-            onError: () => {},
-            holds: i.ledger as RedisLedger,
-            now,
-            journal,
-            commitIntervalMs: 200,
-          });
-          const watcher = new Redis(TEST_REDIS_URL);
-          const monitor = await watcher.monitor();
-          const closes: string[][] = [];
-          monitor.on("monitor", (_time: string, args: string[]) => {
-            // the close script names the instance's swept holds; no other script here does
-            if (args[0]?.toLowerCase() === "evalsha" && args.some((a) => a.endsWith(`x:${id}`)))
-              closes.push(args);
-          });
+          const { id, i, writer } = await journaled(200);
+          // the close script names the instance's swept holds; no other script here does
+          const { seen: closes, stop } = await watchCommands(
+            (args) => args[0]?.toLowerCase() === "evalsha" && args.some((a) => a.endsWith(`x:${id}`)),
+          );
           try {
             const held = [];
             for (let n = 0; n < 5; n++) {
@@ -804,8 +822,7 @@ for (const kind of ["postgres", "redis"] as const) {
             assert.deepEqual(await i.ledger.inspect("key", s.keyId), { used: 60, reserved: 0 });
             assert.equal(closes.length, 1, "one script closed the five");
           } finally {
-            monitor.disconnect();
-            watcher.disconnect();
+            stop();
           }
         });
 
@@ -814,46 +831,35 @@ for (const kind of ["postgres", "redis"] as const) {
           // command (decision 0044): with no waiter, the queues are one EXISTS, and a close
           // does not read back the holds its HINCRBY just answered.
           const s = await newSubject(10_000);
-          const id = randomUUID();
-          const i = await instance(id);
-          const journal = new RedisRecordJournal(i.redis!, id);
-          const writer = new RecordWriter(store.db, {
-            onError: () => {},
-            holds: i.ledger as RedisLedger,
-            now,
-            journal,
-          });
-          const seeded = await i.ledger.reserve(s, 100, 100); // seeds the key and the account first
-          assert.ok(seeded.ok);
-          await writer.write(record(s, 10), seeded.reservation);
-          await i.ledger.settle(seeded.reservation, 10, 0);
-          await writer.flush();
-          await until(
-            async () => (await i.ledger.inspect("key", s.keyId))?.reserved === 0,
-            "the seed's hold closes",
-            5_000,
-          );
-          const watcher = new Redis(TEST_REDIS_URL);
-          const monitor = await watcher.monitor();
-          const called: string[][] = [];
-          monitor.on("monitor", (_time: string, args: string[], source: string) => {
-            if (source === "lua" && args.some((a) => a.includes(s.keyId))) called.push(args);
-          });
-          try {
+          const { i, writer } = await journaled();
+          /** One call: held, recorded, committed, its hold closed. */
+          const call = async (tokens: number) => {
             const r = await i.ledger.reserve(s, 100, 100);
             assert.ok(r.ok);
-            await writer.write(record(s, 20), r.reservation);
-            await i.ledger.settle(r.reservation, 20, 0);
+            await writer.write(record(s, tokens), r.reservation);
+            await i.ledger.settle(r.reservation, tokens, 0);
             await writer.flush();
             await until(
               async () => (await i.ledger.inspect("key", s.keyId))?.reserved === 0,
               "the hold closes",
               5_000,
             );
+          };
+          await call(10); // seeds the key and the account first
+          const { seen: called, stop } = await watchCommands(
+            (args, source) => source === "lua" && args.some((a) => a.includes(s.keyId)),
+          );
+          try {
+            await call(20);
             assert.deepEqual(await i.ledger.inspect("key", s.keyId), { used: 30, reserved: 0 });
+            // MONITOR's feed comes on its own connection: wait for the close's last command
+            await until(
+              async () => called.some((args) => args[0]!.toLowerCase() === "pexpire"),
+              "the monitor saw the close to its end",
+              5_000,
+            );
           } finally {
-            monitor.disconnect();
-            watcher.disconnect();
+            stop();
           }
           const names = called.map((args) => args[0]!.toLowerCase());
           assert.ok(names.includes("hincrby"), `the monitor saw the scripts' commands: ${names.join(" ")}`);
