@@ -8,18 +8,25 @@
 // Redis's statistics, so run it on a Redis of its own). Not part of `npm test`.
 //   node bench/call-anatomy.ts [--store sqlite,postgres+redis] [--mode json] [--rate 500] [--seconds 8]
 //     [--node-options="--single-threaded-gc"]   (the gateway's Node and V8 flags, as the bench's)
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { PG_APPLICATION } from "../src/store/drivers.ts";
-import { backendNames, REDIS_URL } from "./databases.ts";
-import { CLOCK_TICKS } from "./proc-stats.ts";
-import { runToEnd, stopAll } from "./processes.ts";
+import { REDIS_URL } from "./databases.ts";
+import { runLoad } from "./measure.ts";
+import { statCpu } from "./proc-stats.ts";
+import { stopAll } from "./processes.ts";
 import { requestBody, requestHeaders } from "./requests.ts";
-import { ROOT, startGatewayTarget, startMock, startPassthrough, type Target } from "./servers.ts";
-import { type BenchStore, prepareStore, removeStores, storeCpu, storeSpentParts } from "./stores.ts";
+import { startGatewayTarget, startMock, startPassthrough, type Target } from "./servers.ts";
+import {
+  type BenchStore,
+  holdBackends,
+  prepareStore,
+  removeStores,
+  storeCpu,
+  storeSpentParts,
+} from "./stores.ts";
 import type { LoadResult, Mode, StoreKind } from "./types.ts";
 
 const { values } = parseArgs({
@@ -31,35 +38,30 @@ const { values } = parseArgs({
     "node-options": { type: "string", default: "" },
   },
 });
+// stream-paced needs the bench's pacing mock behind models of their own: `npm run bench` has it
+if (values.mode !== "json" && values.mode !== "stream") {
+  console.error(`--mode: json or stream, not ${values.mode}`);
+  process.exit(2);
+}
 const MODE = values.mode as Mode;
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
 const WARM_UP_S = 3;
-const LOAD = join(ROOT, "bench/load.ts");
 
 /** CPU µs of each thread of a process, by thread name (V8's workers summed under one name). */
 function threadCpu(pid: number): Map<string, number> {
   const byName = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
+    let thread: ReturnType<typeof statCpu>;
     try {
-      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      thread = statCpu(`/proc/${pid}/task/${tid}/stat`);
     } catch {
       continue; // the thread ended while we looked
     }
-    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")).replace(/\d+$/, "");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const micros = ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-    byName.set(name, (byName.get(name) ?? 0) + micros);
+    const name = thread.name.replace(/\d+$/, "");
+    byName.set(name, (byName.get(name) ?? 0) + thread.user + thread.system);
   }
   return byName;
-}
-
-/** User and system CPU µs of a process. */
-function processCpu(pid: number): { user: number; system: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return { user: (Number(fields[11]) * 1e6) / CLOCK_TICKS, system: (Number(fields[12]) * 1e6) / CLOCK_TICKS };
 }
 
 /** INFO commandstats: calls and µs inside Redis per command. */
@@ -70,8 +72,8 @@ async function commandStats(redis: Redis): Promise<Map<string, { calls: number; 
   return stats;
 }
 
-async function load(target: Target, seconds: number, rate?: number): Promise<LoadResult> {
-  const spec = {
+function load(target: Target, seconds: number, rate?: number): Promise<LoadResult> {
+  return runLoad({
     urls: target.urls,
     headers: requestHeaders(target),
     body: requestBody(target.api, target.model, 20, MODE),
@@ -79,10 +81,7 @@ async function load(target: Target, seconds: number, rate?: number): Promise<Loa
     durationS: seconds,
     timeoutS: 10,
     ...(rate ? { overallRate: rate } : {}),
-  };
-  return JSON.parse(
-    await runToEnd("load", [LOAD, JSON.stringify(spec)], (seconds + 60) * 1000),
-  ) as LoadResult;
+  });
 }
 
 const perCall = (micros: number, calls: number) => (micros / calls).toFixed(0).padStart(5);
@@ -91,11 +90,12 @@ async function anatomy(name: string, target: Target, store?: BenchStore, redis?:
   await load(target, WARM_UP_S);
   const pid = target.pids[0]!;
   const threadsBefore = threadCpu(pid);
-  const before = processCpu(pid);
+  const before = statCpu(`/proc/${pid}/stat`);
   const storeBefore = store && store.kind !== "sqlite" ? storeCpu(store) : undefined;
-  if (storeBefore && redis) await redis.config("RESETSTAT");
+  const withRedis = store?.kind === "postgres+redis" ? redis : undefined;
+  if (withRedis) await withRedis.config("RESETSTAT");
   const result = await load(target, SECONDS, RATE);
-  const after = processCpu(pid);
+  const after = statCpu(`/proc/${pid}/stat`);
   const threadsAfter = threadCpu(pid);
   const n = result.responses;
   const lines = [`${name}: ${n} calls, p50 ${result.latencyMs.p50.toFixed(2)} ms; µs a call:`];
@@ -106,16 +106,14 @@ async function anatomy(name: string, target: Target, store?: BenchStore, redis?:
     ([t, cpu]) => `${t} ${perCall(cpu - (threadsBefore.get(t) ?? 0), n).trim()}`,
   );
   lines.push(`  threads: ${threads.join(", ")}`);
-  if (storeBefore && store?.database) {
-    const names = await backendNames(store.database);
-    const holds = new Set([...names].filter(([, app]) => app === PG_APPLICATION.holds).map(([p]) => p));
-    const spent = storeSpentParts(storeBefore, storeCpu(store), holds);
+  if (storeBefore && store) {
+    const spent = storeSpentParts(storeBefore, storeCpu(store), await holdBackends(store));
     lines.push(
       `  stores: PostgreSQL ${perCall(spent.postgres, n).trim()} (holds ${perCall(spent.holds ?? 0, n).trim()}), Redis ${perCall(spent.redis, n).trim()}`,
     );
   }
-  if (storeBefore && redis) {
-    const top = [...(await commandStats(redis))].sort((a, b) => b[1].usec - a[1].usec);
+  if (withRedis) {
+    const top = [...(await commandStats(withRedis))].sort((a, b) => b[1].usec - a[1].usec);
     lines.push(
       `  inside Redis: ${top.map(([c, s]) => `${c} ${(s.calls / n).toFixed(2)}× ${(s.usec / n).toFixed(1)} µs`).join(", ")}`,
     );
@@ -124,7 +122,7 @@ async function anatomy(name: string, target: Target, store?: BenchStore, redis?:
 }
 
 const stores = (values.store ?? "").split(",").filter(Boolean) as StoreKind[];
-const redis = stores.some((s) => s !== "sqlite") ? new Redis(REDIS_URL) : undefined;
+const redis = stores.includes("postgres+redis") ? new Redis(REDIS_URL) : undefined;
 try {
   const mock = await startMock(20);
   await anatomy("pass-through", await startPassthrough(mock, { perf: false }));

@@ -3,8 +3,6 @@
 // after, and their memory sampled while the load lasts.
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { PG_APPLICATION } from "../src/store/drivers.ts";
-import { backendNames } from "./databases.ts";
 import type { BenchOptions } from "./options.ts";
 import {
   cpuMicros,
@@ -18,7 +16,14 @@ import { runToEnd } from "./processes.ts";
 import { IDLE_SECONDS } from "./report.ts";
 import { requestBody, requestHeaders } from "./requests.ts";
 import { ROOT, type Target, targetFor } from "./servers.ts";
-import { type BenchStore, type StoreCpu, storeCpu, storeSpent, storeSpentParts } from "./stores.ts";
+import {
+  type BenchStore,
+  holdBackends,
+  type StoreCpu,
+  storeCpu,
+  storeSpent,
+  storeSpentParts,
+} from "./stores.ts";
 import type { LoadKind, LoadResult, LoadSpec, Mode, RunResult } from "./types.ts";
 
 const LOAD_SCRIPT = join(ROOT, "bench/load.ts");
@@ -49,7 +54,7 @@ function loadSpec(asked: Target, mode: Mode, kind: LoadKind, options: BenchOptio
 }
 
 /** Runs the load generator in its own process; killed if it overruns its duration. */
-async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const limitMs = (spec.durationS + spec.timeoutS + 30) * 1000;
   const line = await runToEnd("load generator", [LOAD_SCRIPT, JSON.stringify(spec)], limitMs);
   return JSON.parse(line) as LoadResult;
@@ -71,10 +76,7 @@ function perRequest(micros: number, responses: number): number {
  * told apart by their application_name once the run is over) and Redis's.
  */
 async function storeCpuOf(store: BenchStore, before: StoreCpu, after: StoreCpu, responses: number) {
-  const names = store.database ? await backendNames(store.database).catch(() => undefined) : undefined;
-  const holds =
-    names && new Set([...names].filter(([, name]) => name === PG_APPLICATION.holds).map(([pid]) => pid));
-  const { postgres, holds: holdsCpu, redis } = storeSpentParts(before, after, holds);
+  const { postgres, holds: holdsCpu, redis } = storeSpentParts(before, after, await holdBackends(store));
   return {
     storeCpuUsPerReq: perRequest(postgres + redis, responses),
     storeCpuParts: {

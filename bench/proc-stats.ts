@@ -14,14 +14,26 @@ export const CLOCK_TICKS: number = (() => {
   }
 })();
 
-/** User + system CPU time of the whole process so far, in microseconds. */
-export function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+/**
+ * A process's or a thread's stat file (`/proc/<pid>/stat`, `/proc/<pid>/task/<tid>/stat`): its
+ * command name, and its user and system CPU time so far, in microseconds.
+ */
+export function statCpu(file: string): { name: string; user: number; system: number } {
+  const stat = readFileSync(file, "utf8");
   // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // Fields 14 (utime) and 15 (stime) of proc(5); field 3 (state) is index 0 here.
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1e6) / CLOCK_TICKS;
+  return {
+    name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+    user: (Number(fields[11]) * 1e6) / CLOCK_TICKS,
+    system: (Number(fields[12]) * 1e6) / CLOCK_TICKS,
+  };
+}
+
+/** User + system CPU time of the whole process so far, in microseconds. */
+export function cpuMicros(pid: number): number {
+  const { user, system } = statCpu(`/proc/${pid}/stat`);
+  return user + system;
 }
 
 /**

@@ -8,7 +8,6 @@
 // prefix and drops them).
 //   node bench/store-statements.ts
 // The clock ticks every 10 ms: each figure is good to about 10 ms / executions.
-import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -31,11 +30,8 @@ const pid = (await client.query<{ p: number }>("select pg_backend_pid() as p")).
 const { prefix: redisPrefix, pid: redisPid } = await createRedisPrefix();
 const redis = new Redis(REDIS_URL);
 
-/** the backend's CPU so far, µs (utime + stime, 100 ticks a second) */
-function backendCpu(): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
+/** the backend's CPU so far, µs */
+const backendCpu = () => cpuMicros(pid);
 
 /** the Redis server's CPU so far, µs */
 function redisCpu(): number {

@@ -1,7 +1,9 @@
 // The gateway's store in a benchmark run: SQLite in the run's temp folder, or a PostgreSQL
 // database made for the run (with a Redis key prefix of its own for postgres+redis), shared
 // by every gateway instance and removed when the run ends (see databases.ts).
+import { PG_APPLICATION } from "../src/store/drivers.ts";
 import {
+  backendNames,
   createDatabase,
   createRedisPrefix,
   databaseUrl,
@@ -76,6 +78,12 @@ export function storeCpu(store: BenchStore): StoreCpu {
       // the server is gone; its requests will fail on their own
     }
   return { backends: backendsCpu(store.database), redis };
+}
+
+/** The run database's backends that write the holds' journal rows, told by their application_name. */
+export async function holdBackends(store: BenchStore): Promise<Set<number> | undefined> {
+  const names = store.database ? await backendNames(store.database).catch(() => undefined) : undefined;
+  return names && new Set([...names].filter(([, app]) => app === PG_APPLICATION.holds).map(([pid]) => pid));
 }
 
 /**

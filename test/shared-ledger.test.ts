@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
+import { sql } from "kysely";
 import pg from "pg";
 import { createAccount } from "../src/accounts/accounts.ts";
 import { setBudget } from "../src/accounts/budgets.ts";
@@ -253,6 +254,18 @@ for (const kind of ["postgres", "redis"] as const) {
         await finish(b!, s, second.reservation, 60);
         assert.deepEqual(await a!.ledger.inspect("key", s.keyId), { used: 100, reserved: 0 });
       });
+
+      if (kind === "postgres")
+        test("the ledger's listener is named in pg_stat_activity, apart from the store's pool", async () => {
+          await instance();
+          const rows = await sql<{ application_name: string }>`select application_name from pg_stat_activity
+            where datname = current_database() and query like 'listen %'`.execute(store.db);
+          assert.ok(rows.rows.length > 0, "the instances listen");
+          assert.deepEqual(
+            new Set(rows.rows.map((r) => r.application_name)),
+            new Set(["chat-gateway ledger"]),
+          );
+        });
 
       test("the holds of an instance whose lease ran out are released by another's sweep", async () => {
         const s = await newSubject(1_000);
@@ -868,11 +881,9 @@ for (const kind of ["postgres", "redis"] as const) {
             [],
             "no queue is read when no one waits",
           );
-          const exists = called.filter((args) => args[0]!.toLowerCase() === "exists");
-          assert.ok(
-            exists.some((args) => args.length === 3),
-            "both queues asked at once, in the hold and in its close",
-          );
+          // the key's queue named (the account's is not): one EXISTS of both queues each
+          const queues = called.filter((args) => args[0]!.toLowerCase() === "exists" && args.length === 3);
+          assert.equal(queues.length, 2, "both queues asked at once, in the hold and in its close");
           assert.deepEqual(
             called.filter((args) => args[0]!.toLowerCase() === "hget" && args[2] === "r"),
             [],

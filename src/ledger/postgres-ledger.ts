@@ -6,7 +6,7 @@
 import { type Kysely, sql } from "kysely";
 import type pg from "pg";
 import type { Logger } from "pino";
-import { postgresDriver } from "../store/drivers.ts";
+import { PG_APPLICATION, postgresDriver } from "../store/drivers.ts";
 import { warnUnlessUnreachable } from "../store/reachability.ts";
 import type { Database } from "../store/schema.ts";
 import { type Attempt, SharedLedger } from "./shared-ledger.ts";
@@ -62,7 +62,10 @@ export class PostgresLedger extends SharedLedger implements StoreHolds {
 
   /** Listens for closed holds, so waiters here learn of them at once. */
   async start(): Promise<void> {
-    const client = new (postgresDriver().Client)({ connectionString: this.#url });
+    const client = new (postgresDriver().Client)({
+      connectionString: this.#url,
+      application_name: PG_APPLICATION.listener,
+    });
     client.on("notification", (n) => {
       const [account, key] = (n.payload ?? "").split(" ");
       this.wake(account, key);

@@ -18,6 +18,18 @@ export function postgresDriver(): typeof Pg.default {
 }
 
 /**
+ * The application_name of the gateway's connections, as pg_stat_activity shows them: the store's
+ * pool, the hold journal's own (src/ledger/reservation-log.ts), and the PostgreSQL ledger's
+ * listener (src/ledger/postgres-ledger.ts). An application_name in the operator's DATABASE_URL
+ * wins (pg reads the URL over the connection's settings).
+ */
+export const PG_APPLICATION = {
+  store: "chat-gateway",
+  holds: "chat-gateway holds",
+  listener: "chat-gateway ledger",
+} as const;
+
+/**
  * A node-postgres pool whose connections may break at any time without ending the process.
  * A connection the server drops (restart, failover, a cut network) emits an error: while idle
  * the pool passes it to `onIdleError` and replaces the connection; while a query holds it
@@ -25,13 +37,6 @@ export function postgresDriver(): typeof Pg.default {
  * so it was an uncaught exception. Its query fails with the error all the same, and the caller
  * hears that; the connection's own listener keeps the rest quiet.
  */
-/**
- * The application_name of the gateway's connections, as pg_stat_activity shows them: the store's
- * pool, and the hold journal's own (src/ledger/reservation-log.ts). An application_name in the
- * operator's DATABASE_URL wins (pg reads the URL over the pool's settings).
- */
-export const PG_APPLICATION = { store: "chat-gateway", holds: "chat-gateway holds" } as const;
-
 export function postgresPool(config: Pg.PoolConfig, onIdleError: (err: Error) => void): Pg.Pool {
   const pool = new (postgresDriver().Pool)(config);
   pool.on("connect", (client) => client.on("error", () => {}));
