@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
-import { Redis } from "ioredis";
 import { sql } from "kysely";
 import pg from "pg";
 import { createAccount } from "../src/accounts/accounts.ts";
@@ -37,6 +36,7 @@ import { migrate, openStore, type Store } from "../src/store/db.ts";
 import { RedisState } from "../src/store/redis-state.ts";
 import { callRecord } from "./support/call-record.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
+import { watchRedisCommands } from "./support/redis.ts";
 import {
   dropRedisKeys,
   flushRedisKeys,
@@ -729,23 +729,6 @@ for (const kind of ["postgres", "redis"] as const) {
           return { id, i, writer };
         }
 
-        /** The commands Redis runs (MONITOR) that `keep` takes, until stop(). */
-        async function watchCommands(keep: (args: string[], source: string) => boolean) {
-          const watcher = new Redis(TEST_REDIS_URL);
-          const monitor = await watcher.monitor();
-          const seen: string[][] = [];
-          monitor.on("monitor", (_time: string, args: string[], source: string) => {
-            if (keep(args, source)) seen.push(args);
-          });
-          return {
-            seen,
-            stop() {
-              monitor.disconnect();
-              watcher.disconnect();
-            },
-          };
-        }
-
         test("a hold whose journal row lands later than its deadline says so, and its release leaves nothing held and no row", async () => {
           const s = await newSubject(1_000);
           const late = await instance(randomUUID(), 15_000, 0); // every row is late
@@ -807,7 +790,7 @@ for (const kind of ["postgres", "redis"] as const) {
           const s = await newSubject(10_000);
           const { id, i, writer } = await journaled(200);
           // the close script names the instance's swept holds; no other script here does
-          const { seen: closes, stop } = await watchCommands(
+          const { seen: closes, stop } = await watchRedisCommands(
             (args) => args[0]?.toLowerCase() === "evalsha" && args.some((a) => a.endsWith(`x:${id}`)),
           );
           try {
@@ -859,7 +842,7 @@ for (const kind of ["postgres", "redis"] as const) {
             );
           };
           await call(10); // seeds the key and the account first
-          const { seen: called, stop } = await watchCommands(
+          const { seen: called, stop } = await watchRedisCommands(
             (args, source) => source === "lua" && args.some((a) => a.includes(s.keyId)),
           );
           try {

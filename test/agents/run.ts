@@ -22,8 +22,12 @@ installAgents();
 const files = (only.length ? only : Object.keys(CLIENTS)).map((c) =>
   fileURLToPath(new URL(`./${c}.test.ts`, import.meta.url)),
 );
-const run = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...files], {
-  stdio: "inherit",
-  env: { ...process.env, ...(record ? { AGENTS_RECORD: "1" } : {}) },
-});
+const run = spawnSync(
+  process.execPath,
+  ["--test", "--test-timeout=900000", "--test-force-exit", "--test-concurrency=1", ...files],
+  {
+    stdio: "inherit",
+    env: { ...process.env, ...(record ? { AGENTS_RECORD: "1" } : {}) },
+  },
+);
 process.exit(run.status ?? 1);
