@@ -422,6 +422,27 @@ describe("bench report", () => {
     assert.match(missed, /p99 over pass-through .* \+2\.20 ms +≤ 2 ms +✖/);
   });
 
+  test("the pass-through read again after the gateways: ratios and latency lines take the mean of both readings", () => {
+    const runs = [
+      run("direct", "json", "rate", 100, 20.5, 500, undefined, 20.5, 23),
+      run("passthrough", "json", "rate", 300, 21, 500, undefined, 21, 27),
+      run("gateway", "json", "rate", 600, 21.6, 500, undefined, 21.6, 28),
+      { ...run("passthrough", "json", "rate", 200, 21.2, 500, undefined, 21.2, 26), again: true as const },
+    ];
+    addLatencyDeltas(runs);
+    const all = results(runs, [SQLITE]);
+    const text = formatReport(all, checkGoals(all, ["json"]), parseOptions(["--store", "sqlite"], {}));
+    // 600 ÷ 250, not 600 ÷ 300 (the first reading alone) nor ÷ 200 (the second)
+    assert.match(text, /^ {2}gateway CPU per call ÷ pass-through +sqlite +json +2\.40× +≤ 2× +✖$/m);
+    assert.match(
+      text,
+      /^ {2}p50 over pass-through +sqlite +json +\+0\.50 ms +≤ 0\.5 ms +✔ +over direct: gateway \+1\.10 ms, pass-through \+0\.60 ms$/m,
+    );
+    assert.match(text, /^ {2}p99 over pass-through +sqlite +json +\+1\.50 ms/m);
+    assert.match(text, /^ {2}json 300, 200 µs$/m, "both readings shown");
+    assert.match(text, /^json +passthrough again +/m, "the second reading's row is named in the table");
+  });
+
   test("the other load of the runs: its average and its most, with a warning above 0.15 cores", () => {
     const quiet = report(["--store", "sqlite"], [SQLITE]);
     assert.match(quiet, /^Other load: 0\.00 cores on average over the runs, 0\.00 at most\.$/m);

@@ -179,18 +179,32 @@ function highest(values: number[]): number {
   return values.length ? Math.max(...values) : 0;
 }
 
-/** A number of the gateway target's runs on a store (or of another target's) at both loads. */
+/** A number of the gateway target's runs on a store at both loads. */
 function atLoads(
   runs: RunResult[],
   mode: Mode,
-  store: StoreKind | undefined,
+  store: StoreKind,
   value: (run: RunResult) => number | undefined,
-  target: TargetName = "gateway",
 ): AtLoads {
   const of = (load: LoadKind) => {
-    const run = find(runs, mode, target, load, store);
+    const run = find(runs, mode, "gateway", load, store);
     return run && value(run);
   };
+  return { rate: of("rate"), saturation: of("saturation") };
+}
+
+/** The pass-through's readings of a mode and load: before the gateways and, after them, again. */
+function passthroughRuns(runs: RunResult[], mode: Mode, load: LoadKind): RunResult[] {
+  return runs.filter((r) => r.mode === mode && r.target === "passthrough" && r.load === load);
+}
+
+function mean(values: number[]): number | undefined {
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : undefined;
+}
+
+/** A number of the pass-through at both loads, the mean of its readings: what ratios divide by. */
+function passthroughAtLoads(runs: RunResult[], mode: Mode, value: (run: RunResult) => number): AtLoads {
+  const of = (load: LoadKind) => mean(passthroughRuns(runs, mode, load).map(value));
   return { rate: of("rate"), saturation: of("saturation") };
 }
 
@@ -210,7 +224,7 @@ export function summarizeStores(results: BenchResults, modes: Mode[]): StoreSumm
       modes: modes.map((mode) => {
         const gatewayCpuUs = atLoads(runs, mode, store, (r) => r.cpuUsPerReq);
         const storeCpuUs = atLoads(runs, mode, store, (r) => r.storeCpuUsPerReq);
-        const passthroughCpu = atLoads(runs, mode, undefined, (r) => r.cpuUsPerReq, "passthrough");
+        const passthroughCpu = passthroughAtLoads(runs, mode, (r) => r.cpuUsPerReq);
         const sum = (load: keyof AtLoads) =>
           storeCpuUs[load] === undefined ? undefined : (gatewayCpuUs[load] ?? 0) + storeCpuUs[load]!;
         return {
@@ -284,13 +298,15 @@ function sharedStoreGoals(summaries: StoreSummary[], modes: Mode[]): GoalCheck[]
 /** The gateway's latency over the pass-through's at the fixed rate, per store and mode. */
 function latencyGoals(runs: RunResult[], store: StoreKind, mode: Mode): GoalCheck[] {
   const gateway = find(runs, mode, "gateway", "rate", store);
-  const passthrough = find(runs, mode, "passthrough", "rate");
+  const readings = passthroughRuns(runs, mode, "rate");
+  const passthrough = readings[0];
   const over = (value: (r: RunResult) => number) =>
-    gateway && passthrough ? value(gateway) - value(passthrough) : undefined;
+    gateway && passthrough ? value(gateway) - mean(readings.map(value))! : undefined;
+  const passthroughAdded = mean(readings.flatMap((r) => (r.addedP50Ms === undefined ? [] : [r.addedP50Ms])));
   const hops =
     gateway?.addedP50Ms === undefined
       ? undefined
-      : `over direct: gateway ${signed(gateway.addedP50Ms)} ms, pass-through ${signed(passthrough?.addedP50Ms)} ms`;
+      : `over direct: gateway ${signed(gateway.addedP50Ms)} ms, pass-through ${signed(passthroughAdded)} ms`;
   return [
     check(
       "added-p50",
@@ -363,7 +379,7 @@ export function failures(runs: RunResult[]): number {
  */
 const COLUMNS: { heading: string; only?: "stores" | "storeCpu"; cell(run: RunResult): string }[] = [
   { heading: "mode", cell: (r) => r.mode },
-  { heading: "target", cell: (r) => r.target },
+  { heading: "target", cell: (r) => (r.again ? `${r.target} again` : r.target) },
   { heading: "store", only: "stores", cell: (r) => r.store ?? "" },
   { heading: "load", cell: (r) => loadLabel(r) },
   { heading: "req/s", cell: (r) => rateCell(r) },
@@ -467,6 +483,19 @@ function storeCpuLines(summaries: StoreSummary[], options: BenchOptions): string
   return [
     `Per store: the gateway target's CPU per call (at ${options.rate} req/s; saturation in brackets):`,
     ...columns(rows, (i) => i < 2, "  "),
+    "",
+  ];
+}
+
+/** The pass-through's CPU per call in each mode, read before the gateways and after them. */
+function passthroughLines(runs: RunResult[], modes: Mode[]): string[] {
+  const readings = modes
+    .map((mode) => [mode, passthroughRuns(runs, mode, "rate")] as const)
+    .filter(([, runs]) => runs.length > 0);
+  if (!readings.some(([, runs]) => runs.length > 1)) return [];
+  return [
+    "The pass-through's CPU per call at the fixed rate, before the gateways and after them (÷ pass-through divides by their mean):",
+    `  ${readings.map(([mode, runs]) => `${mode} ${runs.map((r) => r.cpuUsPerReq.toFixed(0)).join(", ")} µs`).join("; ")}`,
     "",
   ];
 }
@@ -699,6 +728,7 @@ export function formatReport(results: BenchResults, goals: GoalCheck[], options:
     ...routingLines(runs, options.modes),
     ...translationLines(runs, options.modes),
     ...storeCpuLines(summaries, options),
+    ...passthroughLines(runs, options.modes),
     ...memoryLines(results, summaries),
     ...goalLines(goals, options),
     ...gatewayLines(results.gateways),

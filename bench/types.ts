@@ -74,6 +74,8 @@ export interface RunResult {
   target: TargetName;
   /** the store of the gateway that answered; none for direct and passthrough */
   store?: StoreKind;
+  /** the pass-through's second reading in its mode, after the gateways */
+  again?: true;
   load: LoadKind;
   connections: number;
   /** the requested rate for a fixed-rate run */
