@@ -24,7 +24,7 @@ const files = (only.length ? only : Object.keys(CLIENTS)).map((c) =>
 );
 const run = spawnSync(
   process.execPath,
-  ["--test", "--test-timeout=900000", "--test-force-exit", "--test-concurrency=1", ...files],
+  ["--test", "--test-timeout=900000", "--test-concurrency=1", ...files],
   {
     stdio: "inherit",
     env: { ...process.env, ...(record ? { AGENTS_RECORD: "1" } : {}) },

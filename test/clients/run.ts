@@ -23,7 +23,7 @@ installClients();
 const files = (args.length ? args : libraries).map((l) => `${here}${l}.test.ts`);
 const run = spawnSync(
   process.execPath,
-  ["--test", "--test-timeout=900000", "--test-force-exit", "--test-concurrency=2", ...files],
+  ["--test", "--test-timeout=900000", "--test-concurrency=2", ...files],
   { stdio: "inherit" },
 );
 process.exit(run.status ?? 1);
