@@ -299,9 +299,10 @@ function sharedStoreGoals(summaries: StoreSummary[], modes: Mode[]): GoalCheck[]
 function latencyGoals(runs: RunResult[], store: StoreKind, mode: Mode): GoalCheck[] {
   const gateway = find(runs, mode, "gateway", "rate", store);
   const readings = passthroughRuns(runs, mode, "rate");
-  const passthrough = readings[0];
-  const over = (value: (r: RunResult) => number) =>
-    gateway && passthrough ? value(gateway) - mean(readings.map(value))! : undefined;
+  const over = (value: (r: RunResult) => number) => {
+    const passthrough = mean(readings.map(value));
+    return gateway && passthrough !== undefined ? value(gateway) - passthrough : undefined;
+  };
   const passthroughAdded = mean(readings.flatMap((r) => (r.addedP50Ms === undefined ? [] : [r.addedP50Ms])));
   const hops =
     gateway?.addedP50Ms === undefined

@@ -25,7 +25,7 @@ describe("Redis test helper", await needsRedis(), () => {
   test("MONITOR's lines come back as the commands sent, quotes, escapes and scripts' calls included", async () => {
     const r = await createTestRedis();
     const key = r.key("watched");
-    const value = 'a "quoted"\\ line\nand \x01 a byte';
+    const value = 'a "quoted"\\ line\nand \x01 a byte, and é';
     const { seen, stop } = await watchRedisCommands((args) => args.some((a) => a.startsWith(r.prefix)));
     try {
       await r.client.set(key, value);

@@ -142,11 +142,11 @@ export function parseMonitorLine(line: string): { source: string; args: string[]
   if (!head) return undefined;
   const args: string[] = [];
   for (const quoted of line.slice(head[0].length).matchAll(/"((?:[^"\\]|\\.)*)"/g)) {
-    args.push(
-      quoted[1]!.replace(/\\(x[0-9a-fA-F]{2}|.)/g, (_, e: string) =>
-        e.length === 3 ? String.fromCharCode(Number.parseInt(e.slice(1), 16)) : (ESCAPES[e] ?? e),
-      ),
+    // the escapes give bytes, one character each: read back as the UTF-8 the client sent
+    const bytes = quoted[1]!.replace(/\\(x[0-9a-fA-F]{2}|.)/g, (_, e: string) =>
+      e.length === 3 ? String.fromCharCode(Number.parseInt(e.slice(1), 16)) : (ESCAPES[e] ?? e),
     );
+    args.push(Buffer.from(bytes, "latin1").toString("utf8"));
   }
   return { source: head[1]!, args };
 }
