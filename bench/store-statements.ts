@@ -3,7 +3,9 @@
 // connection (no load generator, no gateway): the floor under `npm run bench`'s "store
 // µs/call", statement by statement. Each round trip's floor is read twice: back to back, and
 // one every 2 ms (500 a second, the bench's fixed rate), where the server sleeps between
-// requests and each one pays its wake-up, as a call of the bench's fixed-rate runs does. Needs
+// requests and each one pays its wake-up, as a call of the bench's fixed-rate runs does. The
+// ledger's Lua scripts are read as the ledger runs them, beside a script that does nothing: what
+// a script costs Redis before its own commands (decision 0045). Needs
 // PostgreSQL and Redis on the machine (the bench's servers; the run makes a database and a key
 // prefix and drops them).
 //   node bench/store-statements.ts
@@ -13,7 +15,12 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { createAccount } from "../src/accounts/accounts.ts";
 import { createKey } from "../src/accounts/keys.ts";
+import { NO_MONEY } from "../src/ledger/money.ts";
+import { RedisLedger } from "../src/ledger/redis-ledger.ts";
+import type { LedgerSubject, Reservation } from "../src/ledger/types.ts";
+import { createLogger } from "../src/observability/logger.ts";
 import { migrate, openStore } from "../src/store/db.ts";
+import { RedisState } from "../src/store/redis-state.ts";
 import { callRecord } from "../test/support/call-record.ts";
 import { createTestDatabase } from "../test/support/postgres.ts";
 import { createRedisPrefix, dropRedisPrefixes, REDIS_URL } from "./databases.ts";
@@ -46,17 +53,18 @@ async function measure(
   n: number,
   per: number,
   run: () => Promise<unknown>,
-  options: { cpu?: () => number; paced?: boolean } = {},
+  options: { cpu?: () => number; paced?: boolean; everyMs?: number; warmUp?: number } = {},
 ): Promise<void> {
   const cpu = options.cpu ?? backendCpu;
-  for (let i = 0; i < 50; i++) await run();
+  const every = options.everyMs ?? (options.paced ? PACED_MS : 0);
+  for (let i = 0; i < (options.warmUp ?? 50); i++) await run();
   const start = performance.now();
   const before = cpu();
   for (let i = 0; i < n; i++) {
     await run();
-    if (options.paced) await sleep(Math.max(0, start + (i + 1) * PACED_MS - performance.now()));
+    if (every) await sleep(Math.max(0, start + (i + 1) * every - performance.now()));
   }
-  const label = options.paced ? `${name}, one every ${PACED_MS} ms` : name;
+  const label = every ? `${name}, one every ${every} ms` : name;
   console.log(`${label.padEnd(58)} ${((cpu() - before) / (n * per)).toFixed(0).padStart(5)} µs`);
 }
 
@@ -125,8 +133,6 @@ for (const n of [1, 2, 10, 50])
     client.query({ name: "commit", text: COMMIT, values: batch(n) }),
   );
 await client.end();
-await store.close();
-await database.drop();
 
 console.log("Redis server CPU per command:");
 if (redisPid === undefined) console.log("(the Redis server's process is not on this machine: not measured)");
@@ -148,6 +154,77 @@ else {
       { cpu: redisCpu, paced },
     );
   }
+  await ledgerScripts();
 }
 redis.disconnect();
+await store.close();
+await database.drop();
 await dropRedisPrefixes();
+
+/**
+ * The ledger's scripts as a call runs them (src/ledger/redis-ledger.ts), per hold: its hold (the
+ * reserve script), and its close with the other holds of its records commit, CLOSES_A_COMMIT to
+ * a script and one script every 100 ms as at the bench's rate (decision 0043). Beside them, a
+ * script that returns at once: what any script costs Redis before its own work. Each hold's
+ * journal row goes to PostgreSQL meanwhile, which is not counted here.
+ */
+async function ledgerScripts(): Promise<void> {
+  const CLOSES_A_COMMIT = 50;
+  const nothing = (await redis.script("LOAD", "return 1")) as string;
+  const state = new RedisState(REDIS_URL, `${redisPrefix}ledger:`, createLogger("silent"));
+  const ledger = new RedisLedger(state, store, {
+    url: database.url,
+    instanceId: "bench",
+    waitMs: 1_000,
+    leaseMs: 15_000,
+    logger: createLogger("silent"),
+  });
+  await ledger.start();
+  const subject: LedgerSubject = {
+    accountId: account.id,
+    accountQuota: 1e12,
+    accountUsed: 0,
+    keyId: key.id,
+    keyLimit: null,
+    keyUsed: 0,
+    ...NO_MONEY,
+  };
+  const open: Reservation[] = [];
+  const hold = async () => {
+    const held = await ledger.reserve(subject, 100, 1);
+    if (!held.ok) throw new Error(`the bench's hold was refused: ${held.reason}`);
+    open.push(held.reservation);
+  };
+  /** closes the next CLOSES_A_COMMIT open holds, as a records commit that took them does */
+  const closeCommit = async () => {
+    const commit = open.splice(0, CLOSES_A_COMMIT);
+    for (const r of commit) {
+      ledger.journaled(r);
+      await ledger.settle(r, 30, 0); // waits for the commit, below
+    }
+    ledger.closedInStore(commit);
+    await ledger.closesDone();
+  };
+  for (const paced of [false, true]) {
+    await measure("EVALSHA of a script that returns at once", 3000, 1, () => redis.evalsha(nothing, 0), {
+      cpu: redisCpu,
+      paced,
+    });
+    await measure("a hold (the reserve script)", 3000, 1, hold, { cpu: redisCpu, paced });
+  }
+  const commits = 20;
+  while (open.length < (commits + 2) * CLOSES_A_COMMIT) await hold();
+  await measure(
+    `a hold's close, ${CLOSES_A_COMMIT} holds to a script`,
+    commits,
+    CLOSES_A_COMMIT,
+    closeCommit,
+    {
+      cpu: redisCpu,
+      everyMs: 100,
+      warmUp: 2,
+    },
+  );
+  await ledger.stop();
+  await state.close();
+}

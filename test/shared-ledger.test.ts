@@ -874,6 +874,76 @@ for (const kind of ["postgres", "redis"] as const) {
           );
         });
 
+        test("a subject's time to live: the first hold takes it away, a hold beside it asks nothing, the last close gives it back; no script reads the clock", async () => {
+          // Decision 0045: PERSIST only when the subject held nothing (only then can it have a
+          // time to live), and Redis's TIME only where a waiter or a seed needs it.
+          const s = await newSubject(10_000);
+          const { i, writer } = await journaled();
+          const redis = i.redis!;
+          const subjectKey = redis.key(await redis.epoch(), `s:k:${s.keyId}`);
+          const ttl = () => redis.client.pttl(subjectKey);
+          const first = await i.ledger.reserve(s, 100, 100); // seeds the key and the account
+          assert.ok(first.ok);
+          await writer.write(record(s, 10), first.reservation);
+          await i.ledger.settle(first.reservation, 10, 0);
+          await writer.flush();
+          await until(async () => (await ttl()) > 0, "a subject holding nothing expires", 5_000);
+
+          // Every line MONITOR logs, in order: a script's commands come as one run of "lua"
+          // lines, bounded by other clients' commands (its EVALSHA among them).
+          const lines: { args: string[]; source: string }[] = [];
+          const { stop } = await watchRedisCommands((args, source) => {
+            lines.push({ args, source });
+            return false;
+          });
+          try {
+            const held = [];
+            for (const expected of [
+              "the first hold takes the time to live away",
+              "and the second finds none",
+            ]) {
+              const r = await i.ledger.reserve(s, 100, 100);
+              assert.ok(r.ok);
+              held.push(r.reservation);
+              assert.equal(await ttl(), -1, expected);
+            }
+            for (const r of held) {
+              await writer.write(record(s, 10), r);
+              await i.ledger.settle(r, 10, 0);
+            }
+            await writer.flush();
+            await until(async () => (await ttl()) > 0, "the last close gives the time to live back", 5_000);
+            await until(
+              async () =>
+                lines.some(({ args }) => args[0]!.toLowerCase() === "pexpire" && args[1] === subjectKey),
+              "the monitor saw the close's PEXPIRE",
+              5_000,
+            );
+          } finally {
+            stop();
+          }
+          const runs: string[][][] = [];
+          let run: string[][] | undefined;
+          for (const { args, source } of lines) {
+            if (source !== "lua") run = undefined;
+            else if (run) run.push(args);
+            else {
+              run = [args];
+              runs.push(run);
+            }
+          }
+          const ours = runs.filter((r) => r.some((args) => args.includes(subjectKey)));
+          const commands = ours.flat().map((args) => args[0]!.toLowerCase());
+          assert.ok(commands.includes("hincrby"), `the monitor saw the scripts: ${commands.join(" ")}`);
+          assert.equal(
+            ours.flat().filter((args) => args[0]!.toLowerCase() === "persist" && args[1] === subjectKey)
+              .length,
+            1,
+            "only the hold that found the key holding nothing persisted it",
+          );
+          assert.ok(!commands.includes("time"), `no hold or close read Redis's clock: ${commands.join(" ")}`);
+        });
+
         test("a recorded charge is kept in the store only until its hold closed in Redis: the rows do not pile up", async () => {
           const s = await newSubject(10_000);
           const i = await instance();

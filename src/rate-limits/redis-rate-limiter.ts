@@ -25,6 +25,7 @@ const MINUTE = 60_000;
 // capacity and what it takes (-1: neither taken nor checked, only read). Answers ok and the levels, no (which bucket, wait ms, levels),
 // or rebuild (which bucket): missing in an epoch younger than a minute, it may have been lost.
 const ADMIT_LUA = `${CHECK_EPOCH}
+local now = clock()
 local fresh = now - tonumber(ARGV[2]) < 60000
 local take = ARGV[3] == 'take'
 local levels = {}
@@ -63,6 +64,7 @@ return out`;
 
 // KEYS[2]: a bucket; ARGV[2]: its level rebuilt from the store. Kept if another instance was first.
 const SEED_LUA = `${CHECK_EPOCH}
+local now = clock()
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'exists'} end
 redis.call('HSET', KEYS[2], 'l', ARGV[2], 't', tostring(now))
 redis.call('PEXPIRE', KEYS[2], 61000)
@@ -71,6 +73,7 @@ return {'ok'}`;
 // KEYS[2..]: token buckets; ARGV[2]: tokens to give back (negative: to take); then capacities.
 // A ticket of a lost epoch gives nothing back: its bucket was rebuilt without it.
 const SETTLE_LUA = `${CHECK_EPOCH}
+local now = clock()
 local back = tonumber(ARGV[2])
 for j = 1, #KEYS - 1 do
   local cap = tonumber(ARGV[2 + j])

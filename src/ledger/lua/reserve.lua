@@ -18,7 +18,7 @@ if not a[1] or not k[1] or (capped and not s[1]) then
   if not a[1] then need = 'a' end
   if not k[1] then need = need .. 'k' end
   if capped and not s[1] then need = need .. 's' end
-  return {'seed', need, now}
+  return {'seed', need, clock()}
 end
 local au, ar, ku, kr = tonumber(a[1]), tonumber(a[2]), tonumber(k[1]), tonumber(k[2])
 local ast, kst = tonumber(a[3]), tonumber(k[3])
@@ -76,6 +76,7 @@ if free < minimum then
   return {'refused', 0, left, why, au, ku, '', -1, 0, 0, ast, kst, 0}
 end
 local function before(q)
+  local now = clock()
   while true do
     local head = redis.call('ZRANGE', q, 0, 0)[1]
     if not head or head == wid then return false end
@@ -103,13 +104,15 @@ if room >= minimum and not waitersAhead() then
   redis.call('HINCRBY', KEYS[3], 'r', int(got))
   if an > 0 then redis.call('HINCRBY', KEYS[2], 'rn', int(an)) end
   if kn > 0 then redis.call('HINCRBY', KEYS[3], 'rn', int(kn)) end
-  redis.call('PERSIST', KEYS[2])
-  redis.call('PERSIST', KEYS[3])
+  -- Only a subject that held nothing can have a time to live: seeds and closes give one to
+  -- a subject left holding nothing, and every hold takes it away (decision 0045).
+  if ar <= 0 then redis.call('PERSIST', KEYS[2]) end
+  if kr <= 0 then redis.call('PERSIST', KEYS[3]) end
   local entry = ARGV[9] .. ' ' .. ARGV[10] .. ' ' .. int(got) .. ' 1 1 ' .. int(an) .. ' ' .. int(kn)
   if capped then
     redis.call('HINCRBY', KEYS[10], 'r', int(got))
     if sn > 0 then redis.call('HINCRBY', KEYS[10], 'rn', int(sn)) end
-    redis.call('PERSIST', KEYS[10])
+    if tonumber(s[2]) <= 0 then redis.call('PERSIST', KEYS[10]) end
     entry = entry .. ' ' .. ARGV[21] .. ' 1 ' .. int(sn)
   end
   redis.call('HSET', KEYS[4], ARGV[8], entry)
@@ -126,5 +129,5 @@ if wid == '' then
   redis.call('ZADD', KEYS[5], tonumber(wid), wid)
   redis.call('ZADD', KEYS[6], tonumber(wid), wid)
 end
-redis.call('HSET', KEYS[7], wid, int(now + waitMs))
+redis.call('HSET', KEYS[7], wid, int(clock() + waitMs))
 return {'wait', 0, left, why, au, ku, wid, -1, 0, 0, ast, kst, 0}
